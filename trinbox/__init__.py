@@ -1,0 +1,151 @@
+"""trinbox: task queues in your own SQL tables, for Trio.
+
+Layers (a module imports only from layers below it):
+
+    trinbox, trinbox.keys, trinbox.testing      public facades (re-exports only)
+    _runtime                                    app, broker, subscriptions, handlers, codecs
+    _forms                                      row lock, lease and advisory claim forms
+    _dialects | _drivers                        SQL text (pure) | database I/O (only here)
+    _declare, _errors                           row declarations, specs, markers; errors
+"""
+
+from __future__ import annotations
+
+from . import keys as keys
+from ._declare._capabilities import MySql as MySql
+from ._declare._capabilities import Postgres as Postgres
+from ._declare._capabilities import Serves as Serves
+from ._declare._capabilities import Sqlite as Sqlite
+from ._declare._inbox import Inbox as Inbox
+from ._declare._manual import InboxSpec as InboxSpec
+from ._declare._markers import Advisory as Advisory
+from ._declare._markers import Default as Default
+from ._declare._markers import Deferred as Deferred
+from ._declare._markers import Exclusive as Exclusive
+from ._declare._markers import Immediate as Immediate
+from ._declare._markers import Lease as Lease
+from ._declare._markers import Plain as Plain
+from ._declare._markers import ReadCommitted as ReadCommitted
+from ._declare._markers import ReadUncommitted as ReadUncommitted
+from ._declare._markers import RepeatableRead as RepeatableRead
+from ._declare._markers import RowLock as RowLock
+from ._declare._markers import Serializable as Serializable
+from ._declare._markers import Transactional as Transactional
+from ._declare._roles import Attempt as Attempt
+from ._declare._roles import Column as Column
+from ._declare._roles import Generated as Generated
+from ._declare._roles import Group as Group
+from ._declare._roles import Id as Id
+from ._declare._roles import LockedUntil as LockedUntil
+from ._declare._roles import Payload as Payload
+from ._declare._roles import ProcessedAt as ProcessedAt
+from ._declare._roles import RetryAfter as RetryAfter
+from ._declare._spec import KeyColumn as KeyColumn
+from ._declare._spec import KeyLiteral as KeyLiteral
+from ._errors import AlreadySettled as AlreadySettled
+from ._errors import AlreadySubscribed as AlreadySubscribed
+from ._errors import BatchRolledBack as BatchRolledBack
+from ._errors import Closed as Closed
+from ._errors import ConnectError as ConnectError
+from ._errors import ConnectionLost as ConnectionLost
+from ._errors import DatabaseError as DatabaseError
+from ._errors import DeclarationError as DeclarationError
+from ._errors import HandlerFailed as HandlerFailed
+from ._errors import IdentifierTooLong as IdentifierTooLong
+from ._errors import IntegrityError as IntegrityError
+from ._errors import LeaseLost as LeaseLost
+from ._errors import LockNotAvailable as LockNotAvailable
+from ._errors import SchemaError as SchemaError
+from ._errors import ServerTooOld as ServerTooOld
+from ._errors import SettlementError as SettlementError
+from ._errors import StartupError as StartupError
+from ._errors import TrinboxError as TrinboxError
+from ._errors import UnsupportedForm as UnsupportedForm
+from ._errors import UnsupportedOpening as UnsupportedOpening
+from ._runtime.app import App as App
+from ._runtime.app import AppInfo as AppInfo
+from ._runtime.app import Mount as Mount
+from ._runtime.app import ShutdownReport as ShutdownReport
+from ._runtime.broker import SqlBroker as SqlBroker
+from ._runtime.codecs import Codec as Codec
+from ._runtime.codecs import JsonCodec as JsonCodec
+from ._runtime.codecs import RawCodec as RawCodec
+from ._runtime.outcome import FailurePolicy as FailurePolicy
+from ._runtime.outcome import HandlerOutcome as HandlerOutcome
+from ._runtime.outcome import OnFailure as OnFailure
+from ._runtime.queue import InboxQueue as InboxQueue
+from ._runtime.queue import Subscriber as Subscriber
+from ._runtime.queue import subscriber as subscriber
+
+__all__ = [
+    # declaring a table
+    "Inbox",
+    "InboxSpec",
+    "KeyColumn",
+    "KeyLiteral",
+    "Id",
+    "Group",
+    "RetryAfter",
+    "Attempt",
+    "LockedUntil",
+    "ProcessedAt",
+    "Payload",
+    "Generated",
+    "Column",
+    # claim forms, openings, modes
+    "RowLock",
+    "Lease",
+    "Advisory",
+    "Default",
+    "ReadUncommitted",
+    "ReadCommitted",
+    "RepeatableRead",
+    "Serializable",
+    "Deferred",
+    "Immediate",
+    "Exclusive",
+    "Plain",
+    "Transactional",
+    # dialects as types
+    "Serves",
+    "Postgres",
+    "MySql",
+    "Sqlite",
+    # running
+    "App",
+    "AppInfo",
+    "Mount",
+    "ShutdownReport",
+    "SqlBroker",
+    "InboxQueue",
+    "Subscriber",
+    "subscriber",
+    "keys",
+    "HandlerOutcome",
+    "FailurePolicy",
+    "OnFailure",
+    "Codec",
+    "JsonCodec",
+    "RawCodec",
+    # errors
+    "TrinboxError",
+    "DeclarationError",
+    "UnsupportedForm",
+    "UnsupportedOpening",
+    "IdentifierTooLong",
+    "StartupError",
+    "SchemaError",
+    "ServerTooOld",
+    "AlreadySubscribed",
+    "DatabaseError",
+    "ConnectError",
+    "IntegrityError",
+    "LockNotAvailable",
+    "ConnectionLost",
+    "SettlementError",
+    "LeaseLost",
+    "BatchRolledBack",
+    "AlreadySettled",
+    "HandlerFailed",
+    "Closed",
+]

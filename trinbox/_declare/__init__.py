@@ -1,0 +1,1 @@
+"""Declarations: row classes, roles, markers and the compiled table spec (pure, no I/O)."""

@@ -1,0 +1,189 @@
+"""The ``Inbox`` base class: a row class statement declares a queue table.
+
+    class Job(Inbox[Lease], table="jobs"):
+        id: Annotated[int, Id(generated=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+        payload: Annotated[bytes, Payload()]
+
+The class statement checks the declaration (``compile_spec``) and turns the class into a
+keyword-only dataclass; the compiled ``TableSpec`` is kept on ``__inbox_spec__``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from typing import Any, ClassVar, Generic, get_args, get_origin
+
+from typing_extensions import TypeVar, dataclass_transform
+
+from .._errors import DeclarationError
+from ._manual import InboxSpec
+from ._markers import Default, Form, Opening
+from ._roles import Column, Role
+from ._spec import FieldDecl, TableSpec, compile_spec, unknown_keywords
+
+__all__ = ["Inbox", "spec_of"]
+
+F = TypeVar("F", bound=Form, covariant=True)
+O = TypeVar("O", bound=Opening, covariant=True, default=Default)  # noqa: E741
+
+_KEYWORDS = ("table", "schema", "advisory_lock", "spec")
+
+
+@dataclass_transform(kw_only_default=True)
+class Inbox(Generic[F, O]):
+    """Base of a queue table's row class; the type arguments are its claim form and opening.
+
+    ``Inbox[RowLock]`` claims with FOR UPDATE SKIP LOCKED held for the handler,
+    ``Inbox[Lease]`` writes a lease expiry (needs a ``LockedUntil`` field), ``Inbox[Advisory]``
+    holds each row by a lock on its key (needs ``advisory_lock=``). The second argument, an
+    isolation level (``Serializable``...) or SQLite mode (``Immediate``...), is the opening of
+    the transactions trinbox starts for the table; ``Default`` when left out.
+    """
+
+    __inbox_spec__: ClassVar[TableSpec]
+
+    def __init_subclass__(cls, **keywords: Any) -> None:
+        where = f"class {cls.__qualname__}"
+        unknown_keywords(where, keywords, _KEYWORDS)
+        form, opening = _type_arguments(cls, where)
+        manual = keywords.get("spec")
+        if manual is not None:
+            cls.__inbox_spec__ = _compile_manual(cls, where, manual, form, opening, keywords)
+        else:
+            cls.__inbox_spec__ = compile_spec(
+                where=where,
+                table=keywords.get("table"),
+                schema=keywords.get("schema"),
+                form=form,
+                opening=opening,
+                fields=_field_decls(cls, where),
+                advisory_lock=keywords.get("advisory_lock"),
+                row_type=cls,
+            )
+        dataclasses.dataclass(kw_only=True)(cls)
+
+
+def spec_of(row_type: type[Any]) -> TableSpec:
+    """The compiled table of a row class, or ``DeclarationError`` for anything else."""
+    spec = getattr(row_type, "__inbox_spec__", None)
+    if not isinstance(spec, TableSpec):
+        msg = (
+            f"a queue is declared by a subclass of Inbox, found {row_type!r}; declare "
+            f"class Row(Inbox[Lease], table=...)"
+        )
+        raise DeclarationError(msg)
+    return spec
+
+
+def _type_arguments(cls: type, where: str) -> tuple[object, object]:
+    for base in getattr(cls, "__orig_bases__", ()):
+        if get_origin(base) is Inbox:
+            args = get_args(base)
+            return args[0], args[1] if len(args) > 1 else Default
+    for base in cls.__mro__[1:]:
+        spec = getattr(base, "__inbox_spec__", None)
+        if isinstance(spec, TableSpec):
+            return spec.form, spec.opening
+    msg = (
+        f"{where}: the claim form is the type argument of Inbox, found plain Inbox; write "
+        f"Inbox[RowLock], Inbox[Lease] or Inbox[Advisory]"
+    )
+    raise DeclarationError(msg)
+
+
+def _field_decls(cls: type, where: str) -> list[FieldDecl]:
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except NameError as exc:
+        msg = (
+            f"{where}: field annotations are read when the class is created, found a name "
+            f"that does not resolve ({exc}); import it at module level"
+        )
+        raise DeclarationError(msg) from exc
+    own = _own_annotation_names(cls)
+    decls: list[FieldDecl] = []
+    for name, hint in hints.items():
+        if name not in own or name.startswith("__"):
+            continue
+        roles, generated, column, python_type, is_classvar = _read_annotation(hint)
+        if is_classvar:
+            if roles or generated or column is not None:
+                msg = (
+                    f"{where}: a role belongs to a field with a column, found one on the "
+                    f"ClassVar {name!r}; make it an instance field or drop the role"
+                )
+                raise DeclarationError(msg)
+            continue
+        decls.append(
+            FieldDecl(
+                field=name,
+                column=name if column is None else column,
+                roles=roles,
+                generated=generated,
+                python_type=python_type,
+            )
+        )
+    return decls
+
+
+def _own_annotation_names(cls: type) -> set[str]:
+    names: set[str] = set()
+    for klass in reversed(cls.__mro__):
+        if klass is Inbox or klass is object or klass is Generic:
+            continue
+        names.update(inspect.get_annotations(klass))
+    return names
+
+
+def _read_annotation(hint: object) -> tuple[tuple[str, ...], bool, str | None, object, bool]:
+    """Roles, generated flag, column rename, bare type, and whether it is a ClassVar."""
+    if get_origin(hint) is ClassVar:
+        inner = get_args(hint)
+        found = _read_annotation(inner[0] if inner else Any)
+        return found[0], found[1], found[2], found[3], True
+    if get_origin(hint) is not typing.Annotated:
+        return (), False, None, hint, False
+    python_type, *metadata = get_args(hint)
+    roles: list[str] = []
+    generated = False
+    column: str | None = None
+    for meta in metadata:
+        if isinstance(meta, Role):
+            generated = generated or meta.generated
+            if meta.role:
+                roles.append(meta.role)
+        elif isinstance(meta, Column):
+            column = meta.name
+    return tuple(roles), generated, column, python_type, False
+
+
+def _compile_manual(
+    cls: type,
+    where: str,
+    manual: object,
+    form: object,
+    opening: object,
+    keywords: dict[str, Any],
+) -> TableSpec:
+    if not isinstance(manual, InboxSpec):
+        msg = f"{where}: spec= takes an InboxSpec, found {manual!r}; build one with InboxSpec(..)"
+        raise DeclarationError(msg)
+    clashing = sorted(set(keywords) - {"spec"})
+    if clashing:
+        msg = (
+            f"{where}: spec= describes the whole table, found it beside "
+            f"{', '.join(clashing)}; move them into the InboxSpec"
+        )
+        raise DeclarationError(msg)
+    if manual.form is not form:
+        msg = (
+            f"{where}: the spec's claim form and the class's type argument agree, found "
+            f"InboxSpec of {manual.form.__name__} on Inbox[{getattr(form, '__name__', form)}]; "
+            f"make them the same"
+        )
+        raise DeclarationError(msg)
+    hints = _own_annotation_names(cls)
+    return manual.compile(where=where, fields=sorted(hints), opening=opening, row_type=cls)

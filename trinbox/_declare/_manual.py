@@ -1,0 +1,176 @@
+"""The manual spec builder: the same declaration as the class statement's roles, by hand.
+
+    SPEC = (
+        InboxSpec("video_jobs", "id", generated=True)
+        .advisory([KeyLiteral("video_jobs-"), KeyColumn("channel")])
+        .attempt("attempt", generated=True)
+        .payload("payload")
+    )
+
+    class Transcode(Inbox[Advisory], spec=SPEC):
+        id: int
+        channel: str
+        attempt: int
+        payload: bytes
+
+Each setter names a column; a field of the row class with that name holds it (``field=`` when
+the names differ). Fields the spec does not name are data columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
+
+from .._errors import DeclarationError
+from .._util import evolve
+from ._markers import Advisory, Form, Lease, RowLock
+from ._spec import FieldDecl, KeyColumn, KeyLiteral, KeyPart, TableSpec, compile_spec
+
+__all__ = ["InboxSpec"]
+
+F = TypeVar("F", bound=Form, default=RowLock)
+G = TypeVar("G", bound=Form)
+
+
+@dataclass(frozen=True, slots=True)
+class _RoleColumn:
+    role: str
+    column: str
+    field: str
+    generated: bool
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class InboxSpec(Generic[F]):
+    """A queue table described by hand; its type argument is the claim form it selects."""
+
+    table: str
+    form: type[Form]
+    schema: str | None
+    roles: tuple[_RoleColumn, ...]
+    key: tuple[KeyPart, ...] | None
+
+    def __init__(
+        self: InboxSpec[RowLock],
+        table: str,
+        id: str,
+        *,
+        generated: bool = False,
+        field: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "form", RowLock)
+        object.__setattr__(self, "schema", None)
+        object.__setattr__(self, "roles", (_RoleColumn("id", id, field or id, generated),))
+        object.__setattr__(self, "key", None)
+
+    def within(self, schema: str) -> InboxSpec[F]:
+        return evolve(self, schema=schema)
+
+    def group(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        return self._role("group", column, field, generated=False)
+
+    def retry_after(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        return self._role("retry_after", column, field, generated=False)
+
+    def attempt(
+        self, column: str, *, generated: bool = False, field: str | None = None
+    ) -> InboxSpec[F]:
+        return self._role("attempt", column, field, generated=generated)
+
+    def processed_at(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        return self._role("processed_at", column, field, generated=False)
+
+    def payload(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        return self._role("payload", column, field, generated=False)
+
+    def lease(
+        self: InboxSpec[RowLock], column: str, *, field: str | None = None
+    ) -> InboxSpec[Lease]:
+        spec: InboxSpec[RowLock] = self._role("locked_until", column, field, generated=False)
+        return _with_form(spec, Lease)
+
+    def advisory(self: InboxSpec[RowLock], parts: Sequence[KeyPart]) -> InboxSpec[Advisory]:
+        if not parts or not all(isinstance(p, KeyLiteral | KeyColumn) for p in parts):
+            msg = (
+                "an advisory key is a sequence of KeyLiteral and KeyColumn parts, found "
+                f"{parts!r}; write [KeyLiteral('jobs-'), KeyColumn('id')]"
+            )
+            raise DeclarationError(msg)
+        spec = _with_form(self, Advisory)
+        return evolve(spec, key=tuple(parts))
+
+    def _role(self, role: str, column: str, field: str | None, *, generated: bool) -> InboxSpec[F]:
+        if any(r.role == role for r in self.roles):
+            msg = (
+                f"InboxSpec({self.table!r}): each role is set once, found {role} given twice; "
+                f"drop one of the calls"
+            )
+            raise DeclarationError(msg)
+        return evolve(
+            self, roles=(*self.roles, _RoleColumn(role, column, field or column, generated))
+        )
+
+    def compile(
+        self, *, where: str, fields: Sequence[str], opening: object, row_type: type | None
+    ) -> TableSpec:
+        """Check the spec with the same rules as the class statement."""
+        by_field = {r.field: r for r in self.roles}
+        missing = sorted(set(by_field) - set(fields))
+        if missing:
+            msg = (
+                f"{where}: every column the spec names is a field of the row, found no field "
+                f"{', '.join(map(repr, missing))}; add the field or pass field= to the setter"
+            )
+            raise DeclarationError(msg)
+        decls = []
+        for name in fields:
+            rc = by_field.get(name)
+            if rc is None:
+                decls.append(FieldDecl(field=name, column=name))
+            else:
+                decls.append(
+                    FieldDecl(
+                        field=name, column=rc.column, roles=(rc.role,), generated=rc.generated
+                    )
+                )
+        template = None
+        if self.key is not None:
+            template = "".join(
+                p.text.replace("{", "{{")
+                if isinstance(p, KeyLiteral)
+                else "{" + _field_of(p, decls) + "}"
+                for p in self.key
+            )
+        return compile_spec(
+            where=where,
+            table=self.table,
+            schema=self.schema,
+            form=self.form,
+            opening=opening,
+            fields=decls,
+            advisory_lock=template,
+            row_type=row_type,
+        )
+
+
+def _field_of(part: KeyColumn, decls: Sequence[FieldDecl]) -> str:
+    for decl in decls:
+        if decl.column == part.column:
+            return decl.field
+    return part.column
+
+
+def _with_form(spec: InboxSpec[Any], form: type[G]) -> InboxSpec[G]:
+    if spec.form is not RowLock:
+        msg = (
+            f"InboxSpec({spec.table!r}): a table has one claim form, found {spec.form.__name__} "
+            f"and then {form.__name__}; keep one of .lease(..) and .advisory(..)"
+        )
+        raise DeclarationError(msg)
+    changed: InboxSpec[G] = evolve(spec, form=form)
+    return changed

@@ -1,0 +1,98 @@
+"""Column roles, written as ``Annotated`` metadata on a row class's fields.
+
+``id: Annotated[int, Id(generated=True)]`` makes ``id`` the row identity, filled by the database.
+A field without a role is a data column. ``Column("name")`` renames a field's column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+__all__ = [
+    "Attempt",
+    "Column",
+    "Generated",
+    "Group",
+    "Id",
+    "LockedUntil",
+    "Payload",
+    "ProcessedAt",
+    "RetryAfter",
+    "Role",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """A queue role a column plays. ``generated`` marks a column the database fills."""
+
+    generated: bool = False
+    role: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Id(Role):
+    """The row identity (exactly one field)."""
+
+    role: ClassVar[str] = "id"
+
+
+@dataclass(frozen=True, slots=True)
+class Group(Role):
+    """The subscription name selects rows whose group column equals it."""
+
+    role: ClassVar[str] = "group"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryAfter(Role):
+    """Time before which the row is not claimable; ``retry_after(d)`` writes it."""
+
+    role: ClassVar[str] = "retry_after"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt(Role):
+    """The attempt counter; required by ``max_attempts``."""
+
+    role: ClassVar[str] = "attempt"
+
+
+@dataclass(frozen=True, slots=True)
+class LockedUntil(Role):
+    """The lease expiry; it selects the lease form."""
+
+    role: ClassVar[str] = "locked_until"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedAt(Role):
+    """Ack and drop mark the row with a time instead of deleting it."""
+
+    role: ClassVar[str] = "processed_at"
+
+
+@dataclass(frozen=True, slots=True)
+class Payload(Role):
+    """The message bytes: the table is in payload mode."""
+
+    role: ClassVar[str] = "payload"
+
+
+@dataclass(frozen=True, slots=True)
+class Generated(Role):
+    """A data column the database fills (a default); the generated insert leaves it out."""
+
+    generated: bool = True
+    role: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """The column's name in the table, when it differs from the field's name."""
+
+    name: str
+
+
+ROLE_NAMES = ("id", "group", "retry_after", "attempt", "locked_until", "processed_at", "payload")

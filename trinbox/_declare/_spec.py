@@ -1,0 +1,394 @@
+"""The compiled description of a queue table, read by dialects, forms and the runtime.
+
+Both ways of declaring a table, the ``Inbox`` class statement and the manual ``InboxSpec``
+builder, end in :func:`compile_spec`, so they share every rule and every message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .._errors import DeclarationError
+from ._markers import FORMS, OPENINGS, Advisory, Default, Form, Lease, Opening, RowLock
+from ._roles import ROLE_NAMES
+
+__all__ = [
+    "ColumnSpec",
+    "FieldDecl",
+    "KeyColumn",
+    "KeyLiteral",
+    "KeyPart",
+    "TableSpec",
+    "compile_spec",
+    "parse_key_template",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """One column: the field that holds it, its name in the table, its role (``""`` for data)."""
+
+    field: str
+    column: str
+    role: str = ""
+    generated: bool = False
+    python_type: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLiteral:
+    """Literal text of an advisory lock key."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeyColumn:
+    """A column whose value the database renders into an advisory lock key."""
+
+    column: str
+
+
+KeyPart = KeyLiteral | KeyColumn
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDecl:
+    """A field as declared, before the rules are checked."""
+
+    field: str
+    column: str
+    roles: tuple[str, ...] = ()
+    generated: bool = False
+    python_type: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """A queue table: its name, claim form, opening and columns by role."""
+
+    table: str
+    schema: str | None
+    form: type[Form]
+    opening: type[Opening]
+    columns: tuple[ColumnSpec, ...]
+    key: tuple[KeyPart, ...] = ()
+    key_template: str = ""
+    row_type: type | None = field(default=None, compare=False)
+
+    def role(self, role: str) -> ColumnSpec | None:
+        for col in self.columns:
+            if col.role == role:
+                return col
+        return None
+
+    @property
+    def id(self) -> ColumnSpec:
+        col = self.role("id")
+        assert col is not None  # compile_spec guarantees it
+        return col
+
+    @property
+    def group(self) -> ColumnSpec | None:
+        return self.role("group")
+
+    @property
+    def retry_after(self) -> ColumnSpec | None:
+        return self.role("retry_after")
+
+    @property
+    def attempt(self) -> ColumnSpec | None:
+        return self.role("attempt")
+
+    @property
+    def locked_until(self) -> ColumnSpec | None:
+        return self.role("locked_until")
+
+    @property
+    def processed_at(self) -> ColumnSpec | None:
+        return self.role("processed_at")
+
+    @property
+    def payload(self) -> ColumnSpec | None:
+        return self.role("payload")
+
+    @property
+    def data(self) -> tuple[ColumnSpec, ...]:
+        return tuple(c for c in self.columns if not c.role)
+
+    @property
+    def insert_columns(self) -> tuple[ColumnSpec, ...]:
+        """Every column the generated insert writes: roles first, then data columns."""
+        roles = [c for c in self.columns if c.role and not c.generated]
+        roles.sort(key=lambda c: ROLE_NAMES.index(c.role))
+        return (*roles, *(c for c in self.data if not c.generated))
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.table}" if self.schema else self.table
+
+    @property
+    def label(self) -> str:
+        """How errors name the table: ``jobs`` or ``app.jobs`` with the row class."""
+        row = f" ({self.row_type.__qualname__})" if self.row_type is not None else ""
+        return f"{self.qualified_name}{row}"
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def parse_key_template(
+    template: str, columns_by_field: dict[str, str], where: str
+) -> tuple[KeyPart, ...]:
+    """Split ``"jobs-{tenant}"`` into literal text and key columns, checking every brace."""
+    parts: list[KeyPart] = []
+    pos = 0
+    for match in _PLACEHOLDER.finditer(template):
+        literal = template[pos : match.start()]
+        _check_braces(literal, template, where)
+        if literal:
+            parts.append(KeyLiteral(literal))
+        name = match.group(1).strip()
+        if not name:
+            msg = (
+                f"{where}: a lock key placeholder names a field, found empty braces in "
+                f"advisory_lock={template!r}; write the field's name inside them, like "
+                f"'{{id}}'"
+            )
+            raise DeclarationError(msg)
+        if name not in columns_by_field:
+            known = ", ".join(sorted(columns_by_field)) or "none"
+            msg = (
+                f"{where}: a lock key placeholder names a field of the row, found "
+                f"{{{name}}} in advisory_lock={template!r} and no field {name!r} "
+                f"(fields: {known}); name one of them"
+            )
+            raise DeclarationError(msg)
+        parts.append(KeyColumn(columns_by_field[name]))
+        pos = match.end()
+    tail = template[pos:]
+    _check_braces(tail, template, where)
+    if tail:
+        parts.append(KeyLiteral(tail))
+    return tuple(parts)
+
+
+def _check_braces(literal: str, template: str, where: str) -> None:
+    if "{" in literal:
+        msg = (
+            f"{where}: every '{{' of a lock key opens a placeholder closed by '}}', found an "
+            f"unclosed '{{' in advisory_lock={template!r}; close it or remove it"
+        )
+        raise DeclarationError(msg)
+    if "}" in literal:
+        msg = (
+            f"{where}: every '}}' of a lock key closes a placeholder, found a '}}' without "
+            f"'{{' in advisory_lock={template!r}; remove it or open the placeholder"
+        )
+        raise DeclarationError(msg)
+
+
+def compile_spec(
+    *,
+    where: str,
+    table: str | None,
+    schema: str | None,
+    form: object,
+    opening: object,
+    fields: Sequence[FieldDecl],
+    advisory_lock: str | None,
+    row_type: type | None = None,
+) -> TableSpec:
+    """Check a declaration against every rule and compile it, or raise ``DeclarationError``."""
+    _check_table(where, table, schema)
+    assert table is not None
+    form_type = _check_form(where, form)
+    opening_type = _check_opening(where, opening)
+    columns = _check_fields(where, fields)
+    spec = TableSpec(
+        table=table,
+        schema=schema,
+        form=form_type,
+        opening=opening_type,
+        columns=columns,
+        row_type=row_type,
+    )
+    _check_form_columns(where, spec, advisory_lock)
+    if advisory_lock is not None:
+        by_field = {c.field: c.column for c in columns}
+        key = parse_key_template(advisory_lock, by_field, where)
+        spec = TableSpec(
+            table=table,
+            schema=schema,
+            form=form_type,
+            opening=opening_type,
+            columns=columns,
+            key=key,
+            key_template=advisory_lock,
+            row_type=row_type,
+        )
+    return spec
+
+
+def _check_table(where: str, table: str | None, schema: str | None) -> None:
+    if table is None:
+        msg = (
+            f"{where}: a queue table names its table, found no table=; "
+            f'add it to the class statement, like class Job(Inbox[Lease], table="jobs")'
+        )
+        raise DeclarationError(msg)
+    if not table:
+        msg = f"{where}: table= names the table, found {table!r}; give a non-empty name"
+        raise DeclarationError(msg)
+    if "." in table:
+        head, _, tail = table.rpartition(".")
+        msg = (
+            f"{where}: table= holds the table's name alone, found a dot in {table!r}; "
+            f"name the schema with schema=: table={tail!r}, schema={head!r}"
+        )
+        raise DeclarationError(msg)
+    if schema is not None and (not schema or "." in schema):
+        msg = (
+            f"{where}: schema= holds one schema name, found {schema!r}; give a non-empty name "
+            f"without dots"
+        )
+        raise DeclarationError(msg)
+
+
+def _check_form(where: str, form: object) -> type[Form]:
+    if form in FORMS:
+        assert isinstance(form, type)
+        return form
+    msg = (
+        f"{where}: the claim form is the type argument of Inbox, found {_name(form)}; "
+        f"write Inbox[RowLock], Inbox[Lease] or Inbox[Advisory]"
+    )
+    raise DeclarationError(msg)
+
+
+def _check_opening(where: str, opening: object) -> type[Opening]:
+    if opening in OPENINGS:
+        assert isinstance(opening, type)
+        return opening
+    names = ", ".join(o.__name__ for o in OPENINGS)
+    msg = (
+        f"{where}: the second type argument of Inbox is an isolation level or SQLite mode, "
+        f"found {_name(opening)}; use one of {names}"
+    )
+    raise DeclarationError(msg)
+
+
+def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, ...]:
+    columns: list[ColumnSpec] = []
+    role_owner: dict[str, str] = {}
+    column_owner: dict[str, str] = {}
+    for decl in fields:
+        if len(decl.roles) > 1:
+            msg = (
+                f"{where}: a field plays one role, found {decl.field!r} with "
+                f"{' and '.join(decl.roles)}; keep one and give the other its own field"
+            )
+            raise DeclarationError(msg)
+        role = decl.roles[0] if decl.roles else ""
+        if not decl.column:
+            msg = (
+                f"{where}: a column rename names a column, found Column('') on "
+                f"{decl.field!r}; give the column's name or drop Column(..)"
+            )
+            raise DeclarationError(msg)
+        if role and role in role_owner:
+            msg = (
+                f"{where}: each role is played by at most one field, found {role} on both "
+                f"{role_owner[role]!r} and {decl.field!r}; keep it on one of them"
+            )
+            raise DeclarationError(msg)
+        if decl.column in column_owner:
+            msg = (
+                f"{where}: each column is named once, found column {decl.column!r} for both "
+                f"{column_owner[decl.column]!r} and {decl.field!r}; rename one of them with "
+                f"Column(..)"
+            )
+            raise DeclarationError(msg)
+        if role:
+            role_owner[role] = decl.field
+        column_owner[decl.column] = decl.field
+        columns.append(
+            ColumnSpec(
+                field=decl.field,
+                column=decl.column,
+                role=role,
+                generated=decl.generated,
+                python_type=decl.python_type,
+            )
+        )
+    if "id" not in role_owner:
+        msg = (
+            f"{where}: a queue table has exactly one id field, found none; mark it, like "
+            f"id: Annotated[int, Id(generated=True)]"
+        )
+        raise DeclarationError(msg)
+    return tuple(columns)
+
+
+def _check_form_columns(where: str, spec: TableSpec, advisory_lock: str | None) -> None:
+    form = spec.form
+    has_lease = spec.locked_until is not None
+    if form is Lease and not has_lease:
+        msg = (
+            f"{where}: the lease form writes its expiry into a LockedUntil field, found none; "
+            f"add one, like locked_until: Annotated[datetime | None, LockedUntil()]"
+        )
+        raise DeclarationError(msg)
+    if form is Lease and advisory_lock is not None:
+        msg = (
+            f"{where}: advisory_lock= selects the advisory form, found it on an Inbox[Lease] "
+            f"table; drop advisory_lock= or declare Inbox[Advisory]"
+        )
+        raise DeclarationError(msg)
+    if form is Advisory:
+        if advisory_lock is None:
+            msg = (
+                f"{where}: the advisory form holds each row by a lock on its key, found no "
+                f'advisory_lock=; add one, like advisory_lock="{spec.table}-{{id}}"'
+            )
+            raise DeclarationError(msg)
+        if has_lease:
+            msg = (
+                f"{where}: the advisory form holds rows by their key, not a lease, found a "
+                f"LockedUntil field on an Inbox[Advisory] table; drop the LockedUntil field "
+                f"(to order a group, put the group's field in the key)"
+            )
+            raise DeclarationError(msg)
+    if form is RowLock:
+        if has_lease:
+            msg = (
+                f"{where}: a LockedUntil field selects the lease form, found one on an "
+                f"Inbox[RowLock] table; declare Inbox[Lease] or drop the field"
+            )
+            raise DeclarationError(msg)
+        if advisory_lock is not None:
+            msg = (
+                f"{where}: advisory_lock= selects the advisory form, found it on an "
+                f"Inbox[RowLock] table; declare Inbox[Advisory] or drop advisory_lock="
+            )
+            raise DeclarationError(msg)
+
+
+def _name(obj: object) -> str:
+    if obj is Default:
+        return "Default"
+    if isinstance(obj, type):
+        return obj.__qualname__
+    return repr(obj)
+
+
+def unknown_keywords(where: str, given: Iterable[str], accepted: Sequence[str]) -> None:
+    extra = sorted(set(given) - set(accepted))
+    if extra:
+        msg = (
+            f"{where}: the class statement takes the keywords {', '.join(accepted)}, found "
+            f"{', '.join(extra)}; remove or correct them"
+        )
+        raise DeclarationError(msg)

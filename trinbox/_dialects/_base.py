@@ -1,0 +1,404 @@
+"""What every dialect renders, written once; dialects override the shapes that differ.
+
+A dialect is pure: it turns a ``TableSpec`` into ``Statement`` records and never does I/O.
+Parameter names used across dialects:
+
+    group     the subscription's group        now        the claim's "now"
+    limit     rows the claim may take          lease      the new lease expiry (the token)
+    id        the row's id                     token      the lease the delivery holds
+    retry_at  when a delayed retry is due      dest       the dead letter group
+    key       a rendered advisory key
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
+from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec
+from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
+from ._statement import P, ParamStyle, Statement, render
+
+__all__ = ["DeadLetter", "Dialect", "Statements"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Where spent rows go: another group of the same table, or another table."""
+
+    group: str | None = None
+    table: str | None = None
+    schema: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.group is not None:
+            return self.group
+        return f"{self.schema}.{self.table}" if self.schema else str(self.table)
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """Every statement one subscription runs, by event. ``None``/empty: the event runs none."""
+
+    claim: tuple[Statement, ...]
+    ack: Statement
+    retry: Statement | None
+    retry_after: Statement | None
+    dead_letter: tuple[Statement, ...]
+    insert: Statement
+    begin: Statement | None = None
+    extend: Statement | None = None
+    take: tuple[Statement, ...] = ()
+    lock: Statement | None = None
+    unlock: Statement | None = None
+
+    def all(self) -> list[Statement]:
+        """Every statement, for the startup prepare check."""
+        found: list[Statement] = [*self.claim, self.ack, self.insert, *self.take, *self.dead_letter]
+        for one in (self.retry, self.retry_after, self.extend, self.lock, self.unlock):
+            if one is not None:
+                found.append(one)
+        return found
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """SQL text of one database family. Subclasses set the class attributes and override the
+    claim shapes; the settlement shapes below are the same everywhere."""
+
+    name: ClassVar[str]
+    style: ClassVar[ParamStyle]
+    quote: ClassVar[str]
+    identifier_limit: ClassVar[int | None]
+    forms: ClassVar[tuple[type[Form], ...]]
+    openings: ClassVar[tuple[type[Opening], ...]]
+    # The SQLite single writer serialises every claim of one subscription; the MySQL lease claim
+    # (a transaction of several statements that locks the rows it reads) serialises only lease
+    # claims: ``claims_one_at_a_time`` reads both.
+    one_claim_at_a_time: ClassVar[bool] = False
+    lease_claim_serial: ClassVar[bool] = False
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def claims_one_at_a_time(self, spec: TableSpec) -> bool:
+        """Whether a subscription to ``spec`` keeps one claim in flight (FIFO and keyed
+        workers add their own reasons elsewhere)."""
+        return self.one_claim_at_a_time or (spec.form is Lease and self.lease_claim_serial)
+
+    # -- naming ---------------------------------------------------------------------------
+
+    def q(self, name: str) -> str:
+        return f"{self.quote}{name.replace(self.quote, self.quote * 2)}{self.quote}"
+
+    def table(self, spec: TableSpec) -> str:
+        return self.qualified(spec.table, spec.schema)
+
+    def qualified(self, table: str, schema: str | None) -> str:
+        return f"{self.q(schema)}.{self.q(table)}" if schema else self.q(table)
+
+    def c(self, col: ColumnSpec | None) -> str:
+        assert col is not None
+        return self.q(col.column)
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def check(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> None:
+        """Refuse what this dialect cannot serve, before anything runs."""
+        if spec.form not in self.forms:
+            served = " or ".join(f.__name__ for f in self.forms)
+            msg = (
+                f"{spec.label}: {self.name} cannot serve the {spec.form.__name__} form "
+                f"(it serves {served}); {self._form_fix(spec.form)}"
+            )
+            raise UnsupportedForm(msg)
+        if spec.opening not in self.openings:
+            opens = ", ".join(o.__name__ for o in self.openings)
+            msg = (
+                f"{spec.label}: {self.name} opens no transaction at {spec.opening.__name__} "
+                f"(it opens {opens}); {self._opening_fix(spec.opening)}"
+            )
+            raise UnsupportedOpening(msg)
+        names = [spec.table, *(c.column for c in spec.columns)]
+        if spec.schema:
+            names.append(spec.schema)
+        if dead_letter is not None and dead_letter.table is not None:
+            names.append(dead_letter.table)
+            if dead_letter.schema:
+                names.append(dead_letter.schema)
+        for name in names:
+            self.check_identifier(name, spec.label)
+
+    def check_identifier(self, name: str, where: str) -> None:
+        limit = self.identifier_limit
+        if limit is not None and self.identifier_length(name) > limit:
+            msg = (
+                f"{where}: {self.name} identifiers are at most {limit} "
+                f"{self.identifier_unit}, found {name!r} ({self.identifier_length(name)}); "
+                f"use a shorter name"
+            )
+            raise IdentifierTooLong(msg)
+
+    identifier_unit: ClassVar[str] = "characters"
+
+    def identifier_length(self, name: str) -> int:
+        return len(name)
+
+    def _form_fix(self, form: type[Form]) -> str:
+        return "declare Inbox[Lease] with a LockedUntil field, or Inbox[Advisory]"
+
+    def _opening_fix(self, opening: type[Opening]) -> str:
+        return "declare one of those as the table's opening"
+
+    # -- statements -------------------------------------------------------------------------
+
+    def statements(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> Statements:
+        """Every statement a subscription to ``spec`` runs, for its form."""
+        self.check(spec, dead_letter)
+        if spec.form is Lease:
+            return self.lease_statements(spec, dead_letter)
+        if spec.form is Advisory:
+            return self.advisory_statements(spec, dead_letter)
+        assert spec.form is RowLock
+        return self.row_lock_statements(spec, dead_letter)
+
+    def r(self, event: str, text: str) -> Statement:
+        return render(event, text, self.style)
+
+    def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
+        """Every column in declaration order; with ``attempt_before`` the attempt reads one
+        less (the claim counted it, the delivery reports the value before)."""
+        cols = []
+        for col in spec.columns:
+            if attempt_before and col.role == "attempt":
+                cols.append(f"{self.attempt_before(col)} AS {self.c(col)}")
+            else:
+                cols.append(self.c(col))
+        return ", ".join(cols)
+
+    def attempt_before(self, col: ColumnSpec) -> str:
+        return f"{self.c(col)} - 1"
+
+    def claimable(self, spec: TableSpec, *, prefix: str = "") -> list[str]:
+        """Conditions of a due, unfinished row of the subscription's group."""
+        conds = []
+        if spec.group is not None:
+            conds.append(f"{prefix}{self.c(spec.group)} = {P('group')}")
+        if spec.retry_after is not None:
+            conds.append(f"{prefix}{self.c(spec.retry_after)} <= {P('now')}")
+        if spec.processed_at is not None:
+            conds.append(f"{prefix}{self.c(spec.processed_at)} IS NULL")
+        return conds
+
+    def lease_free(self, spec: TableSpec, *, prefix: str = "") -> str:
+        col = self.c(spec.locked_until)
+        return f"({prefix}{col} IS NULL OR {prefix}{col} <= {P('now')})"
+
+    def order_by(self, spec: TableSpec, *, prefix: str = "") -> str:
+        keys = []
+        if spec.retry_after is not None:
+            keys.append(f"{prefix}{self.c(spec.retry_after)}")
+        keys.append(f"{prefix}{self.c(spec.id)}")
+        return ", ".join(keys)
+
+    @staticmethod
+    def where(conds: Sequence[str]) -> str:
+        return f" WHERE {' AND '.join(conds)}" if conds else ""
+
+    def by_id(self, spec: TableSpec, *, token: bool) -> str:
+        """``WHERE id = ?``, conditioned on the lease token in the lease form."""
+        conds = [f"{self.c(spec.id)} = {P('id')}"]
+        if token:
+            conds.append(f"{self.c(spec.locked_until)} = {P('token')}")
+        return self.where(conds)
+
+    def finish(self, spec: TableSpec, *, token: bool) -> Statement:
+        """Ack and drop: mark processed or delete (lease: only while the token holds)."""
+        t = self.table(spec)
+        if spec.processed_at is not None:
+            sets = [f"{self.c(spec.processed_at)} = {P('now')}"]
+            if token:
+                sets.append(f"{self.c(spec.locked_until)} = NULL")
+            return self.r("ack", f"UPDATE {t} SET {', '.join(sets)}{self.by_id(spec, token=token)}")
+        return self.r("ack", f"DELETE FROM {t}{self.by_id(spec, token=token)}")
+
+    def update(self, event: str, spec: TableSpec, sets: Sequence[str], *, token: bool) -> Statement:
+        if token:
+            sets = [*sets, f"{self.c(spec.locked_until)} = NULL"]
+        return self.r(
+            event, f"UPDATE {self.table(spec)} SET {', '.join(sets)}{self.by_id(spec, token=token)}"
+        )
+
+    def bump(self, spec: TableSpec) -> list[str]:
+        """The row lock form counts the attempt when it settles a retry."""
+        if spec.attempt is None:
+            return []
+        return [f"{self.c(spec.attempt)} = {self.c(spec.attempt)} + 1"]
+
+    def retry_after_statement(
+        self, spec: TableSpec, *, token: bool, count: bool
+    ) -> Statement | None:
+        if spec.retry_after is None:
+            return None
+        sets = [f"{self.c(spec.retry_after)} = {P('retry_at')}"]
+        if count:
+            sets += self.bump(spec)
+        return self.update("retry_after", spec, sets, token=token)
+
+    def dead_letter_statements(
+        self, spec: TableSpec, dead_letter: DeadLetter | None, *, token: bool
+    ) -> tuple[Statement, ...]:
+        if dead_letter is None:
+            return ()
+        if dead_letter.group is not None:
+            if spec.group is None:
+                msg = (
+                    f"{spec.label}: a dead letter group moves rows within a table's group "
+                    f"column, found no Group field; add one or name a dead letter table"
+                )
+                raise DeclarationError(msg)
+            sets = [f"{self.c(spec.group)} = {P('dest')}"]
+            return (self.update("dead_letter", spec, sets, token=token),)
+        return self.move_to_table(spec, dead_letter, token=token)
+
+    def move_to_table(
+        self, spec: TableSpec, dead_letter: DeadLetter, *, token: bool
+    ) -> tuple[Statement, ...]:
+        """Copy the row into the dead letter table, then delete it: two statements that the
+        form runs in one transaction (PostgreSQL overrides this with one statement)."""
+        t = self.table(spec)
+        dest = self.qualified(str(dead_letter.table), dead_letter.schema)
+        cols = ", ".join(self.c(c) for c in spec.columns)
+        values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
+        copy = self.r(
+            "dead_letter",
+            f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}{self.by_id(spec, token=token)}",
+        )
+        delete = self.r("dead_letter", f"DELETE FROM {t}{self.by_id(spec, token=token)}")
+        return (copy, delete)
+
+    def insert(self, spec: TableSpec) -> Statement:
+        cols = spec.insert_columns
+        t = self.table(spec)
+        if not cols:
+            return self.r("insert", self.insert_defaults(t))
+        names = ", ".join(self.c(c) for c in cols)
+        values = ", ".join(P(c.column) for c in cols)
+        return self.r("insert", f"INSERT INTO {t} ({names}) VALUES ({values})")
+
+    def insert_defaults(self, table: str) -> str:
+        return f"INSERT INTO {table} DEFAULT VALUES"
+
+    def begin(self, spec: TableSpec) -> Statement:
+        return self.r("begin", "BEGIN")
+
+    def lease_claim_begin(self) -> Statement:
+        """The transaction of a claim that selects and then stamps (MySQL's lease claim)."""
+        return self.r("begin", "BEGIN")
+
+    def plain_begin(self) -> Statement:
+        """A transaction at the default level: dead letter moves, user transactions."""
+        return self.r("begin", "BEGIN")
+
+    def key_expression(self, spec: TableSpec) -> str:
+        """The advisory key, rendered by the database from the template."""
+        parts = []
+        for part in spec.key:
+            if isinstance(part, KeyLiteral):
+                parts.append(self.literal(part.text))
+            else:
+                assert isinstance(part, KeyColumn)
+                parts.append(self.key_column(self.q(part.column)))
+        return self.concat(parts) if parts else "''"
+
+    def literal(self, text: str) -> str:
+        """A string literal: quotes doubled (MySQL also doubles backslashes)."""
+        return "'" + text.replace("'", "''") + "'"
+
+    def key_column(self, column: str) -> str:
+        return f"COALESCE(CAST({column} AS TEXT), '')"
+
+    def concat(self, parts: Sequence[str]) -> str:
+        return " || ".join(parts)
+
+    # -- forms (dialects override the claim shapes) ----------------------------------------------
+
+    def lease_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
+        locked = self.c(spec.locked_until)
+        return Statements(
+            claim=self.lease_claim(spec),
+            ack=self.finish(spec, token=True),
+            retry=self.update("retry", spec, [], token=True),
+            retry_after=self.retry_after_statement(spec, token=True, count=False),
+            dead_letter=self.dead_letter_statements(spec, dead_letter, token=True),
+            insert=self.insert(spec),
+            begin=self.begin(spec),
+            extend=self.r(
+                "extend",
+                f"UPDATE {self.table(spec)} SET {locked} = {P('lease')}"
+                f"{self.by_id(spec, token=True)}",
+            ),
+        )
+
+    def advisory_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
+        return Statements(
+            claim=(self.advisory_candidates(spec),),
+            ack=self.finish(spec, token=False),
+            retry=None,
+            retry_after=self.retry_after_statement(spec, token=False, count=False),
+            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
+            insert=self.insert(spec),
+            begin=self.begin(spec),
+            take=self.advisory_take(spec),
+            lock=self.advisory_lock(spec),
+            unlock=self.advisory_unlock(spec),
+        )
+
+    def row_lock_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
+        retry = self.update("retry", spec, self.bump(spec), token=False) if spec.attempt else None
+        return Statements(
+            claim=(self.row_lock_claim(spec),),
+            ack=self.finish(spec, token=False),
+            retry=retry,
+            retry_after=self.retry_after_statement(spec, token=False, count=True),
+            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
+            insert=self.insert(spec),
+            begin=self.begin(spec),
+        )
+
+    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        raise NotImplementedError
+
+    def advisory_candidates(self, spec: TableSpec) -> Statement:
+        raise NotImplementedError
+
+    def advisory_take(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """Take the row while it is still claimable, counting the attempt (one statement with
+        RETURNING; MySQL overrides with update + select)."""
+        t = self.table(spec)
+        conds = [f"{self.c(spec.id)} = {P('id')}", *self.claimable(spec)]
+        if spec.attempt is None:
+            return (self.r("take", f"SELECT {self.select_list(spec)} FROM {t}{self.where(conds)}"),)
+        attempt = self.c(spec.attempt)
+        return (
+            self.r(
+                "take",
+                f"UPDATE {t} SET {attempt} = {attempt} + 1{self.where(conds)} "
+                f"RETURNING {self.select_list(spec, attempt_before=True)}",
+            ),
+        )
+
+    def advisory_lock(self, spec: TableSpec) -> Statement | None:
+        return None
+
+    def advisory_unlock(self, spec: TableSpec) -> Statement | None:
+        return None
+
+    def row_lock_claim(self, spec: TableSpec) -> Statement:
+        t = self.table(spec)
+        return self.r(
+            "claim",
+            f"SELECT {self.select_list(spec)} FROM {t}{self.where(self.claimable(spec))} "
+            f"ORDER BY {self.order_by(spec)} LIMIT {P('limit')} FOR UPDATE SKIP LOCKED",
+        )

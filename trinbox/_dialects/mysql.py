@@ -1,0 +1,175 @@
+"""MySQL 8.0.1+ and MariaDB 10.6+: all three forms; ``%s`` placeholders, backtick quoting,
+identifiers of at most 64 characters.
+
+Transactions: ``begin`` is ``SET TRANSACTION ISOLATION LEVEL <L>``, which sets the level of the
+*next* transaction only; the driver follows it with ``START TRANSACTION`` on the same
+connection. A table without a declared level opens at READ COMMITTED (at REPEATABLE READ an
+unfilled claim gap-locks the table's end and blocks a handler's insert into its own queue).
+
+The lease claim is a transaction of several statements at READ COMMITTED whatever the table
+declares (``lease_claim_begin``): the locking select, then one stamp per selected row;
+a row the stamp leaves unchanged drops out of the claim. It locks the rows it reads, so a
+subscription keeps one lease claim in flight (``lease_claim_serial``).
+
+The advisory form locks a server-wide name with ``GET_LOCK``: the table's database, a dot and
+the key, or the key's SHA-256 when that name is empty or longer than 64 characters.
+
+The ``format`` style is interpolated by the client (PyMySQL ``query % args``), so every ``%``
+of the text itself is written ``%%``: the driver always passes a tuple of arguments, an empty
+one too, so that ``%%`` reads as ``%``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .._declare._markers import (
+    Advisory,
+    Default,
+    Form,
+    Lease,
+    Opening,
+    ReadCommitted,
+    ReadUncommitted,
+    RepeatableRead,
+    RowLock,
+    Serializable,
+)
+from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
+from ._base import Dialect
+from ._statement import P, ParamStyle, Statement, render
+
+__all__ = ["MySqlDialect"]
+
+_LEVELS: dict[type[Opening], str] = {
+    Default: "READ COMMITTED",
+    ReadUncommitted: "READ UNCOMMITTED",
+    ReadCommitted: "READ COMMITTED",
+    RepeatableRead: "REPEATABLE READ",
+    Serializable: "SERIALIZABLE",
+}
+
+# GET_LOCK refuses longer names (and an empty one).
+_LOCK_NAME_LIMIT = 64
+
+
+@dataclass(frozen=True)
+class MySqlDialect(Dialect):
+    name: ClassVar[str] = "MySQL"
+    style: ClassVar[ParamStyle] = "format"
+    quote: ClassVar[str] = "`"
+    identifier_limit: ClassVar[int | None] = 64
+    forms: ClassVar[tuple[type[Form], ...]] = (RowLock, Lease, Advisory)
+    openings: ClassVar[tuple[type[Opening], ...]] = (
+        Default,
+        ReadUncommitted,
+        ReadCommitted,
+        RepeatableRead,
+        Serializable,
+    )
+    lease_claim_serial: ClassVar[bool] = True
+
+    def r(self, event: str, text: str) -> Statement:
+        return render(event, text.replace("%", "%%"), self.style)
+
+    def literal(self, text: str) -> str:
+        # A backslash escapes in MySQL string literals (unless NO_BACKSLASH_ESCAPES).
+        return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    def begin(self, spec: TableSpec) -> Statement:
+        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
+
+    def insert_defaults(self, table: str) -> str:
+        return f"INSERT INTO {table} () VALUES ()"
+
+    def key_column(self, column: str) -> str:
+        return f"COALESCE(CAST({column} AS CHAR), '')"
+
+    def lock_name(self, spec: TableSpec) -> str:
+        """The ``GET_LOCK`` name of a row's key: ``database.key`` lower-cased database first,
+        as is when 1 to 64 characters long, else its SHA-256 in hex (64 characters)."""
+        database = "DATABASE()" if spec.schema is None else self.literal(spec.schema)
+        parts = [f"LOWER({database})", "'.'"]
+        for part in spec.key:
+            if isinstance(part, KeyLiteral):
+                parts.append(self.literal(part.text))
+            else:
+                assert isinstance(part, KeyColumn)
+                parts.append(self.key_column(self.q(part.column)))
+        name = f"CONCAT_WS('', {', '.join(parts)})"
+        return (
+            f"IF(CHAR_LENGTH({name}) BETWEEN 1 AND {_LOCK_NAME_LIMIT}, {name}, SHA2({name}, 256))"
+        )
+
+    def key_expression(self, spec: TableSpec) -> str:
+        return self.lock_name(spec)
+
+    def lease_claim_begin(self) -> Statement:
+        """The lease claim runs at READ COMMITTED whatever the table declares."""
+        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[ReadCommitted]}")
+
+    def plain_begin(self) -> Statement:
+        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[Default]}")
+
+    # -- lease ------------------------------------------------------------------------------
+
+    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """Two statements of one READ COMMITTED transaction: the locking select of the first
+        due rows, then per selected row the stamp (lease and attempt), conditioned on the
+        lease being free still; a row the stamp did not change drops out of the claim."""
+        t = self.table(spec)
+        conds = [*self.claimable(spec), self.lease_free(spec)]
+        select = self.r(
+            "claim",
+            f"SELECT {self.select_list(spec)} FROM {t}{self.where(conds)} "
+            f"ORDER BY {self.order_by(spec)} LIMIT {P('limit')} FOR UPDATE SKIP LOCKED",
+        )
+        sets = [f"{self.c(spec.locked_until)} = {P('lease')}"]
+        if spec.attempt is not None:
+            attempt = self.c(spec.attempt)
+            sets.append(f"{attempt} = {attempt} + 1")
+        stamp = self.r(
+            "stamp",
+            f"UPDATE {t} SET {', '.join(sets)} WHERE {self.c(spec.id)} = {P('id')} "
+            f"AND {self.lease_free(spec)}",
+        )
+        return (select, stamp)
+
+    # -- advisory ---------------------------------------------------------------------------
+
+    def advisory_candidates(self, spec: TableSpec) -> Statement:
+        """The first due rows in claim order whose lock name no session holds."""
+        t = self.table(spec)
+        name = self.lock_name(spec)
+        conds = [*self.claimable(spec), f"IS_USED_LOCK({name}) IS NULL"]
+        return self.r(
+            "candidates",
+            f"SELECT {self.c(spec.id)}, {name} AS `__lock` FROM {t}{self.where(conds)} "
+            f"ORDER BY {self.order_by(spec)} LIMIT {P('limit')}",
+        )
+
+    def advisory_take(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """No RETURNING: count the attempt while the row is still claimable, then read the row
+        with the attempt as it was. The update's row count says whether the row was taken
+        (0: another holder settled it; unlock and go on)."""
+        if spec.attempt is None:
+            return super().advisory_take(spec)
+        t = self.table(spec)
+        ident = self.c(spec.id)
+        attempt = self.c(spec.attempt)
+        conds = [f"{ident} = {P('id')}", *self.claimable(spec)]
+        return (
+            self.r("take", f"UPDATE {t} SET {attempt} = {attempt} + 1{self.where(conds)}"),
+            self.r(
+                "take",
+                f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t} "
+                f"WHERE {ident} = {P('id')}",
+            ),
+        )
+
+    def advisory_lock(self, spec: TableSpec) -> Statement | None:
+        return self.r("lock", f"SELECT CAST(COALESCE(GET_LOCK({P('key')}, 0), 0) AS SIGNED)")
+
+    def advisory_unlock(self, spec: TableSpec) -> Statement | None:
+        return self.r("unlock", f"SELECT CAST(COALESCE(RELEASE_LOCK({P('key')}), 0) AS SIGNED)")

@@ -1,0 +1,149 @@
+"""PostgreSQL: all three forms; ``$n`` placeholders (a repeated name reuses its number),
+double-quote quoting, identifiers of at most 63 bytes.
+
+The lease claim is one autocommit statement (lock, stamp and read in one CTE); the advisory
+form locks a 64-bit ``hashtextextended`` of the key (PostgreSQL 11 or later) on the session
+that holds the delivery; a dead letter moves into its table in one statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .._declare._markers import (
+    Advisory,
+    Default,
+    Form,
+    Lease,
+    Opening,
+    ReadCommitted,
+    ReadUncommitted,
+    RepeatableRead,
+    RowLock,
+    Serializable,
+)
+from .._declare._spec import ColumnSpec, TableSpec
+from ._base import DeadLetter, Dialect
+from ._statement import P, ParamStyle, Statement
+
+__all__ = ["PostgresDialect"]
+
+_LEVELS: dict[type[Opening], str] = {
+    ReadCommitted: "READ COMMITTED",
+    RepeatableRead: "REPEATABLE READ",
+    Serializable: "SERIALIZABLE",
+}
+
+
+@dataclass(frozen=True)
+class PostgresDialect(Dialect):
+    name: ClassVar[str] = "PostgreSQL"
+    style: ClassVar[ParamStyle] = "dollar"
+    quote: ClassVar[str] = '"'
+    identifier_limit: ClassVar[int | None] = 63
+    identifier_unit: ClassVar[str] = "bytes"
+    forms: ClassVar[tuple[type[Form], ...]] = (RowLock, Lease, Advisory)
+    openings: ClassVar[tuple[type[Opening], ...]] = (
+        Default,
+        ReadCommitted,
+        RepeatableRead,
+        Serializable,
+    )
+
+    def identifier_length(self, name: str) -> int:
+        """PostgreSQL truncates names past NAMEDATALEN - 1 bytes of their UTF-8 encoding."""
+        return len(name.encode("utf-8"))
+
+    def _opening_fix(self, opening: type[Opening]) -> str:
+        if opening is ReadUncommitted:
+            return (
+                "PostgreSQL runs READ UNCOMMITTED as READ COMMITTED; declare ReadCommitted "
+                "(or leave the opening out)"
+            )
+        return super()._opening_fix(opening)
+
+    def begin(self, spec: TableSpec) -> Statement:
+        if spec.opening is Default:
+            return self.r("begin", "BEGIN")
+        return self.r("begin", f"BEGIN ISOLATION LEVEL {_LEVELS[spec.opening]}")
+
+    def attempt_before(self, col: ColumnSpec) -> str:
+        # ``smallint - 1`` is an integer: the attempt reads as ``int`` whatever the column's
+        # own integer type (the dialect does not know it).
+        return f"({self.c(col)} - 1)"
+
+    def key_column(self, column: str) -> str:
+        return f"COALESCE({column}::text, '')"
+
+    def concat(self, parts: Sequence[str]) -> str:
+        return f"concat({', '.join(parts)})"
+
+    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """One statement: lock the first due rows, stamp them with the lease (counting the
+        attempt), and return them as they were before the stamp, in claim order."""
+        t = self.table(spec)
+        ident = self.c(spec.id)
+        sets = [f"{self.c(spec.locked_until)} = {P('lease')}"]
+        if spec.attempt is not None:
+            attempt = self.c(spec.attempt)
+            sets.append(f"{attempt} = __row.{attempt} + 1")
+        conds = [*self.claimable(spec), self.lease_free(spec)]
+        order = self.order_by(spec)
+        return (
+            self.r(
+                "claim",
+                f"WITH __claimed AS (SELECT {self.select_list(spec)} FROM {t}"
+                f"{self.where(conds)} ORDER BY {order} LIMIT {P('limit')} "
+                f"FOR UPDATE SKIP LOCKED), "
+                f"__stamped AS (UPDATE {t} AS __row SET {', '.join(sets)} FROM __claimed "
+                f"WHERE __row.{ident} = __claimed.{ident}) "
+                f"SELECT * FROM __claimed ORDER BY {order}",
+            ),
+        )
+
+    def advisory_candidates(self, spec: TableSpec) -> Statement:
+        """The first due rows in claim order whose keys no other session holds. The shared
+        transaction-level probe fails on a key held exclusively elsewhere and (autocommit)
+        ends with the statement; ``OFFSET 0`` keeps the probe out of the inner select, so
+        the limit counts only rows that passed it."""
+        t = self.table(spec)
+        ident = self.c(spec.id)
+        inner = (
+            f'SELECT {ident}, {self.key_expression(spec)} AS "__lock" FROM {t}'
+            f"{self.where(self.claimable(spec))} ORDER BY {self.order_by(spec)} OFFSET 0"
+        )
+        return self.r(
+            "candidates",
+            f'SELECT {ident}, "__lock" FROM ({inner}) AS __candidates '
+            f'WHERE pg_try_advisory_xact_lock_shared(hashtextextended("__lock", 0)) '
+            f"LIMIT {P('limit')}",
+        )
+
+    def advisory_lock(self, spec: TableSpec) -> Statement | None:
+        return self.r(
+            "lock", f"SELECT pg_try_advisory_lock(hashtextextended({P('key')}, 0))::int::bigint"
+        )
+
+    def advisory_unlock(self, spec: TableSpec) -> Statement | None:
+        return self.r(
+            "unlock", f"SELECT pg_advisory_unlock(hashtextextended({P('key')}, 0))::int::bigint"
+        )
+
+    def move_to_table(
+        self, spec: TableSpec, dead_letter: DeadLetter, *, token: bool
+    ) -> tuple[Statement, ...]:
+        """One statement: delete the row (while the token holds, in the lease form) and insert
+        what the delete returned, with the lease column cleared."""
+        t = self.table(spec)
+        dest = self.qualified(str(dead_letter.table), dead_letter.schema)
+        cols = ", ".join(self.c(c) for c in spec.columns)
+        values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
+        return (
+            self.r(
+                "dead_letter",
+                f"WITH moved AS (DELETE FROM {t}{self.by_id(spec, token=token)} "
+                f"RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT {values} FROM moved",
+            ),
+        )

@@ -1,0 +1,75 @@
+"""The narrow contract between trinbox and a database driver.
+
+Drivers run SQL text with positional parameters and hand back plain tuples; they never see row
+classes, and they translate their library's exceptions into trinbox's error tree. Everything
+above this layer is pure Trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = ["Connection", "Pool", "Record"]
+
+Record = tuple[object, ...]
+
+
+class Connection(Protocol):
+    """One database session. Used by one task at a time."""
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open on this session."""
+        ...
+
+    async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run a statement; the number of rows it changed."""
+        ...
+
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
+        """Run a statement that returns rows."""
+        ...
+
+    async def begin(self, sql: str) -> None:
+        """Open a transaction with the dialect's begin text."""
+        ...
+
+    async def commit(self) -> None: ...
+
+    async def rollback(self) -> None: ...
+
+    async def prepare(self, sql: str) -> None:
+        """Have the server compile ``sql`` without running it (startup checks)."""
+        ...
+
+
+class Pool(Protocol):
+    """A bounded set of connections to one database."""
+
+    @property
+    def max_size(self) -> int: ...
+
+    @property
+    def identity(self) -> str:
+        """Names the database (a file path or host/port/database) for process-wide registries."""
+        ...
+
+    async def acquire(self) -> Connection:
+        """A connection, waiting for one to be free."""
+        ...
+
+    async def try_acquire(self) -> Connection | None:
+        """An idle connection, or a new one while the pool is below its size; ``None`` when
+        every connection is in use (never waits for one to be released)."""
+        ...
+
+    async def release(self, conn: Connection) -> None:
+        """Return a connection (rolled back first if a transaction is still open)."""
+        ...
+
+    async def discard(self, conn: Connection) -> None:
+        """Close a connection that must never serve again (its state is unknown)."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,237 @@
+"""SQLite through the standard ``sqlite3`` module on worker threads.
+
+Each connection runs one call at a time (a Trio lock) on some worker thread. A cancelled call
+that had begun interrupts its statement, waits (shielded) for the thread to let go, and rolls
+back what it left open; one cancelled before it began never touches the connection
+(FEASIBILITY.md §3.3).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import trio
+
+from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
+from ._base import Connection, Record
+
+__all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
+
+T = TypeVar("T")
+
+# Times are stored as UTC text that sorts as time: "2026-11-29 20:37:00.000000".
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def sqlite_path(url: str) -> str:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or a bare path."""
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///") :]
+    if url.startswith("sqlite://"):
+        msg = f"a SQLite URL reads sqlite:///path, found {url!r}; use three slashes"
+        raise ValueError(msg)
+    return url
+
+
+def _param(value: object) -> object:
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value.strftime(TIME_FORMAT)
+    return value
+
+
+def _params(params: Sequence[object]) -> tuple[object, ...]:
+    return tuple(_param(p) for p in params)
+
+
+def _translate(exc: sqlite3.Error, sql: str) -> DatabaseError:
+    code = getattr(exc, "sqlite_errorname", None)
+    text = f"{exc} (while running: {sql})"
+    if isinstance(exc, sqlite3.IntegrityError):
+        return IntegrityError(text, statement=sql, code=code)
+    if code in ("SQLITE_BUSY", "SQLITE_LOCKED") or "database is locked" in str(exc):
+        return LockNotAvailable(text, statement=sql, code=code)
+    return DatabaseError(text, statement=sql, code=code)
+
+
+class SqliteConnection:
+    """One ``sqlite3`` connection driven from Trio."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self._raw = raw
+        self._lock = trio.Lock()  # one call at a time on this connection
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._raw.in_transaction
+
+    async def _run(self, fn: Callable[[], T], sql: str) -> T:
+        async with self._lock:
+            return await self._call(fn, sql)
+
+    async def _call(self, fn: Callable[[], T], sql: str) -> T:
+        finished = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+        gate = threading.Lock()
+        state = {"abandoned": False, "running": False}
+
+        def call() -> T | None:
+            with gate:
+                if state["abandoned"]:
+                    return None  # cancelled before it began: leave the connection alone
+                state["running"] = True
+            try:
+                return fn()
+            finally:
+                token.run_sync_soon(finished.set)
+
+        try:
+            result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+        except trio.Cancelled:
+            with gate:
+                state["abandoned"] = True
+                running = state["running"]
+            if running:
+                # The thread goes on: stop its statement, wait for it before anyone reuses
+                # the connection, then undo what it left open.
+                self._raw.interrupt()
+                with trio.CancelScope(shield=True):
+                    await finished.wait()
+                    if self._raw.in_transaction:
+                        await trio.to_thread.run_sync(self._raw.rollback)
+            raise
+        except sqlite3.Error as exc:
+            raise _translate(exc, sql) from exc
+        return result  # type: ignore[return-value]  # None only when abandoned
+
+    async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        bound = _params(params)
+        return await self._run(lambda: self._raw.execute(sql, bound).rowcount, sql)
+
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
+        bound = _params(params)
+        return await self._run(lambda: [tuple(r) for r in self._raw.execute(sql, bound)], sql)
+
+    async def executescript(self, script: str) -> None:
+        """Run several statements (schema set-up in examples and tests)."""
+        await self._run(lambda: self._raw.executescript(script), script)
+
+    async def begin(self, sql: str) -> None:
+        await self.execute(sql)
+
+    async def commit(self) -> None:
+        await self._run(self._raw.commit, "COMMIT")
+
+    async def rollback(self) -> None:
+        await self._run(self._raw.rollback, "ROLLBACK")
+
+    async def prepare(self, sql: str) -> None:
+        # EXPLAIN compiles the statement against the schema without running it.
+        count = sql.count("?")
+        await self._run(lambda: self._raw.execute("EXPLAIN " + sql, (None,) * count), sql)
+
+    async def close(self) -> None:
+        with trio.CancelScope(shield=True):
+            async with self._lock:
+                await trio.to_thread.run_sync(self._raw.close)
+
+
+def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
+    raw = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+    raw.execute("PRAGMA foreign_keys=ON")
+    return raw
+
+
+class SqlitePool:
+    """Up to ``max_size`` connections to one database file."""
+
+    def __init__(self, path: str, *, max_size: int = 8, busy_timeout: float = 5.0) -> None:
+        self._path = path
+        self._busy_timeout = busy_timeout
+        self._max_size = max_size
+        self._slots = trio.Semaphore(max_size)
+        self._idle: list[SqliteConnection] = []
+        self._closed = False
+
+    @property
+    def max_size(self) -> int:
+        return self._max_size
+
+    @property
+    def identity(self) -> str:
+        return "sqlite:" + os.path.realpath(self._path)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    async def open(self) -> None:
+        """Open one connection now, so a bad path fails at startup."""
+        conn = await self.acquire()
+        await self.release(conn)
+
+    async def acquire(self) -> SqliteConnection:
+        await self._slots.acquire()
+        try:
+            return await self._take()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def try_acquire(self) -> SqliteConnection | None:
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            return None
+        try:
+            return await self._take()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _take(self) -> SqliteConnection:
+        if self._idle:
+            return self._idle.pop()
+        try:
+            raw = await trio.to_thread.run_sync(_connect, self._path, self._busy_timeout)
+        except sqlite3.Error as exc:
+            msg = f"could not open the SQLite database {self._path!r}: {exc}"
+            raise ConnectError(msg, statement="connect") from exc
+        return SqliteConnection(raw)
+
+    async def release(self, conn: Connection) -> None:
+        assert isinstance(conn, SqliteConnection)
+        try:
+            if conn.in_transaction:
+                with trio.CancelScope(shield=True):
+                    await conn.rollback()
+        except DatabaseError:
+            await conn.close()
+        else:
+            if self._closed:
+                await conn.close()
+            else:
+                self._idle.append(conn)
+        finally:
+            self._slots.release()
+
+    async def discard(self, conn: Connection) -> None:
+        assert isinstance(conn, SqliteConnection)
+        try:
+            await conn.close()
+        finally:
+            self._slots.release()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()

@@ -1,0 +1,153 @@
+"""Every exception trinbox raises.
+
+    TrinboxError
+    ├── DeclarationError        a row class or a mount breaks a rule (import or startup time)
+    │   ├── UnsupportedForm     the dialect cannot serve the table's claim form
+    │   ├── UnsupportedOpening  the dialect opens no transaction at the table's isolation/mode
+    │   └── IdentifierTooLong   a name is over the dialect's limit
+    ├── StartupError            a subscription could not open
+    │   ├── SchemaError         a statement failed to prepare (missing table or column)
+    │   ├── ServerTooOld        MySQL/MariaDB below the supported floor
+    │   └── AlreadySubscribed   a second subscription to one queue in one process
+    ├── DatabaseError           a statement failed while running
+    │   ├── ConnectError        no connection could be opened
+    │   ├── IntegrityError      a constraint refused a write
+    │   ├── LockNotAvailable    a lock or serialization conflict (safe to retry)
+    │   └── ConnectionLost      the connection broke mid-statement
+    ├── SettlementError         a delivery could not be settled as its outcome says
+    │   ├── LeaseLost           the lease ran out and another claim took the row
+    │   ├── BatchRolledBack     an earlier settlement of the row lock batch failed
+    │   └── AlreadySettled      a delivery was settled twice
+    ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
+    └── Closed                  the broker is shut down
+
+Messages state the rule that was broken, what was found, and the fix.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadySettled",
+    "AlreadySubscribed",
+    "BatchRolledBack",
+    "Closed",
+    "ConnectError",
+    "ConnectionLost",
+    "DatabaseError",
+    "DeclarationError",
+    "HandlerFailed",
+    "IdentifierTooLong",
+    "IntegrityError",
+    "LeaseLost",
+    "LockNotAvailable",
+    "SchemaError",
+    "ServerTooOld",
+    "SettlementError",
+    "StartupError",
+    "TrinboxError",
+    "UnsupportedForm",
+    "UnsupportedOpening",
+]
+
+
+class TrinboxError(Exception):
+    """Base of every error trinbox raises."""
+
+
+class DeclarationError(TrinboxError, TypeError):
+    """A row class, spec or mount breaks a declaration rule."""
+
+
+class UnsupportedForm(DeclarationError):
+    """The broker's dialect cannot serve the table's claim form."""
+
+
+class UnsupportedOpening(DeclarationError):
+    """The broker's dialect opens no transaction at the table's isolation level or mode."""
+
+
+class IdentifierTooLong(DeclarationError):
+    """A table, schema or column name is longer than the dialect allows."""
+
+
+class StartupError(TrinboxError):
+    """A subscription could not open."""
+
+
+class SchemaError(StartupError):
+    """A statement of a subscription failed to prepare against the database."""
+
+    def __init__(self, message: str, *, table: str, statement: str) -> None:
+        super().__init__(message)
+        self.table = table
+        self.statement = statement
+
+
+class ServerTooOld(StartupError):
+    """The database server is older than trinbox supports."""
+
+    def __init__(self, message: str, *, server: str, required: str) -> None:
+        super().__init__(message)
+        self.server = server
+        self.required = required
+
+
+class AlreadySubscribed(StartupError):
+    """One queue has one subscription per process."""
+
+
+class DatabaseError(TrinboxError):
+    """A statement failed while running.
+
+    ``statement`` names what was running (an event such as ``"ack"`` or the SQL text) and
+    ``code`` carries the driver's SQLSTATE / errno / result code when there is one.
+    """
+
+    def __init__(self, message: str, *, statement: str = "", code: str | None = None) -> None:
+        super().__init__(message)
+        self.statement = statement
+        self.code = code
+
+
+class ConnectError(DatabaseError):
+    """No connection to the database could be opened."""
+
+
+class IntegrityError(DatabaseError):
+    """A constraint (unique, foreign key, not null, check) refused a write."""
+
+
+class LockNotAvailable(DatabaseError):
+    """A lock wait, deadlock or serialization conflict; the work may be retried."""
+
+
+class ConnectionLost(DatabaseError):
+    """The connection broke while a statement ran."""
+
+
+class SettlementError(TrinboxError):
+    """A delivery could not be settled as its outcome says; its row returns to the queue."""
+
+
+class LeaseLost(SettlementError):
+    """The lease ran out and another claim took the row; the settlement had no effect."""
+
+    def __init__(self, message: str, *, id: object) -> None:
+        super().__init__(message)
+        self.id = id
+
+
+class BatchRolledBack(SettlementError):
+    """An earlier settlement of this row lock batch failed, so the whole batch rolls back."""
+
+
+class AlreadySettled(SettlementError):
+    """A delivery is settled once."""
+
+
+class HandlerFailed(TrinboxError):
+    """A handler raised under the fail-fast policy; the app shut down. The cause is chained."""
+
+
+class Closed(TrinboxError):
+    """The broker is shut down."""

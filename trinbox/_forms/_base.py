@@ -1,0 +1,214 @@
+"""What every claim form shares: deliveries, settlement steps, the form contract, and the
+shielded, bounded clean-up of connections."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+import trio
+
+from .._declare._spec import TableSpec
+from .._dialects._base import DeadLetter, Dialect, Statements
+from .._dialects._statement import Statement
+from .._drivers._base import Connection, Pool, Record
+
+__all__ = [
+    "Ack",
+    "Clock",
+    "DeadLetterStep",
+    "Delivery",
+    "Drop",
+    "FormContext",
+    "ClaimForm",
+    "Retry",
+    "RetryAt",
+    "Step",
+    "give_back",
+    "lease_expiry",
+    "RELEASE_TIMEOUT",
+]
+
+logger = logging.getLogger("trinbox")
+
+# A dropped delivery's release (rollback, lease release, unlock + close) gets this long.
+RELEASE_TIMEOUT = 5.0
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Finish the row: delete it or mark it processed."""
+
+    event: str = "ack"
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """Finish the row without running the handler's success (same SQL as ack)."""
+
+    event: str = "drop"
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Return the row to the queue at once."""
+
+    event: str = "retry"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryAt:
+    """Return the row, claimable from ``at``."""
+
+    at: datetime
+    event: str = "retry_after"
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterStep:
+    """Move the spent row to the dead letter group or table."""
+
+    dest: DeadLetter
+    event: str = "dead_letter"
+
+
+Step = Ack | Drop | Retry | RetryAt | DeadLetterStep
+
+
+@dataclass(eq=False)
+class Delivery:
+    """One claimed row in work: its column values as read, and what holds it."""
+
+    values: dict[str, object]
+    id: object
+    attempt: int | None
+    token: datetime | None = None  # lease form: the expiry the claim wrote
+    key: str | None = None  # advisory form: the rendered key
+    conn: Connection | None = None  # the session or transaction that holds the row
+    batch: object = None  # row lock batch: the shared transaction
+    lease_lost: bool = False
+    settled: bool = False
+    released: bool = False  # shutdown released it; a later settlement fails with Closed
+    lock: trio.Lock = field(default_factory=trio.Lock)
+    tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
+
+
+@dataclass
+class FormContext:
+    """What a form needs from its subscription."""
+
+    spec: TableSpec
+    dialect: Dialect
+    statements: Statements
+    pool: Pool
+    clock: Clock
+    group: str | None
+    lease: timedelta = timedelta(seconds=30)
+    transactional: bool = False
+
+
+class ClaimForm(Protocol):
+    """Claim, settle and release rows by one form."""
+
+    holds_connections: bool
+    closed: int  # sessions closed because their release was not confirmed
+
+    async def claim(self, limit: int) -> list[Delivery]: ...
+
+    async def settle(self, delivery: Delivery, step: Step) -> None: ...
+
+    async def release(self, delivery: Delivery) -> None:
+        """A delivery dropped unsettled: return its row at once (bounded by the caller)."""
+        ...
+
+    async def release_for_shutdown(self, delivery: Delivery) -> bool:
+        """Shutdown stopped the handler: return the row; whether a hold was released."""
+        ...
+
+    async def open_transaction(self, delivery: Delivery) -> Connection:
+        """Transactional mode: the transaction the handler writes through."""
+        ...
+
+    async def keep(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """Background upkeep while the subscription runs (the lease keeper)."""
+        ...
+
+    async def shutdown(self) -> tuple[int, int]:
+        """Release what is still in work: (locks released, connections closed)."""
+        ...
+
+
+def lease_expiry(now: datetime, lease: timedelta) -> datetime:
+    """``now + lease`` rounded up to the next whole second, so that a column without
+    fractions (MySQL DATETIME) stores the token exactly."""
+    end = now + lease
+    whole = end.replace(microsecond=0)
+    return whole if whole == end else whole + timedelta(seconds=1)
+
+
+def whole_seconds(lease: timedelta) -> timedelta:
+    """A lease is whole seconds, at least one: a shorter one is rounded up."""
+    return timedelta(seconds=max(1, math.ceil(lease.total_seconds())))
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def values_of(statement: Statement, record: Record, spec: TableSpec) -> dict[str, object]:
+    """Map a row read by a statement selecting every column in declaration order."""
+    return {col.column: value for col, value in zip(spec.columns, record, strict=True)}
+
+
+def attempt_of(spec: TableSpec, values: Mapping[str, object]) -> int | None:
+    col = spec.attempt
+    if col is None:
+        return None
+    value = values.get(col.column)
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+async def give_back(pool: Pool, conn: Connection) -> None:
+    """Return a connection to its pool, shielded and bounded: a connection still inside a
+    transaction is rolled back, and one that does not answer in time is discarded."""
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(RELEASE_TIMEOUT) as scope:
+            try:
+                await pool.release(conn)
+                return
+            except Exception:
+                logger.warning("could not return a connection; closing it", exc_info=True)
+        if scope.cancelled_caught:
+            logger.warning("returning a connection took over %ss; closing it", RELEASE_TIMEOUT)
+        await discard(pool, conn)
+
+
+async def discard(pool: Pool, conn: Connection) -> None:
+    """Close a connection for good, shielded and bounded."""
+    with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_TIMEOUT):
+        try:
+            await pool.discard(conn)
+        except Exception:
+            logger.warning("closing a connection failed", exc_info=True)
+
+
+async def rollback_quietly(conn: Connection) -> bool:
+    """Roll back, shielded and bounded; whether it was confirmed."""
+    with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_TIMEOUT):
+        try:
+            await conn.rollback()
+            return True
+        except Exception:
+            logger.warning("rollback failed", exc_info=True)
+    return False

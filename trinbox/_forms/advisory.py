@@ -1,0 +1,387 @@
+"""The advisory form: each row is held by a lock on its key, rendered by the database from the
+table's template; rows that share a key go into work one at a time.
+
+On PostgreSQL and MySQL the lock lives in a session: each delivery keeps the session that locked
+its key, with no transaction open, until it settles; then the key is unlocked and the session
+goes back to the pool (or is closed when the unlock is not confirmed). SQLite has no session
+locks, so the process keeps the keys in work in a registry, keyed by database file; one process
+serves a database file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import trio
+
+from .._dialects._statement import Statement
+from .._drivers._base import Connection, Record
+from .._errors import Closed
+from ._base import (
+    Ack,
+    DeadLetterStep,
+    Delivery,
+    Drop,
+    FormContext,
+    Retry,
+    RetryAt,
+    Step,
+    attempt_of,
+    discard,
+    give_back,
+    rollback_quietly,
+    values_of,
+)
+
+__all__ = ["AdvisoryForm", "KeyRegistry"]
+
+logger = logging.getLogger("trinbox")
+
+
+class KeyRegistry:
+    """Keys in work in this process, per database: SQLite's stand-in for session locks."""
+
+    _by_database: dict[str, set[str]] = {}  # noqa: RUF012 - process-wide on purpose
+
+    @classmethod
+    def keys(cls, database: str) -> set[str]:
+        return cls._by_database.setdefault(database, set())
+
+
+class AdvisoryForm:
+    """Claims and settles rows of one advisory table for one subscription."""
+
+    def __init__(self, ctx: FormContext) -> None:
+        self._ctx = ctx
+        st = ctx.statements
+        self._sessions = st.lock is not None
+        # A delivery holds a connection only where the lock lives in a session.
+        self.holds_connections = self._sessions
+        self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
+        self._in_work: set[Delivery] = set()
+        self._settling: set[Delivery] = set()
+        self._closing = 0  # sessions being closed (unconfirmed unlocks, drops)
+
+    @property
+    def in_work(self) -> int:
+        return len(self._in_work)
+
+    # -- claim ---------------------------------------------------------------------------
+
+    async def claim(self, limit: int) -> list[Delivery]:
+        ctx = self._ctx
+        session: Connection | None = await ctx.pool.acquire()
+        suspect: Connection | None = None  # a session that may hold a lock we did not record
+        taken: list[Delivery] = []
+        try:
+            assert session is not None
+            candidates = ctx.statements.claim[0]
+            now = ctx.clock()
+            rows = await session.fetch(
+                candidates.sql, candidates.bind({"group": ctx.group, "now": now, "limit": limit})
+            )
+            seen: set[str] = set()
+            for row_id, key in rows:
+                if len(taken) >= limit:
+                    break
+                key = str(key)
+                if key in seen:
+                    continue  # one row per key per claim
+                seen.add(key)
+                if self._registry is not None:
+                    assert session is not None
+                    delivery = await self._take_registered(session, row_id, key, now)
+                else:
+                    if session is None:
+                        # The next candidate needs a session of its own; a full pool ends the
+                        # claim early instead of waiting.
+                        session = await ctx.pool.try_acquire()
+                        if session is None:
+                            break
+                    suspect = session  # marked before the lock statement is sent
+                    if not await self._lock(session, key):
+                        suspect = None
+                        continue  # held elsewhere: the session tries the next candidate
+                    record = await self._take(session, row_id, now)
+                    if record is None:
+                        # Another holder settled the row between select and lock.
+                        if not await self._unlock(session, key, held=True):
+                            await self._close(session)
+                            session = None
+                        suspect = None
+                        continue
+                    delivery = self._delivery(record, key, conn=session)
+                    suspect = None
+                    session = None
+                if delivery is not None:
+                    taken.append(delivery)
+                    self._in_work.add(delivery)
+            if ctx.transactional:
+                for delivery in taken:
+                    await self._begin_transaction(delivery)
+        except BaseException:
+            # Everything taken so far is dropped: rows return, no lock stays behind.
+            with trio.CancelScope(shield=True):
+                if suspect is not None:
+                    session = None
+                    await self._close(suspect)
+                for delivery in taken:
+                    await self.release(delivery)
+            raise
+        finally:
+            if session is not None:
+                await give_back(ctx.pool, session)
+        return taken
+
+    async def _take_registered(
+        self, conn: Connection, row_id: object, key: str, now: object
+    ) -> Delivery | None:
+        registry = self._registry
+        assert registry is not None
+        if key in registry:
+            return None
+        registry.add(key)
+        try:
+            record = await self._take(conn, row_id, now)
+        except BaseException:
+            registry.discard(key)
+            raise
+        if record is None:
+            registry.discard(key)
+            return None
+        return self._delivery(record, key, conn=None)
+
+    async def _lock(self, session: Connection, key: str) -> bool:
+        """Lock the key on the session without waiting."""
+        lock = self._ctx.statements.lock
+        assert lock is not None
+        got = await session.fetch(lock.sql, lock.bind({"key": key}))
+        return bool(got and got[0][0])
+
+    async def _take(self, conn: Connection, row_id: object, now: object) -> Record | None:
+        """The take counts the attempt and reads the row, and commits on its own."""
+        values = {"id": row_id, "group": self._ctx.group, "now": now}
+        take = self._ctx.statements.take
+        records: list[Record] = []
+        for statement in take:
+            if statement.sql.lstrip().upper().startswith("UPDATE") and len(take) > 1:
+                if await conn.execute(statement.sql, statement.bind(values)) == 0:
+                    return None
+            else:
+                records = await conn.fetch(statement.sql, statement.bind(values))
+        if not records:
+            return None
+        if len(records) != 1:
+            msg = f"a take reads one row, found {len(records)} for id {row_id!r}"
+            raise RuntimeError(msg)
+        return records[0]
+
+    def _delivery(self, record: Record, key: str, conn: Connection | None) -> Delivery:
+        spec = self._ctx.spec
+        values = values_of(self._ctx.statements.take[-1], record, spec)
+        return Delivery(
+            values=values,
+            id=values[spec.id.column],
+            attempt=attempt_of(spec, values),
+            key=key,
+            conn=conn,
+        )
+
+    async def _begin_transaction(self, delivery: Delivery) -> None:
+        """Transactional mode: the handler's transaction opens on the key's session."""
+        if delivery.conn is None:
+            delivery.conn = await self._ctx.pool.acquire()
+        begin = self._ctx.statements.begin
+        await delivery.conn.begin(begin.sql if begin else "BEGIN")
+        delivery.tx_open = True
+
+    async def open_transaction(self, delivery: Delivery) -> Connection:
+        assert delivery.conn is not None and delivery.tx_open
+        return delivery.conn
+
+    # -- settle --------------------------------------------------------------------------
+
+    async def settle(self, delivery: Delivery, step: Step) -> None:
+        if delivery.released:
+            msg = (
+                f"{self._ctx.spec.label}: shutdown released the key of row {delivery.id!r} and "
+                f"its row is back in the queue; the settlement had no effect"
+            )
+            raise Closed(msg)
+        self._settling.add(delivery)
+        try:
+            await self._run_step(delivery, step)
+        finally:
+            delivery.settled = True
+            self._settling.discard(delivery)
+            self._in_work.discard(delivery)
+            await self._let_go(delivery)
+
+    async def _run_step(self, delivery: Delivery, step: Step) -> None:
+        st = self._ctx.statements
+        statements: Sequence[Statement]
+        if isinstance(step, Ack | Drop):
+            statements = (st.ack,)
+        elif isinstance(step, Retry):
+            statements = ()  # the take counted the attempt; the unlock returns the row
+        elif isinstance(step, RetryAt):
+            assert st.retry_after is not None
+            statements = (st.retry_after,)
+        else:
+            assert isinstance(step, DeadLetterStep)
+            statements = st.dead_letter
+        values: dict[str, object] = {"id": delivery.id, "now": self._ctx.clock()}
+        if isinstance(step, RetryAt):
+            values["retry_at"] = step.at
+        if isinstance(step, DeadLetterStep):
+            values["dest"] = step.dest.group
+        conn = delivery.conn
+        if delivery.tx_open:
+            assert conn is not None
+            if isinstance(step, Ack):
+                await self._run(conn, statements, values, in_transaction=True)
+                await conn.commit()
+                delivery.tx_open = False
+                return
+            delivery.tx_open = False
+            if not await rollback_quietly(conn):
+                raise RuntimeError("the handler's transaction did not roll back")
+        if not statements:
+            return
+        if conn is None:
+            conn = await self._ctx.pool.acquire()
+            try:
+                await self._run(conn, statements, values, in_transaction=False)
+            finally:
+                await give_back(self._ctx.pool, conn)
+        else:
+            await self._run(conn, statements, values, in_transaction=False)
+
+    async def _run(
+        self,
+        conn: Connection,
+        statements: Sequence[Statement],
+        values: dict[str, object],
+        *,
+        in_transaction: bool,
+    ) -> None:
+        # A statement that changes nothing still settles: the lock, not a token, holds the row.
+        if len(statements) == 1 or in_transaction:
+            for statement in statements:
+                await conn.execute(statement.sql, statement.bind(values))
+            return
+        await conn.begin(self._ctx.dialect.plain_begin().sql)
+        try:
+            for statement in statements:
+                await conn.execute(statement.sql, statement.bind(values))
+            await conn.commit()
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+
+    async def _let_go(self, delivery: Delivery) -> None:
+        """Unlock the key and return the session, or close it when the unlock is unconfirmed."""
+        conn, delivery.conn = delivery.conn, None
+        if delivery.tx_open and conn is not None:
+            delivery.tx_open = False
+            if not await rollback_quietly(conn):
+                await self._close(conn)
+                conn = None
+        if self._registry is not None:
+            self._registry.discard(str(delivery.key))
+            if conn is not None:
+                await give_back(self._ctx.pool, conn)
+            return
+        if conn is None:
+            return
+        if await self._unlock(conn, str(delivery.key), held=True):
+            await give_back(self._ctx.pool, conn)
+        else:
+            await self._close(conn)
+
+    async def _unlock(self, conn: Connection, key: str, *, held: bool) -> bool:
+        """Whether the session confirmed the unlock."""
+        unlock = self._ctx.statements.unlock
+        assert unlock is not None
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            try:
+                rows = await conn.fetch(unlock.sql, unlock.bind({"key": key}))
+                if rows and rows[0][0]:
+                    return True
+            except Exception:
+                logger.warning("unlocking %r failed", key, exc_info=True)
+                return False
+        if held:
+            logger.warning(
+                "%s: the unlock of %r was not confirmed; closing its session",
+                self._ctx.spec.label,
+                key,
+            )
+        return False
+
+    async def _close(self, conn: Connection) -> None:
+        self._closing += 1
+        try:
+            await discard(self._ctx.pool, conn)
+        finally:
+            self._closing -= 1
+            self.closed += 1
+
+    closed = 0
+
+    # -- drop and shutdown -----------------------------------------------------------------
+
+    async def release(self, delivery: Delivery) -> None:
+        """A dropped delivery: unlock its key and close its session (never reused), so its row
+        returns at once; the caller bounds this by five seconds."""
+        if delivery.settled:
+            return
+        delivery.settled = True
+        self._in_work.discard(delivery)
+        conn, delivery.conn = delivery.conn, None
+        if self._registry is not None:
+            self._registry.discard(str(delivery.key))
+            if conn is not None:
+                if delivery.tx_open:
+                    await rollback_quietly(conn)
+                await give_back(self._ctx.pool, conn)
+            return
+        if conn is not None:
+            await self._unlock(conn, str(delivery.key), held=False)
+            await self._close(conn)
+
+    async def release_for_shutdown(self, delivery: Delivery) -> bool:
+        """Shutdown: unlock the key and return the session; whether the lock was released (an
+        unconfirmed unlock closes the session instead)."""
+        if delivery.settled:
+            return False
+        delivery.settled = True
+        delivery.released = True
+        self._in_work.discard(delivery)
+        conn, delivery.conn = delivery.conn, None
+        if delivery.tx_open and conn is not None:
+            delivery.tx_open = False
+            await rollback_quietly(conn)
+        if self._registry is not None:
+            self._registry.discard(str(delivery.key))
+            if conn is not None:
+                await give_back(self._ctx.pool, conn)
+            return True
+        assert conn is not None
+        if await self._unlock(conn, str(delivery.key), held=True):
+            await give_back(self._ctx.pool, conn)
+            return True
+        await self._close(conn)
+        return False
+
+    async def shutdown(self) -> tuple[int, int]:
+        released = 0
+        with trio.CancelScope(shield=True):
+            for delivery in list(self._in_work - self._settling):
+                if await self.release_for_shutdown(delivery):
+                    released += 1
+        return released, self.closed
+
+    async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()

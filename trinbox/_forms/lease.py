@@ -1,0 +1,296 @@
+"""The lease form: the claim writes a lease expiry into the row, counts the attempt and commits;
+the expiry is the delivery's token, and every settlement holds only while the token does.
+
+While a handler runs, the keeper moves every in-work lease forward each half lease. A delivery
+dropped unsettled clears its lease at once; after a crash the row returns when the lease ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import trio
+
+from .._dialects._statement import Statement
+from .._drivers._base import Connection, Record
+from .._errors import DatabaseError, LeaseLost
+from ._base import (
+    Ack,
+    DeadLetterStep,
+    Delivery,
+    Drop,
+    FormContext,
+    Retry,
+    RetryAt,
+    Step,
+    attempt_of,
+    give_back,
+    lease_expiry,
+    rollback_quietly,
+    values_of,
+)
+
+__all__ = ["LeaseForm"]
+
+logger = logging.getLogger("trinbox")
+
+
+class LeaseForm:
+    """Claims and settles rows of one lease table for one subscription."""
+
+    holds_connections = False
+    closed = 0
+
+    def __init__(self, ctx: FormContext) -> None:
+        self._ctx = ctx
+        self._in_work: set[Delivery] = set()
+
+    @property
+    def in_work(self) -> int:
+        return len(self._in_work)
+
+    async def claim(self, limit: int) -> list[Delivery]:
+        ctx = self._ctx
+        conn = await ctx.pool.acquire()
+        try:
+            # "now" is read after the connection is acquired, so a pool wait cannot shorten
+            # the lease.
+            now = ctx.clock()
+            token = lease_expiry(now, ctx.lease)
+            values: dict[str, object] = {
+                "group": ctx.group,
+                "now": now,
+                "limit": limit,
+                "lease": token,
+            }
+            claim = ctx.statements.claim
+            if len(claim) == 1:
+                records = await conn.fetch(claim[0].sql, claim[0].bind(values))
+            else:
+                records = await self._select_and_stamp(conn, claim, values)
+        finally:
+            await give_back(ctx.pool, conn)
+        deliveries = [self._delivery(record, token) for record in records]
+        self._in_work.update(deliveries)
+        if ctx.transactional:
+            await self._open_transactions(deliveries)
+        return deliveries
+
+    async def _select_and_stamp(
+        self, conn: Connection, claim: Sequence[Statement], values: dict[str, object]
+    ) -> list[Record]:
+        """MySQL: select with SKIP LOCKED, stamp each row while its lease is still free, and
+        commit; a row the stamp did not change is left out of the claim."""
+        select, stamp = claim
+        await conn.begin(self._ctx.dialect.lease_claim_begin().sql)
+        try:
+            records = await conn.fetch(select.sql, select.bind(values))
+            id_index = [c.role for c in self._ctx.spec.columns].index("id")
+            kept = []
+            for record in records:
+                stamped = await conn.execute(
+                    stamp.sql, stamp.bind({**values, "id": record[id_index]})
+                )
+                if stamped == 1:
+                    kept.append(record)
+            await conn.commit()
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+        return kept
+
+    def _delivery(self, record: Record, token: object) -> Delivery:
+        spec = self._ctx.spec
+        values = values_of(self._ctx.statements.claim[0], record, spec)
+        return Delivery(
+            values=values,
+            id=values[spec.id.column],
+            attempt=attempt_of(spec, values),
+            token=token,  # type: ignore[arg-type]
+        )
+
+    async def _open_transactions(self, deliveries: list[Delivery]) -> None:
+        """Transactional mode: one transaction per delivery, on its own connection. If one
+        cannot open, every row of the claim is released and the claim fails."""
+        ctx = self._ctx
+        try:
+            for delivery in deliveries:
+                conn = await ctx.pool.acquire()
+                delivery.conn = conn
+                await conn.begin(ctx.statements.begin.sql if ctx.statements.begin else "BEGIN")
+                delivery.tx_open = True
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                for delivery in deliveries:
+                    await self.release(delivery)
+            raise
+
+    async def open_transaction(self, delivery: Delivery) -> Connection:
+        assert delivery.conn is not None and delivery.tx_open
+        return delivery.conn
+
+    async def settle(self, delivery: Delivery, step: Step) -> None:
+        try:
+            if delivery.tx_open and isinstance(step, Ack):
+                # Takes the token ahead of a running extension: that extension may wait on
+                # locks this very transaction holds.
+                await self._ack_in_transaction(delivery)
+                return
+            await self._end_transaction(delivery)
+            async with delivery.lock:
+                if delivery.lease_lost:
+                    raise self._lost(delivery)
+                await self._run_step(delivery, step)
+        finally:
+            delivery.settled = True
+            self._in_work.discard(delivery)
+
+    async def _ack_in_transaction(self, delivery: Delivery) -> None:
+        conn = delivery.conn
+        assert conn is not None
+        try:
+            changed = await conn.execute(*self._bound(self._ctx.statements.ack, delivery))
+            if changed == 0:
+                raise self._lost(delivery)
+            await conn.commit()
+            delivery.tx_open = False
+        finally:
+            await self._end_transaction(delivery)
+
+    async def _end_transaction(self, delivery: Delivery) -> None:
+        """Discard the handler's writes (when still open) and give the connection back."""
+        conn = delivery.conn
+        if conn is None:
+            return
+        delivery.conn = None
+        if delivery.tx_open:
+            delivery.tx_open = False
+            await rollback_quietly(conn)
+        await give_back(self._ctx.pool, conn)
+
+    async def _run_step(self, delivery: Delivery, step: Step) -> None:
+        st = self._ctx.statements
+        statements: Sequence[Statement]
+        if isinstance(step, Ack | Drop):
+            statements = (st.ack,)
+        elif isinstance(step, Retry):
+            assert st.retry is not None
+            statements = (st.retry,)
+        elif isinstance(step, RetryAt):
+            assert st.retry_after is not None
+            statements = (st.retry_after,)
+        else:
+            assert isinstance(step, DeadLetterStep)
+            statements = st.dead_letter
+        extra: dict[str, object] = {}
+        if isinstance(step, RetryAt):
+            extra["retry_at"] = step.at
+        if isinstance(step, DeadLetterStep):
+            extra["dest"] = step.dest.group
+        conn = await self._ctx.pool.acquire()
+        try:
+            if len(statements) == 1:
+                changed = await conn.execute(*self._bound(statements[0], delivery, extra))
+                if changed == 0:
+                    raise self._lost(delivery)
+                return
+            # A move into another table: copy and delete in one transaction; if either
+            # changes nothing another claim took the row in between, so undo the move.
+            await conn.begin(self._ctx.dialect.plain_begin().sql)
+            try:
+                for statement in statements:
+                    if await conn.execute(*self._bound(statement, delivery, extra)) == 0:
+                        raise self._lost(delivery)
+                await conn.commit()
+            except BaseException:
+                await rollback_quietly(conn)
+                raise
+        finally:
+            await give_back(self._ctx.pool, conn)
+
+    def _bound(
+        self, statement: Statement, delivery: Delivery, extra: dict[str, object] | None = None
+    ) -> tuple[str, tuple[object, ...]]:
+        values = {"id": delivery.id, "token": delivery.token, "now": self._ctx.clock()}
+        if extra:
+            values.update(extra)
+        return statement.sql, statement.bind(values)
+
+    def _lost(self, delivery: Delivery) -> LeaseLost:
+        msg = (
+            f"{self._ctx.spec.label}: a settlement holds only while its lease does, found the "
+            f"lease of row {delivery.id!r} ran out and another claim took it; the settlement "
+            f"had no effect (keep handlers within the lease, or lengthen it)"
+        )
+        return LeaseLost(msg, id=delivery.id)
+
+    async def release(self, delivery: Delivery) -> None:
+        """Clear the lease by its token, so the row returns at once (attempt already counted)."""
+        if delivery.settled:
+            return
+        delivery.settled = True
+        self._in_work.discard(delivery)
+        await self._end_transaction(delivery)
+        if delivery.lease_lost:
+            return
+        st = self._ctx.statements
+        assert st.retry is not None
+        conn = await self._ctx.pool.acquire()
+        try:
+            await conn.execute(*self._bound(st.retry, delivery))
+        finally:
+            await give_back(self._ctx.pool, conn)
+
+    async def release_for_shutdown(self, delivery: Delivery) -> bool:
+        """Shutdown stopped the handler: return the row as a drop would."""
+        if delivery.settled:
+            return False
+        await self.release(delivery)
+        return True
+
+    async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Every half lease, move the lease of every delivery in work forward."""
+        task_status.started()
+        interval = self._ctx.lease.total_seconds() / 2
+        while True:
+            await trio.sleep(interval)
+            if not self._in_work:
+                continue
+            try:
+                await self.extend_all()
+            except DatabaseError:
+                logger.warning(
+                    "a lease extension round failed for %s; trying again next round",
+                    self._ctx.spec.label,
+                    exc_info=True,
+                )
+
+    async def extend_all(self) -> None:
+        ctx = self._ctx
+        extend = ctx.statements.extend
+        assert extend is not None
+        conn = await ctx.pool.acquire()
+        try:
+            new = lease_expiry(ctx.clock(), ctx.lease)
+            for delivery in list(self._in_work):
+                async with delivery.lock:
+                    if delivery.settled or delivery.lease_lost:
+                        continue
+                    values = {"lease": new, "id": delivery.id, "token": delivery.token}
+                    if await conn.execute(extend.sql, extend.bind(values)) == 1:
+                        delivery.token = new
+                    else:
+                        delivery.lease_lost = True
+                        logger.warning(
+                            "%s: the lease of row %r is gone; its settlement will fail",
+                            ctx.spec.label,
+                            delivery.id,
+                        )
+        finally:
+            await give_back(ctx.pool, conn)
+
+    async def shutdown(self) -> tuple[int, int]:
+        # Leases need nothing at shutdown: every delivery still in work was released when its
+        # handler stopped, and a lease left behind ends by itself.
+        return 0, 0

@@ -1,0 +1,217 @@
+"""The row lock form: FOR UPDATE SKIP LOCKED in a transaction held while the handler runs.
+
+The claim's transaction is the lock: settlements run in it and commit; a dropped delivery
+rolls back and its row returns at once. The attempt is counted when a retry settles. The rows
+of one claim (a batch) share the transaction, which commits all-or-nothing when the last of
+them finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import trio
+
+from .._dialects._statement import Statement
+from .._drivers._base import Connection
+from .._errors import BatchRolledBack, DatabaseError
+from ._base import (
+    Ack,
+    DeadLetterStep,
+    Delivery,
+    Drop,
+    FormContext,
+    Retry,
+    RetryAt,
+    Step,
+    attempt_of,
+    discard,
+    give_back,
+    rollback_quietly,
+    values_of,
+)
+
+__all__ = ["RowLockForm"]
+
+logger = logging.getLogger("trinbox")
+
+SAVEPOINT = "trinbox_claim"
+
+
+@dataclass(eq=False)
+class _ClaimTransaction:
+    """The transaction one claim opened, shared by its deliveries."""
+
+    conn: Connection
+    remaining: int
+    written: int = 0
+    failed: bool = False
+    lock: trio.Lock = field(default_factory=trio.Lock)
+
+
+class RowLockForm:
+    """Claims and settles rows of one row lock table for one subscription."""
+
+    holds_connections = True
+    closed = 0
+
+    def __init__(self, ctx: FormContext) -> None:
+        self._ctx = ctx
+        self._in_work: set[Delivery] = set()
+
+    @property
+    def in_work(self) -> int:
+        return len(self._in_work)
+
+    async def claim(self, limit: int) -> list[Delivery]:
+        ctx = self._ctx
+        st = ctx.statements
+        conn = await ctx.pool.acquire()
+        try:
+            assert st.begin is not None
+            await conn.begin(st.begin.sql)
+            now = ctx.clock()
+            claim = st.claim[0]
+            records = await conn.fetch(
+                claim.sql, claim.bind({"group": ctx.group, "now": now, "limit": limit})
+            )
+            if records and ctx.transactional:
+                await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+        except BaseException:
+            if not await rollback_quietly(conn):
+                await discard(ctx.pool, conn)
+            else:
+                await give_back(ctx.pool, conn)
+            raise
+        if not records:
+            if await rollback_quietly(conn):
+                await give_back(ctx.pool, conn)
+            else:
+                await discard(ctx.pool, conn)
+            return []
+        tx = _ClaimTransaction(conn, remaining=len(records))
+        deliveries = []
+        for record in records:
+            values = values_of(claim, record, ctx.spec)
+            delivery = Delivery(
+                values=values,
+                id=values[ctx.spec.id.column],
+                attempt=attempt_of(ctx.spec, values),
+                conn=conn,
+                batch=tx,
+                tx_open=ctx.transactional,
+            )
+            deliveries.append(delivery)
+        self._in_work.update(deliveries)
+        return deliveries
+
+    async def open_transaction(self, delivery: Delivery) -> Connection:
+        assert delivery.conn is not None
+        return delivery.conn
+
+    async def settle(self, delivery: Delivery, step: Step) -> None:
+        tx = delivery.batch
+        assert isinstance(tx, _ClaimTransaction)
+        try:
+            async with tx.lock:
+                if tx.failed:
+                    msg = (
+                        f"{self._ctx.spec.label}: the rows of a row lock batch commit together, "
+                        f"found an earlier settlement of the batch failed; row {delivery.id!r} "
+                        f"returns to the queue with the rest of the batch"
+                    )
+                    raise BatchRolledBack(msg)
+                try:
+                    if delivery.tx_open and not isinstance(step, Ack):
+                        # Every outcome but ack discards the handler's writes first.
+                        await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+                    if await self._run_step(tx.conn, delivery, step):
+                        tx.written += 1
+                except BaseException:
+                    tx.failed = True
+                    raise
+        finally:
+            delivery.settled = True
+            await self._finish(delivery)
+
+    async def _run_step(self, conn: Connection, delivery: Delivery, step: Step) -> bool:
+        """Run the step's statements in the claim's transaction; whether any ran."""
+        st = self._ctx.statements
+        statements: Sequence[Statement]
+        if isinstance(step, Ack | Drop):
+            statements = (st.ack,)
+        elif isinstance(step, Retry):
+            statements = (st.retry,) if st.retry is not None else ()
+        elif isinstance(step, RetryAt):
+            assert st.retry_after is not None
+            statements = (st.retry_after,)
+        else:
+            assert isinstance(step, DeadLetterStep)
+            statements = st.dead_letter
+        values: dict[str, object] = {"id": delivery.id, "now": self._ctx.clock()}
+        if isinstance(step, RetryAt):
+            values["retry_at"] = step.at
+        if isinstance(step, DeadLetterStep):
+            values["dest"] = step.dest.group
+        for statement in statements:
+            # A statement changing no row still settles: the transaction is the lock.
+            await conn.execute(statement.sql, statement.bind(values))
+        return bool(statements)
+
+    async def _finish(self, delivery: Delivery) -> None:
+        """The last delivery of a claim ends its transaction: commit what was written, unless
+        a settlement failed (then everything rolls back and every row returns)."""
+        self._in_work.discard(delivery)
+        tx = delivery.batch
+        assert isinstance(tx, _ClaimTransaction)
+        delivery.conn = None
+        tx.remaining -= 1
+        if tx.remaining > 0:
+            return
+        with trio.CancelScope(shield=True):
+            committed = False
+            if tx.written and not tx.failed:
+                with trio.move_on_after(30):
+                    try:
+                        await tx.conn.commit()
+                        committed = True
+                    except DatabaseError:
+                        logger.warning("%s: commit failed", self._ctx.spec.label, exc_info=True)
+            if not committed:
+                if tx.failed and tx.written:
+                    logger.warning(
+                        "%s: a settlement of the batch failed; rolled back %d settlements",
+                        self._ctx.spec.label,
+                        tx.written,
+                    )
+                if not await rollback_quietly(tx.conn):
+                    await discard(self._ctx.pool, tx.conn)
+                    return
+            await give_back(self._ctx.pool, tx.conn)
+
+    async def release(self, delivery: Delivery) -> None:
+        """A dropped delivery finishes without writing; the last one rolls back."""
+        if delivery.settled:
+            return
+        delivery.settled = True
+        tx = delivery.batch
+        assert isinstance(tx, _ClaimTransaction)
+        if delivery.tx_open and tx.remaining > 1:
+            async with tx.lock:
+                await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+        await self._finish(delivery)
+
+    async def release_for_shutdown(self, delivery: Delivery) -> bool:
+        """Shutdown stopped the handler: return the row as a drop would."""
+        if delivery.settled:
+            return False
+        await self.release(delivery)
+        return True
+
+    async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+
+    async def shutdown(self) -> tuple[int, int]:
+        return 0, 0

@@ -1,0 +1,208 @@
+"""``App``: the service. It owns one nursery with every broker's pool and one nursery per
+subscription; ``serve`` runs until cancelled or until ``shutdown()``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+import trio
+
+from .._declare._capabilities import Serves
+from .._declare._inbox import Inbox, spec_of
+from .._declare._markers import Advisory, Lease, Opening, RowLock
+from .._drivers.aio import asyncio_loop
+from .._errors import HandlerFailed
+from .broker import SqlBroker
+from .queue import Subscriber
+from .subscription import Subscription
+
+__all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
+
+logger = logging.getLogger("trinbox")
+
+O = TypeVar("O", bound=Opening)  # noqa: E741
+Hook = Callable[[], Awaitable[object]]
+H = TypeVar("H", bound=Hook)
+
+
+@dataclass(frozen=True, slots=True)
+class AppInfo:
+    """The service's name and version (logs, and later the AsyncAPI document)."""
+
+    name: str
+    version: str = "0.1.0"
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownReport:
+    """What shutdown released: row holds (locks, leases, transactions) of deliveries whose
+    handlers were stopped, and sessions closed because their release was not confirmed."""
+
+    locks_released: int = 0
+    connections_closed: int = 0
+
+
+@dataclass(eq=False)
+class Mount:
+    """A subscriber mounted on a broker; ``max_attempts`` and ``dead_letter`` are declared
+    here, together."""
+
+    broker: SqlBroker[Any]
+    subscriber: Subscriber[Any, Any]
+    attempts: int | None = None
+    dead_letter_to: str | None = None
+
+    def max_attempts(self, count: int) -> Mount:
+        """Retry at most ``count`` deliveries; the failure of the last moves the row to the
+        dead letter destination."""
+        if count < 1:
+            msg = f"max_attempts counts one attempt or more, found {count}; pass 1 or more"
+            raise ValueError(msg)
+        self.attempts = count
+        return self
+
+    def dead_letter(self, dest: str) -> Mount:
+        """Where spent rows go: a group name (tables with a Group field) or a table
+        ``[schema.]table`` with the same columns."""
+        self.dead_letter_to = dest
+        return self
+
+
+@dataclass(eq=False)
+class App:
+    """A service of queue subscriptions. ``trio.run(app.serve)`` or
+    ``await nursery.start(app.serve)``."""
+
+    info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
+    grace: float = 10.0
+    _mounts: list[Mount] = field(default_factory=list, init=False)
+    _startup: list[Hook] = field(default_factory=list, init=False)
+    _shutdown_hooks: list[Hook] = field(default_factory=list, init=False)
+    _stop: trio.Event | None = field(default=None, init=False)
+    _failure: BaseException | None = field(default=None, init=False)
+    report: ShutdownReport | None = field(default=None, init=False)
+    subscriptions: list[Subscription] = field(default_factory=list, init=False)
+
+    def on_startup(self, hook: H) -> H:
+        """Run ``hook`` before the brokers open (create the schema here)."""
+        self._startup.append(hook)
+        return hook
+
+    def on_shutdown(self, hook: H) -> H:
+        """Run ``hook`` after every subscription has stopped."""
+        self._shutdown_hooks.append(hook)
+        return hook
+
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[Serves[tuple[RowLock, O]]],
+        subscriber: Subscriber[Inbox[RowLock, O], Any],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[Serves[tuple[Lease, O]]],
+        subscriber: Subscriber[Inbox[Lease, O], Any],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[Serves[tuple[Advisory, O]]],
+        subscriber: Subscriber[Inbox[Advisory, O], Any],
+    ) -> Mount: ...
+    def include(self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any]) -> Mount:
+        """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
+        opening: mypy refuses what it cannot, and so does this call."""
+        broker.dialect.check(spec_of(subscriber.queue.row))
+        mount = Mount(broker, subscriber)
+        self._mounts.append(mount)
+        return mount
+
+    def subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
+        """The running subscription of a mounted subscriber (for tests and monitoring)."""
+        for sub in self.subscriptions:
+            if sub.subscriber is subscriber:
+                return sub
+        msg = f"{subscriber!r} is not serving in {self.info.name}; include it and serve first"
+        raise LookupError(msg)
+
+    def shutdown(self) -> None:
+        """Stop claiming and shut down gracefully; ``serve`` then returns its report."""
+        if self._stop is not None:
+            self._stop.set()
+
+    def _fail_fast(self, exc: BaseException) -> None:
+        if self._failure is None:
+            self._failure = exc
+        self.shutdown()
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> ShutdownReport:
+        """Open every broker and subscription, report started, and run until cancelled or
+        ``shutdown()``; then stop claiming, give handlers ``grace`` seconds, release what is
+        still in work, run the shutdown hooks and close the pools."""
+        self._stop = trio.Event()
+        self._failure = None
+        self.subscriptions = [
+            Subscription(
+                mount.broker,
+                mount.subscriber,
+                max_attempts=mount.attempts,
+                dead_letter=mount.dead_letter_to,
+                grace=self.grace,
+                on_fail_fast=self._fail_fast,
+            )
+            for mount in self._mounts
+        ]
+        for sub in self.subscriptions:
+            sub.check()
+        brokers = list(dict.fromkeys(mount.broker for mount in self._mounts))
+        async with asyncio_loop(any(b.needs_asyncio for b in brokers)):
+            try:
+                for hook in self._startup:
+                    await hook()
+                for broker in brokers:
+                    await broker.open()
+                for sub in self.subscriptions:
+                    await sub.open()
+                async with trio.open_nursery() as nursery:
+                    for sub in self.subscriptions:
+                        await nursery.start(sub.run)
+                    logger.info(
+                        "%s: %d subscriptions serving", self.info.name, len(self.subscriptions)
+                    )
+                    task_status.started()
+                    await self._stop.wait()
+                    for sub in self.subscriptions:
+                        sub.stop()
+            finally:
+                self.report = ShutdownReport(
+                    locks_released=sum(s.locks_released for s in self.subscriptions),
+                    connections_closed=sum(s.connections_closed for s in self.subscriptions),
+                )
+                with trio.CancelScope(shield=True):
+                    for hook in self._shutdown_hooks:
+                        try:
+                            await hook()
+                        except Exception:
+                            logger.exception("%s: a shutdown hook failed", self.info.name)
+                    for broker in brokers:
+                        await broker.aclose()
+                logger.info(
+                    "%s: shut down; %d locks released, %d connections closed",
+                    self.info.name,
+                    self.report.locks_released,
+                    self.report.connections_closed,
+                )
+        if self._failure is not None:
+            msg = (
+                f"{self.info.name}: a handler raised under the fail-fast policy: {self._failure!r}"
+            )
+            raise HandlerFailed(msg) from self._failure
+        return self.report

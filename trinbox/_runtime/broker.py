@@ -1,0 +1,328 @@
+"""``SqlBroker``: one database, its pool, publishing, and wake-on-publish.
+
+Nothing connects when a broker is made: its pool opens when the app serves. The type argument
+is the dialect (``SqlBroker[Sqlite]``...), which lets mypy refuse mounts it cannot serve.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, TypeVar, cast
+
+import trio
+
+from .._declare._capabilities import MySql, Postgres, Sqlite
+from .._declare._inbox import spec_of
+from .._declare._spec import TableSpec
+from .._dialects._base import Dialect
+from .._dialects.sqlite import SqliteDialect
+from .._drivers._base import Pool
+from .._drivers.sqlite import SqlitePool, sqlite_path
+from .._errors import Closed, DeclarationError
+from .._forms._base import give_back, rollback_quietly, whole_seconds
+from .codecs import Codec, JsonCodec
+from .handles import Database, Tx
+from .wake import WakeBoard
+
+__all__ = ["SqlBroker"]
+
+D = TypeVar("D", covariant=True)
+
+Clock = Callable[[], datetime]
+
+
+def _seconds(value: timedelta | float) -> timedelta:
+    return value if isinstance(value, timedelta) else timedelta(seconds=value)
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class SqlBroker(Generic[D]):
+    """A database whose tables are queues. Make one with ``SqlBroker.sqlite(url)``,
+    ``.postgres(url)`` or ``.mysql(url)``."""
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        url: str,
+        dialect: Dialect,
+        pool_size: int,
+        poll_interval: timedelta | float,
+        lease: timedelta | float,
+        clock: Clock | None,
+        codec: Codec | None,
+        listen_notify: bool = False,
+    ) -> None:
+        if pool_size < 2:
+            msg = (
+                f"a broker's pool keeps one connection for settlements and publishes, found "
+                f"pool_size={pool_size}; use 2 or more"
+            )
+            raise ValueError(msg)
+        self.kind = kind
+        self.url = url
+        self.dialect = dialect
+        self.pool_size = pool_size
+        self.poll_interval = _seconds(poll_interval)
+        self.lease = whole_seconds(_seconds(lease))
+        self.clock: Clock = clock or system_clock
+        self.codec: Codec = codec or JsonCodec()
+        self.listen_notify = listen_notify
+        self.wakes = WakeBoard()
+        self._pool: Pool | None = None
+        self._closed = False
+        self._queues: set[tuple[str, str | None]] = set()
+
+    # -- constructors -------------------------------------------------------------------------
+
+    @staticmethod
+    def sqlite(
+        url: str,
+        *,
+        pool_size: int = 8,
+        poll_interval: timedelta | float = 1.0,
+        lease: timedelta | float = 30.0,
+        clock: Clock | None = None,
+        codec: Codec | None = None,
+    ) -> SqlBroker[Sqlite]:
+        """A SQLite database file (``sqlite:///path.db``); one process serves a file."""
+        sqlite_path(url)  # a malformed URL fails here, not at startup
+        return SqlBroker[Sqlite](
+            kind="sqlite",
+            url=url,
+            dialect=SqliteDialect(),
+            pool_size=pool_size,
+            poll_interval=poll_interval,
+            lease=lease,
+            clock=clock,
+            codec=codec,
+        )
+
+    @staticmethod
+    def postgres(
+        url: str,
+        *,
+        pool_size: int = 10,
+        poll_interval: timedelta | float = 1.0,
+        lease: timedelta | float = 30.0,
+        clock: Clock | None = None,
+        codec: Codec | None = None,
+        listen_notify: bool = False,
+    ) -> SqlBroker[Postgres]:
+        """A PostgreSQL database (asyncpg); ``listen_notify`` wakes subscriptions of other
+        processes on publish."""
+        dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect()
+        return SqlBroker[Postgres](
+            kind="postgres",
+            url=url,
+            dialect=dialect,
+            pool_size=pool_size,
+            poll_interval=poll_interval,
+            lease=lease,
+            clock=clock,
+            codec=codec,
+            listen_notify=listen_notify,
+        )
+
+    @staticmethod
+    def mysql(
+        url: str,
+        *,
+        pool_size: int = 10,
+        poll_interval: timedelta | float = 1.0,
+        lease: timedelta | float = 30.0,
+        clock: Clock | None = None,
+        codec: Codec | None = None,
+    ) -> SqlBroker[MySql]:
+        """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql)."""
+        dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect()
+        return SqlBroker[MySql](
+            kind="mysql",
+            url=url,
+            dialect=dialect,
+            pool_size=pool_size,
+            poll_interval=poll_interval,
+            lease=lease,
+            clock=clock,
+            codec=codec,
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def needs_asyncio(self) -> bool:
+        """Whether the driver runs on asyncio (inside the app's trio-asyncio loop)."""
+        return self.kind != "sqlite"
+
+    @property
+    def pool(self) -> Pool:
+        if self._pool is None:
+            msg = "the broker is not open: its pool opens when the app serves"
+            raise Closed(msg)
+        return self._pool
+
+    @property
+    def database(self) -> Database:
+        """The pool as handlers see it (``keys.Pool``)."""
+        return Database(self.pool)
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        self._closed = False
+        if self.kind == "sqlite":
+            pool = SqlitePool(sqlite_path(self.url), max_size=self.pool_size)
+            await pool.open()
+            self._pool = pool
+        else:
+            module = importlib.import_module(f"trinbox._drivers.{self.kind}")
+            self._pool = cast("Pool", await module.open_pool(self.url, max_size=self.pool_size))
+
+    async def aclose(self) -> None:
+        self._closed = True
+        pool, self._pool = self._pool, None
+        self._queues.clear()
+        if pool is not None:
+            with trio.CancelScope(shield=True):
+                await pool.aclose()
+
+    def register_queue(self, spec: TableSpec, group: str | None) -> bool:
+        """Claim (table, group) for one subscription; False if it is taken."""
+        key = (spec.qualified_name, group)
+        if key in self._queues:
+            return False
+        self._queues.add(key)
+        return True
+
+    # -- publishing ------------------------------------------------------------------------------
+
+    async def publish(
+        self,
+        row_type: type,
+        message: object = None,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None:
+        """Write a row into ``row_type``'s table and wake the local subscription of its group.
+
+        ``message`` is encoded into the payload column (payload mode; leave it out in row
+        mode); ``columns`` give the other fields by name (the group field names the queue);
+        ``delay`` makes the row due later (needs a ``RetryAfter`` field).
+        """
+        if self._closed:
+            raise Closed("the broker is shut down; publish before shutdown")
+        spec = spec_of(row_type)
+        conn = await self.pool.acquire()
+        try:
+            await self._insert(conn, spec, message, delay, columns)
+        finally:
+            await give_back(self.pool, conn)
+        self.wakes.wake(spec.qualified_name, _group_of(spec, columns))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Tx]:
+        """A transaction on a pooled connection, committed when the block ends (rolled back on
+        an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
+        subscriptions once it commits."""
+        conn = await self.pool.acquire()
+        tx = Tx(conn, self._publish_in)
+        try:
+            await conn.begin(self.dialect.plain_begin().sql)
+            yield tx
+            await conn.commit()
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+        finally:
+            await give_back(self.pool, conn)
+        for table, group in tx.published:
+            self.wakes.wake(table, group)
+
+    async def _publish_in(
+        self,
+        tx: Tx,
+        row_type: type,
+        message: object = None,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None:
+        spec = spec_of(row_type)
+        await self._insert(tx._conn, spec, message, delay, columns)
+        tx.published.append((spec.qualified_name, _group_of(spec, columns)))
+
+    async def _insert(
+        self,
+        conn: Any,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        columns: dict[str, object],
+    ) -> None:
+        statement = self.dialect.insert(spec)
+        values = insert_values(spec, message, columns, self.clock(), delay, self.codec)
+        await conn.execute(statement.sql, statement.bind(values))
+
+
+def _group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:
+    group = spec.group
+    if group is None:
+        return None
+    value = columns.get(group.field)
+    return None if value is None else str(value)
+
+
+def insert_values(
+    spec: TableSpec,
+    message: object,
+    columns: dict[str, object],
+    now: datetime,
+    delay: timedelta | None,
+    codec: Codec,
+) -> dict[str, object]:
+    """The insert's values by column, or ``DeclarationError`` naming what is missing or extra."""
+    where = f"publish into {spec.label}"
+    writable = {c.field: c for c in spec.insert_columns}
+    unknown = sorted(set(columns) - set(writable))
+    if unknown:
+        names = ", ".join(sorted(writable)) or "none"
+        msg = (
+            f"{where}: columns are given by field name, found {', '.join(unknown)} which no "
+            f"writable field has (writable: {names})"
+        )
+        raise DeclarationError(msg)
+    if spec.payload is None and message is not None:
+        msg = (
+            f"{where}: a table without a Payload field takes no message, found "
+            f"{type(message).__name__}; give the row's fields as keywords"
+        )
+        raise DeclarationError(msg)
+    if delay is not None and spec.retry_after is None:
+        msg = f"{where}: a delay is written into a RetryAfter field, found none; add one"
+        raise DeclarationError(msg)
+    values: dict[str, object] = {}
+    missing = []
+    for col in spec.insert_columns:
+        if col.field in columns:
+            values[col.column] = columns[col.field]
+        elif col.role == "payload":
+            values[col.column] = codec.encode(message)
+        elif col.role == "retry_after":
+            values[col.column] = now + (delay or timedelta(0))
+        elif col.role == "attempt":
+            values[col.column] = 1
+        elif col.role in ("locked_until", "processed_at"):
+            values[col.column] = None
+        else:
+            missing.append(col.field)
+    if missing:
+        msg = f"{where}: every writable field needs a value, found none for {', '.join(missing)}"
+        raise DeclarationError(msg)
+    return values

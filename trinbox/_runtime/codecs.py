@@ -1,0 +1,87 @@
+"""Payload codecs: message object <-> the bytes of the payload column.
+
+The JSON codec decodes into the handler's annotated type: a dataclass, a msgspec Struct, a
+pydantic model, a TypedDict, plain JSON values, or ``bytes`` (passed through untouched).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from typing import Any, Protocol, TypeVar, cast, is_typeddict
+
+__all__ = ["Codec", "DecodeError", "JsonCodec", "RawCodec"]
+
+T = TypeVar("T")
+
+
+class DecodeError(ValueError):
+    """A payload does not decode into the handler's type."""
+
+
+class Codec(Protocol):
+    """Turns messages into payload bytes and back."""
+
+    def encode(self, message: object) -> bytes: ...
+
+    def decode(self, data: bytes, into: type[T]) -> T: ...
+
+
+def _msgspec() -> Any:
+    try:
+        return importlib.import_module("msgspec")
+    except ImportError:  # pragma: no cover - msgspec is optional
+        return None
+
+
+def _is_pydantic(tp: object) -> bool:
+    return isinstance(tp, type) and hasattr(tp, "model_validate_json")
+
+
+class JsonCodec:
+    """JSON, the default codec."""
+
+    def encode(self, message: object) -> bytes:
+        if isinstance(message, bytes | bytearray | memoryview):
+            return bytes(message)
+        if hasattr(message, "model_dump_json"):
+            return cast("str", message.model_dump_json()).encode()
+        msgspec = _msgspec()
+        if msgspec is not None:
+            return cast("bytes", msgspec.json.encode(message))
+        if dataclasses.is_dataclass(message) and not isinstance(message, type):
+            message = dataclasses.asdict(message)
+        return json.dumps(message, separators=(",", ":")).encode()
+
+    def decode(self, data: bytes, into: type[T]) -> T:
+        if into is bytes:
+            return cast("T", bytes(data))
+        try:
+            if _is_pydantic(into):
+                return cast("T", into.model_validate_json(data))  # type: ignore[attr-defined]
+            msgspec = _msgspec()
+            if msgspec is not None:
+                return cast("T", msgspec.json.decode(data, type=into))
+            value = json.loads(data)
+            if dataclasses.is_dataclass(into):
+                return cast("T", into(**value))
+            if is_typeddict(into) or into in (dict, list, str, int, float, bool, object):
+                return cast("T", value)
+            return into(value)  # type: ignore[call-arg]  # a scalar type from its JSON value
+        except Exception as exc:
+            msg = f"the payload does not decode into {getattr(into, '__qualname__', into)}: {exc}"
+            raise DecodeError(msg) from exc
+
+
+class RawCodec:
+    """Bytes in, bytes out: the handler takes ``bytes``."""
+
+    def encode(self, message: object) -> bytes:
+        if not isinstance(message, bytes | bytearray | memoryview):
+            msg = f"the raw codec publishes bytes, found {type(message).__name__}; encode it first"
+            raise TypeError(msg)
+        return bytes(message)
+
+    def decode(self, data: bytes, into: type[T]) -> T:
+        return cast("T", bytes(data))

@@ -1,0 +1,148 @@
+"""Reading a handler's signature once at startup, and turning rows into its arguments."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, get_args, get_origin
+
+from .._declare._spec import TableSpec
+from .._errors import DeclarationError
+from .codecs import Codec
+from .handles import Attempt, Database, Tx
+
+__all__ = ["HandlerPlan", "decode_row", "plan_handler"]
+
+_KEYS: dict[object, str] = {Attempt: "attempt", Tx: "tx", Database: "pool"}
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerPlan:
+    """What a handler takes: the message (decoded payload or row), as a list for batches, and
+    the context keys of its further parameters, in order."""
+
+    message_type: Any
+    row_mode: bool
+    batch: bool
+    keys: tuple[str, ...]
+
+
+def plan_handler(
+    fn: Callable[..., object],
+    spec: TableSpec,
+    *,
+    batch: bool,
+    transactional: bool,
+    where: str,
+) -> HandlerPlan:
+    """Check a handler against its table and mode, or raise ``DeclarationError``."""
+    try:
+        hints = typing.get_type_hints(fn, include_extras=False)
+    except NameError as exc:
+        msg = f"{where}: a handler's annotations are read at startup, found {exc}; import the name"
+        raise DeclarationError(msg) from exc
+    params = list(inspect.signature(fn).parameters.values())
+    if not params:
+        msg = f"{where}: a handler takes the message first, found no parameters; add one"
+        raise DeclarationError(msg)
+    first = hints.get(params[0].name, bytes)
+    row_mode = spec.payload is None
+    if batch:
+        if get_origin(first) not in (list, typing.Sequence, typing.Iterable):
+            msg = (
+                f"{where}: a batch handler takes a list, found {_show(first)}; annotate the "
+                f"first parameter as list[...]"
+            )
+            raise DeclarationError(msg)
+        (first,) = get_args(first) or (bytes,)
+    if row_mode and first is not spec.row_type:
+        row_name = spec.row_type.__qualname__ if spec.row_type else "the row"
+        msg = (
+            f"{where}: {spec.label} has no Payload field, so its handler takes the row itself, "
+            f"found {_show(first)}; annotate the message as {row_name}"
+        )
+        raise DeclarationError(msg)
+    keys = []
+    for param in params[1:]:
+        hint = hints.get(param.name)
+        key = _KEYS.get(hint)
+        if key is None:
+            msg = (
+                f"{where}: a handler's further parameters are context keys (keys.Attempt, "
+                f"keys.Pool, keys.Tx), found {param.name}: {_show(hint)}; annotate it with one"
+            )
+            raise DeclarationError(msg)
+        if key == "tx" and not transactional:
+            msg = (
+                f"{where}: keys.Tx, the delivery's transaction, is lent only in transactional "
+                f"mode; subscribe with InboxQueue(Row, name).transactional()"
+            )
+            raise DeclarationError(msg)
+        if key in ("tx", "attempt") and batch:
+            msg = (
+                f"{where}: a batch handler takes no per-row key, found keys.{key.title()}; "
+                f"read it from the rows or drop .batch(..)"
+            )
+            raise DeclarationError(msg)
+        if key == "attempt" and spec.attempt is None:
+            msg = (
+                f"{where}: keys.Attempt reads the table's Attempt field, found none on "
+                f"{spec.label}; add one, like attempt: Annotated[int, Attempt()]"
+            )
+            raise DeclarationError(msg)
+        keys.append(key)
+    return HandlerPlan(message_type=first, row_mode=row_mode, batch=batch, keys=tuple(keys))
+
+
+def _show(hint: object) -> str:
+    if hint is None:
+        return "no annotation"
+    return getattr(hint, "__qualname__", None) or repr(hint)
+
+
+def decode_message(
+    plan: HandlerPlan, spec: TableSpec, values: Mapping[str, object], codec: Codec
+) -> object:
+    """The handler's message for one row: the decoded payload, or the row itself."""
+    if plan.row_mode:
+        return decode_row(spec, values)
+    payload_col = spec.payload
+    assert payload_col is not None
+    raw = values[payload_col.column]
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if raw is None:
+        raw = b""
+    assert isinstance(raw, bytes | bytearray | memoryview)
+    return codec.decode(bytes(raw), plan.message_type)
+
+
+def decode_row(spec: TableSpec, values: Mapping[str, object]) -> object:
+    """The row class built from its column values (SQLite text times become datetimes)."""
+    assert spec.row_type is not None
+    kwargs = {col.field: _convert(values.get(col.column), col.python_type) for col in spec.columns}
+    return spec.row_type(**kwargs)
+
+
+def _convert(value: object, hint: object) -> object:
+    if value is None:
+        return None
+    targets = (
+        get_args(hint)
+        if isinstance(hint, types.UnionType) or get_origin(hint) is typing.Union
+        else (hint,)
+    )
+    if datetime in targets and isinstance(value, str):
+        parsed = datetime.fromisoformat(value)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if datetime in targets and isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    if bool in targets and isinstance(value, int):
+        return bool(value)
+    if bytes in targets and isinstance(value, memoryview | bytearray):
+        return bytes(value)
+    return value

@@ -1,0 +1,85 @@
+"""What a handler may take besides its message: ``keys.Attempt``, ``keys.Tx``, ``keys.Pool``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import NewType, final
+
+from .._drivers._base import Connection, Pool, Record
+from .._forms._base import give_back, rollback_quietly
+
+__all__ = ["Attempt", "Database", "Tx"]
+
+Attempt = NewType("Attempt", int)
+"""The delivery's attempt as the claim found it: 1 on the first delivery."""
+
+Publisher = Callable[..., Awaitable[None]]
+
+
+class _Runs:
+    """Statements on one connection; SQL placeholders are the database driver's own
+    (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite)."""
+
+    _conn: Connection
+
+    async def execute(self, sql: str, *params: object) -> int:
+        """Run a statement; the number of rows it changed."""
+        return await self._conn.execute(sql, params)
+
+    async def fetch(self, sql: str, *params: object) -> list[Record]:
+        """Run a query; its rows as tuples."""
+        return await self._conn.fetch(sql, params)
+
+    async def fetchval(self, sql: str, *params: object) -> object:
+        """The first column of the first row, or ``None``."""
+        rows = await self._conn.fetch(sql, params)
+        return rows[0][0] if rows else None
+
+
+@final
+class Tx(_Runs):
+    """A transaction: the delivery's in transactional mode (ack commits what was written
+    through it, every other outcome discards it), or one from ``broker.transaction()``."""
+
+    def __init__(self, conn: Connection, publisher: Publisher) -> None:
+        self._conn = conn
+        self._publisher = publisher
+        self.published: list[tuple[str, str | None]] = []
+
+    async def publish(self, row_type: type, message: object = None, **columns: object) -> None:
+        """Write a row into a queue table inside this transaction; it commits with it."""
+        await self._publisher(self, row_type, message, **columns)
+
+
+@final
+class Database(_Runs):
+    """The broker's pool: each statement runs on a connection of its own and commits on its
+    own, whatever the delivery's outcome."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def execute(self, sql: str, *params: object) -> int:
+        async with self.connection() as conn:
+            return await conn.execute(sql, params)
+
+    async def fetch(self, sql: str, *params: object) -> list[Record]:
+        async with self.connection() as conn:
+            return await conn.fetch(sql, params)
+
+    async def fetchval(self, sql: str, *params: object) -> object:
+        rows = await self.fetch(sql, *params)
+        return rows[0][0] if rows else None
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection for several statements; returned (rolled back if a
+        transaction is left open) when the block ends."""
+        conn = await self._pool.acquire()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                await rollback_quietly(conn)
+            await give_back(self._pool, conn)

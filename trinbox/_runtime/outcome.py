@@ -1,0 +1,78 @@
+"""What a handler decides for its delivery, and what happens when it raises."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import Enum
+from typing import final
+
+__all__ = ["FailurePolicy", "HandlerOutcome", "OnFailure"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class HandlerOutcome:
+    """A handler's decision: ``ack()``, ``retry()``, ``retry_after(delay)`` or ``drop()``.
+
+    Returning ``None`` from a handler is ``ack()``.
+    """
+
+    kind: str
+    delay: timedelta | None = None
+
+    @classmethod
+    def ack(cls) -> HandlerOutcome:
+        """Acknowledge: the row is deleted, or marked processed."""
+        return cls("ack")
+
+    @classmethod
+    def retry(cls) -> HandlerOutcome:
+        """Return the row to its queue at once (or dead-letter it once its attempts are spent)."""
+        return cls("retry")
+
+    @classmethod
+    def retry_after(cls, delay: timedelta) -> HandlerOutcome:
+        """Return the row, claimable again no sooner than ``delay`` from now."""
+        if delay < timedelta(0):
+            msg = f"a retry delay is zero or more, found {delay}; pass a non-negative timedelta"
+            raise ValueError(msg)
+        return cls("retry_after", delay)
+
+    @classmethod
+    def drop(cls) -> HandlerOutcome:
+        """Finish the row without success; it never returns (same SQL as ack)."""
+        return cls("drop")
+
+    @property
+    def is_ack(self) -> bool:
+        return self.kind == "ack"
+
+    @property
+    def is_retry(self) -> bool:
+        return self.kind in ("retry", "retry_after")
+
+    @property
+    def is_drop(self) -> bool:
+        return self.kind == "drop"
+
+
+class FailurePolicy(Enum):
+    """What a handler exception or an undecodable row becomes."""
+
+    FAIL_FAST = "fail_fast"  # log, drop the delivery (its row returns), shut the app down
+    DROP = "drop"  # finish the row
+    RETRY = "retry"  # return the row (counts toward max_attempts)
+    SKIP = "skip"  # acknowledge the row
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class OnFailure:
+    """Per subscription: ``handler`` for exceptions a handler raises (default: retry, so the
+    row counts toward ``max_attempts``), ``decode`` for rows whose payload or columns do not
+    decode (default: drop, as the reference does)."""
+
+    handler: FailurePolicy = FailurePolicy.RETRY
+    decode: FailurePolicy = FailurePolicy.DROP
+    retry_delay: timedelta | None = None  # with RETRY: retry_after(delay) instead of retry()

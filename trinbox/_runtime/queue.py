@@ -1,0 +1,202 @@
+"""``InboxQueue`` (a subscription's source and settings) and the ``subscriber`` decorator.
+
+The overloads of ``SubscriberFactory.__call__`` are the static half of the handler rules: a
+handler's parameters after the message are context keys, and ``keys.Tx`` is only lent in
+transactional mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Generic, NoReturn, TypeVar, final, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
+from typing_extensions import deprecated
+
+from .._declare._inbox import Inbox, spec_of
+from .._declare._markers import Lease, Mode, Plain, Transactional
+from .._util import evolve
+from .codecs import Codec, JsonCodec
+from .handles import Attempt, Database, Tx
+from .outcome import HandlerOutcome, OnFailure
+
+__all__ = ["InboxQueue", "Subscriber", "SubscriberFactory", "subscriber"]
+
+R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
+LeaseRow = TypeVar("LeaseRow", bound=Inbox[Lease, Any])
+M = DefaultTypeVar("M", bound=Mode, covariant=True, default=Plain)
+T = TypeVar("T")
+
+Result = HandlerOutcome | Sequence[HandlerOutcome] | None
+Handler = Callable[..., Awaitable[Result]]
+
+# The context keys a plain handler may take, and those a transactional one may take.
+K1 = TypeVar("K1", Attempt, Database)
+K2 = TypeVar("K2", Attempt, Database)
+X1 = TypeVar("X1", Attempt, Database, Tx)
+X2 = TypeVar("X2", Attempt, Database, Tx)
+X3 = TypeVar("X3", Attempt, Database, Tx)
+
+_TX_ONLY = (
+    "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
+    "with InboxQueue(Row, name).transactional()"
+)
+
+
+@final
+@dataclass(frozen=True, slots=True, init=False)
+class InboxQueue(Generic[R, M]):
+    """A subscription to the queue ``name`` of ``row``'s table.
+
+    With a ``Group`` field the name selects the group; without one the table is a single queue
+    and the name is a label. The per-subscription settings return a new queue.
+    """
+
+    row: type[R]
+    name: str
+    mode: type[Mode]
+    poll_every: timedelta | None
+    lease_for: timedelta | None
+    batch_size: int | None
+    worker_count: int
+    codec_used: Codec
+    failure: OnFailure
+
+    def __init__(self: InboxQueue[R, Plain], row: type[R], name: str) -> None:
+        spec_of(row)  # a clear error now for anything but a row class
+        object.__setattr__(self, "row", row)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "mode", Plain)
+        object.__setattr__(self, "poll_every", None)
+        object.__setattr__(self, "lease_for", None)
+        object.__setattr__(self, "batch_size", None)
+        object.__setattr__(self, "worker_count", 1)
+        object.__setattr__(self, "codec_used", JsonCodec())
+        object.__setattr__(self, "failure", OnFailure())
+
+    def transactional(self) -> InboxQueue[R, Transactional]:
+        """Lend the handler the delivery's transaction (``keys.Tx``): ack commits the
+        handler's writes with the settlement; every other outcome discards them first."""
+        # The mode is the type argument that changes.
+        changed: InboxQueue[R, Transactional] = evolve(self, mode=Transactional)  # type: ignore[arg-type]
+        return changed
+
+    def poll_interval(self, interval: timedelta | float) -> InboxQueue[R, M]:
+        """How long to wait after a claim that found fewer rows than it could take."""
+        if not isinstance(interval, timedelta):
+            interval = timedelta(seconds=interval)
+        if interval <= timedelta(0):
+            msg = f"a poll interval is positive, found {interval}; pass a positive duration"
+            raise ValueError(msg)
+        return evolve(self, poll_every=interval)
+
+    def lease(self: InboxQueue[LeaseRow, M], lease: timedelta | float) -> InboxQueue[LeaseRow, M]:
+        """How long a claim leases each row (whole seconds, rounded up); lease tables only."""
+        if not isinstance(lease, timedelta):
+            lease = timedelta(seconds=lease)
+        if spec_of(self.row).form is not Lease:
+            msg = (
+                f"{spec_of(self.row).label}: only a lease table takes .lease(..), found "
+                f"no LockedUntil field; add one or drop .lease(..)"
+            )
+            raise TypeError(msg)
+        return evolve(self, lease_for=lease)
+
+    def batch(self, size: int) -> InboxQueue[R, M]:
+        """Claim up to ``size`` rows at once and hand them to the handler as one list."""
+        if size < 1:
+            msg = f"a batch holds one row or more, found batch({size}); pass a size >= 1"
+            raise ValueError(msg)
+        return evolve(self, batch_size=size)
+
+    def workers(self, count: int) -> InboxQueue[R, M]:
+        """How many deliveries (or batches) are in work at once."""
+        if count < 1:
+            msg = f"a subscription has one worker or more, found workers({count})"
+            raise ValueError(msg)
+        return evolve(self, worker_count=count)
+
+    def codec(self, codec: Codec) -> InboxQueue[R, M]:
+        """The codec that decodes payloads (JSON unless set)."""
+        return evolve(self, codec_used=codec)
+
+    def on_failure(self, policy: OnFailure) -> InboxQueue[R, M]:
+        """What handler exceptions and undecodable rows become."""
+        return evolve(self, failure=policy)
+
+
+@final
+class Subscriber(Generic[R, M]):
+    """A handler bound to its queue; mount it with ``App.include(broker, subscriber)``."""
+
+    def __init__(self, queue: InboxQueue[R, M], handler: Handler) -> None:
+        self.queue = queue
+        self.handler = handler
+
+    def __repr__(self) -> str:
+        name = getattr(self.handler, "__qualname__", repr(self.handler))
+        return f"<Subscriber {name} on {self.queue.name!r} of {self.queue.row.__qualname__}>"
+
+
+@final
+class SubscriberFactory(Generic[R, M]):
+    """What ``subscriber(queue)`` returns: decorate the handler with it."""
+
+    def __init__(self, queue: InboxQueue[R, M]) -> None:
+        self._queue = queue
+
+    @overload
+    def __call__(self, fn: Callable[[T], Awaitable[Result]]) -> Subscriber[R, M]: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, K1], Awaitable[Result]]
+    ) -> Subscriber[R, M]: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, K1, K2], Awaitable[Result]]
+    ) -> Subscriber[R, M]: ...
+    @overload
+    @deprecated(_TX_ONLY)
+    def __call__(
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx], Awaitable[Result]]
+    ) -> NoReturn: ...
+    @overload
+    @deprecated(_TX_ONLY)
+    def __call__(
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx, X2], Awaitable[Result]]
+    ) -> NoReturn: ...
+    @overload
+    @deprecated(_TX_ONLY)
+    def __call__(
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, X1, Tx], Awaitable[Result]]
+    ) -> NoReturn: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Transactional], fn: Callable[[T, X1], Awaitable[Result]]
+    ) -> Subscriber[R, M]: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Transactional],
+        fn: Callable[[T, X1, X2], Awaitable[Result]],
+    ) -> Subscriber[R, M]: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Transactional],
+        fn: Callable[[T, X1, X2, X3], Awaitable[Result]],
+    ) -> Subscriber[R, M]: ...
+    def __call__(self, fn: Handler) -> Subscriber[R, M]:
+        return Subscriber(self._queue, fn)
+
+
+def subscriber(queue: InboxQueue[R, M]) -> SubscriberFactory[R, M]:
+    """Bind the decorated handler to ``queue``.
+
+    The handler's first parameter is the message: the payload decoded into its annotation (a
+    dataclass, msgspec Struct, pydantic model, TypedDict or ``bytes``), the row itself in row
+    mode (no ``Payload`` field), or a ``list`` of either with ``.batch(n)``. Further
+    parameters are context keys: ``keys.Attempt``, ``keys.Pool``, and in transactional mode
+    ``keys.Tx``. It returns a ``HandlerOutcome`` (``None`` is ack).
+    """
+    return SubscriberFactory(queue)

@@ -1,0 +1,467 @@
+"""One subscription at work: its claim loop, its handlers, its upkeep, and its shutdown.
+
+    run()                       the subscription's nursery
+    ├── claim loop              claims while a worker is free; waits poll interval or a wake
+    └── work area (shielded)    lives through the grace period after the claim loop stops
+        ├── upkeep              the lease keeper
+        └── handlers            at most workers(n) at once; each settles its own delivery
+
+Cancelling ``run`` (or ``stop()``) ends the claim loop at once; handlers then get the grace
+period to finish, are cancelled, and every delivery still in work is released.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from .._declare._inbox import spec_of
+from .._declare._markers import Advisory, Lease, RowLock, Transactional
+from .._dialects._base import DeadLetter
+from .._errors import AlreadySubscribed, DeclarationError, SchemaError, TrinboxError
+from .._forms._base import (
+    RELEASE_TIMEOUT,
+    Ack,
+    ClaimForm,
+    DeadLetterStep,
+    Delivery,
+    Drop,
+    FormContext,
+    Retry,
+    RetryAt,
+    Step,
+    give_back,
+    whole_seconds,
+)
+from .._forms.advisory import AdvisoryForm
+from .._forms.lease import LeaseForm
+from .._forms.rowlock import RowLockForm
+from .broker import SqlBroker
+from .codecs import DecodeError
+from .handler import HandlerPlan, decode_message, plan_handler
+from .handles import Attempt, Tx
+from .outcome import FailurePolicy, HandlerOutcome
+from .queue import Subscriber
+
+__all__ = ["Subscription"]
+
+logger = logging.getLogger("trinbox")
+
+CLAIM_ERROR_WAIT = 1.0  # a failed claim waits this long, whatever the poll interval
+SETTLE_TIMEOUT = 60.0  # a settlement that takes longer is given up and the delivery dropped
+
+
+class Subscription:
+    """A mounted subscriber on its broker."""
+
+    def __init__(
+        self,
+        broker: SqlBroker[Any],
+        subscriber: Subscriber[Any, Any],
+        *,
+        max_attempts: int | None,
+        dead_letter: str | None,
+        grace: float,
+        on_fail_fast: Any,
+    ) -> None:
+        self.broker = broker
+        self.subscriber = subscriber
+        self.queue = subscriber.queue
+        self.spec = spec_of(self.queue.row)
+        self.name = self.queue.name
+        self.group = self.name if self.spec.group is not None else None
+        self.max_attempts = max_attempts
+        self.dead_letter_name = dead_letter
+        self.grace = grace
+        self._on_fail_fast = on_fail_fast
+        self.where = f"subscription {self.name!r} ({subscriber!r})"
+        self.locks_released = 0
+        self.connections_closed = 0
+        self.settle_errors: list[TrinboxError] = []
+        self._claim_scope = trio.CancelScope()
+        self._claims_done = trio.Event()
+        self._stopping = False
+        self._handlers: trio.Nursery | None = None
+        self._registered = False
+        self.finished = 0
+        self._finished_changed = trio.Event()
+
+    # -- startup ----------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Every check that needs no database, in the reference's order."""
+        spec = self.spec
+        transactional = self.queue.mode is Transactional
+        self.dead_letter = self._check_retry_declaration()
+        self.statements = self.broker.dialect.statements(spec, self.dead_letter)
+        if transactional and self.queue.batch_size is not None:
+            msg = (
+                f"{self.where}: batches never run in transactional mode, found .batch("
+                f"{self.queue.batch_size}) with .transactional(); drop one of them"
+            )
+            raise DeclarationError(msg)
+        if (
+            transactional
+            and spec.form is Lease
+            and self.broker.kind == "postgres"
+            and spec.opening.name in ("repeatable_read", "serializable")
+        ):
+            msg = (
+                f"{self.where}: a transactional lease handler must see the lease extensions "
+                f"committed after it began, found {spec.label} at {spec.opening.__name__}; "
+                f"use ReadCommitted (or Default) for this table"
+            )
+            raise DeclarationError(msg)
+        self.plan: HandlerPlan = plan_handler(
+            self.subscriber.handler,
+            spec,
+            batch=self.queue.batch_size is not None,
+            transactional=transactional,
+            where=self.where,
+        )
+
+    def _check_retry_declaration(self) -> DeadLetter | None:
+        cap, dest = self.max_attempts, self.dead_letter_name
+        if cap is not None and dest is None:
+            msg = (
+                f"{self.where}: max_attempts and dead_letter are declared together, found "
+                f"max_attempts({cap}) without dead_letter; name where spent rows go with "
+                f".dead_letter(..)"
+            )
+            raise DeclarationError(msg)
+        if dest is not None and cap is None:
+            msg = (
+                f"{self.where}: max_attempts and dead_letter are declared together, found "
+                f"dead_letter({dest!r}) without max_attempts; name the cap, "
+                f"max_attempts(1) moves at the first failure"
+            )
+            raise DeclarationError(msg)
+        if cap is None or dest is None:
+            return None
+        if self.spec.attempt is None:
+            msg = (
+                f"{self.where}: max_attempts counts the table's Attempt field, found none on "
+                f"{self.spec.label}; add one, like attempt: Annotated[int, Attempt()]"
+            )
+            raise DeclarationError(msg)
+        if self.spec.group is not None:
+            return DeadLetter(group=dest)
+        parts = dest.split(".")
+        if len(parts) > 2 or not all(parts):
+            msg = (
+                f"{self.where}: a dead letter table is named [schema.]table, found {dest!r}; "
+                f"give one table name, with at most one schema"
+            )
+            raise DeclarationError(msg)
+        if len(parts) == 2:
+            return DeadLetter(schema=parts[0], table=parts[1])
+        return DeadLetter(table=parts[0])
+
+    async def open(self) -> None:
+        """Register the queue and prepare every statement against the database."""
+        if not self.broker.register_queue(self.spec, self.group):
+            queue = f"group {self.group!r} of " if self.group is not None else ""
+            msg = (
+                f"{self.where}: one queue has one subscription per process, found a second "
+                f"subscription to {queue}{self.spec.label}; scale one subscription with "
+                f".workers(n)"
+            )
+            raise AlreadySubscribed(msg)
+        self._registered = True
+        broker = self.broker
+        pool = broker.pool
+        conn = await pool.acquire()
+        try:
+            for statement in self.statements.all():
+                try:
+                    await conn.prepare(statement.sql)
+                except TrinboxError as exc:
+                    msg = (
+                        f"{self.where}: every statement of a subscription prepares against "
+                        f"the database, found {statement.event} failing on "
+                        f"{self.spec.label}: {exc}; create the table and columns it names"
+                    )
+                    raise SchemaError(
+                        msg, table=self.spec.qualified_name, statement=statement.sql
+                    ) from exc
+        finally:
+            await give_back(pool, conn)
+        ctx = FormContext(
+            spec=self.spec,
+            dialect=broker.dialect,
+            statements=self.statements,
+            pool=pool,
+            clock=broker.clock,
+            group=self.group,
+            lease=self.queue.lease_for or broker.lease,
+            transactional=self.queue.mode is Transactional,
+        )
+        if self.spec.form is Lease:
+            ctx.lease = whole_seconds(ctx.lease)
+            self.form: ClaimForm = LeaseForm(ctx)
+        elif self.spec.form is Advisory:
+            self.form = AdvisoryForm(ctx)
+        else:
+            assert self.spec.form is RowLock
+            self.form = RowLockForm(ctx)
+        self._permit = broker.wakes.permit(self.spec.qualified_name, self.group)
+        workers = self.queue.worker_count
+        if self.form.holds_connections:
+            # A subscription never takes the pool's last connection.
+            workers = min(workers, pool.max_size - 1)
+        self._slots = trio.Semaphore(workers)
+
+    # -- running ------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._work_area)
+            task_status.started()
+            try:
+                with self._claim_scope:
+                    await self._claim_loop()
+            finally:
+                self._claims_done.set()
+
+    def stop(self) -> None:
+        """Stop claiming; in-work handlers get the grace period."""
+        self._claim_scope.cancel()
+
+    async def _work_area(self, *, task_status: trio.TaskStatus[None]) -> None:
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as upkeep:
+                await upkeep.start(self.form.keep)
+                async with trio.open_nursery() as handlers:
+                    self._handlers = handlers
+                    task_status.started()
+                    await self._claims_done.wait()
+                    self._stopping = True
+                    handlers.cancel_scope.deadline = trio.current_time() + self.grace
+                released, closed = await self.form.shutdown()
+                self.locks_released += released
+                self.connections_closed += closed + self.form.closed
+                upkeep.cancel_scope.cancel()
+
+    async def _claim_loop(self) -> None:
+        queue = self.queue
+        poll = (queue.poll_every or self.broker.poll_interval).total_seconds()
+        per_claim = queue.batch_size or 1
+        # A claim of the lease or advisory form can feed every free worker at once; a row lock
+        # claim is one transaction, so it feeds one; SQLite's key registry takes one at a time.
+        spread = (
+            queue.batch_size is None
+            and not isinstance(self.form, RowLockForm)
+            and not (isinstance(self.form, AdvisoryForm) and not self.form.holds_connections)
+        )
+        while True:
+            await self._slots.acquire()
+            slots = 1
+            if spread:
+                while self._slots.value > 0:
+                    self._slots.acquire_nowait()
+                    slots += 1
+            limit = slots * per_claim if spread else per_claim
+            try:
+                deliveries = await self.form.claim(limit)
+            except TrinboxError:
+                self._give_slots(slots)
+                logger.warning("%s: a claim failed; next claim in 1 s", self.where, exc_info=True)
+                await trio.sleep(CLAIM_ERROR_WAIT)
+                continue
+            except BaseException:
+                self._give_slots(slots)
+                raise
+            units: list[list[Delivery]] = (
+                [deliveries]
+                if queue.batch_size is not None and deliveries
+                else [[d] for d in deliveries]
+            )
+            assert self._handlers is not None
+            for unit in units:
+                self._handlers.start_soon(self._work, unit)
+            self._give_slots(slots - len(units))
+            if len(deliveries) < limit:
+                with trio.move_on_after(poll):
+                    await self._permit.wait()
+
+    def _give_slots(self, count: int) -> None:
+        for _ in range(count):
+            self._slots.release()
+
+    # -- one unit of work --------------------------------------------------------------------------
+
+    async def _work(self, deliveries: list[Delivery]) -> None:
+        try:
+            await self._handle(deliveries)
+        finally:
+            self._slots.release()
+            self.finished += len(deliveries)
+            self._finished_changed.set()
+            self._finished_changed = trio.Event()
+
+    async def wait_finished(self, count: int) -> None:
+        """Wait until ``count`` deliveries in all have been settled or released."""
+        while self.finished < count:
+            await self._finished_changed.wait()
+
+    @property
+    def in_work(self) -> int:
+        """Deliveries claimed and not yet settled or released."""
+        return int(getattr(self.form, "in_work", 0))
+
+    async def _handle(self, deliveries: list[Delivery]) -> None:
+        policy = self.queue.failure
+        ready: list[Delivery] = []
+        messages: list[object] = []
+        for delivery in deliveries:
+            try:
+                messages.append(
+                    decode_message(self.plan, self.spec, delivery.values, self.queue.codec_used)
+                )
+                ready.append(delivery)
+            except (DecodeError, TypeError, ValueError) as exc:
+                logger.warning(
+                    "%s: row %r does not decode (attempt %s): %s",
+                    self.where,
+                    delivery.id,
+                    delivery.attempt,
+                    exc,
+                )
+                await self._settle(delivery, self._policy_step(delivery, policy.decode))
+        if not ready:
+            return
+        try:
+            args = await self._arguments(ready, messages)
+            result = await self.subscriber.handler(*args)
+            outcomes = self._outcomes(result, len(ready))
+        except trio.Cancelled:
+            await self._drop(ready)
+            raise
+        except Exception as exc:
+            if policy.handler is FailurePolicy.FAIL_FAST:
+                logger.error("%s: the handler raised; shutting down", self.where, exc_info=True)
+                await self._drop(ready)
+                self._on_fail_fast(exc)
+                return
+            logger.warning(
+                "%s: the handler raised; policy %s",
+                self.where,
+                policy.handler.value,
+                exc_info=True,
+            )
+            for delivery in ready:
+                step = self._policy_step(delivery, policy.handler)
+                if isinstance(step, Ack) and delivery.tx_open:
+                    step = Drop()  # same SQL as ack, and the handler's writes never commit
+                await self._settle(delivery, step)
+            return
+        for delivery, outcome in zip(ready, outcomes, strict=True):
+            await self._settle(delivery, self._step(delivery, outcome))
+
+    async def _arguments(self, ready: list[Delivery], messages: list[object]) -> list[object]:
+        args: list[object] = [messages if self.plan.batch else messages[0]]
+        for key in self.plan.keys:
+            if key == "attempt":
+                args.append(Attempt(ready[0].attempt or 1))
+            elif key == "pool":
+                args.append(self.broker.database)
+            else:
+                conn = await self.form.open_transaction(ready[0])
+                args.append(Tx(conn, self.broker._publish_in))
+        return args
+
+    def _outcomes(self, result: object, count: int) -> list[HandlerOutcome]:
+        if result is None:
+            return [HandlerOutcome.ack()] * count
+        if isinstance(result, HandlerOutcome):
+            return [result] * count
+        if isinstance(result, Sequence) and all(isinstance(o, HandlerOutcome) for o in result):
+            if len(result) != count:
+                msg = (
+                    f"{self.where}: a batch handler returns one outcome per row, found "
+                    f"{len(result)} for {count} rows"
+                )
+                raise TypeError(msg)
+            return list(result)
+        msg = (
+            f"{self.where}: a handler returns a HandlerOutcome or None, found "
+            f"{type(result).__name__}"
+        )
+        raise TypeError(msg)
+
+    def _policy_step(self, delivery: Delivery, policy: FailurePolicy) -> Step:
+        if policy is FailurePolicy.SKIP:
+            return Ack()
+        if policy is FailurePolicy.RETRY:
+            delay = self.queue.failure.retry_delay
+            outcome = HandlerOutcome.retry_after(delay) if delay else HandlerOutcome.retry()
+            return self._step(delivery, outcome)
+        return Drop()
+
+    def _step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
+        if outcome.is_ack:
+            return Ack()
+        if outcome.is_drop:
+            return Drop()
+        if (
+            self.dead_letter is not None
+            and self.max_attempts is not None
+            and delivery.attempt is not None
+            and delivery.attempt >= self.max_attempts
+        ):
+            logger.warning(
+                "%s: the row's attempts are spent (id %r, attempt %d); moving it to %s",
+                self.where,
+                delivery.id,
+                delivery.attempt,
+                self.dead_letter.label,
+            )
+            return DeadLetterStep(self.dead_letter)
+        if outcome.delay is not None:
+            if self.spec.retry_after is None:
+                logger.warning(
+                    "%s: retry_after needs a RetryAfter field; row %r is retried at once",
+                    self.where,
+                    delivery.id,
+                )
+                return Retry()
+            return RetryAt(self.broker.clock() + outcome.delay)
+        return Retry()
+
+    async def _settle(self, delivery: Delivery, step: Step) -> None:
+        """Settle shielded: a shutdown waits for settlements in flight."""
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(SETTLE_TIMEOUT) as scope:
+                try:
+                    await self.form.settle(delivery, step)
+                except TrinboxError as exc:
+                    self.settle_errors.append(exc)
+                    logger.warning(
+                        "%s: settling row %r (%s) failed: %s",
+                        self.where,
+                        delivery.id,
+                        step.event,
+                        exc,
+                    )
+            if scope.cancelled_caught:
+                logger.warning("%s: settling row %r took too long", self.where, delivery.id)
+                await self._drop([delivery])
+
+    async def _drop(self, deliveries: list[Delivery]) -> None:
+        """Deliveries left unsettled: return their rows, each within five seconds."""
+        with trio.CancelScope(shield=True):
+            for delivery in deliveries:
+                with trio.move_on_after(RELEASE_TIMEOUT):
+                    try:
+                        if self._stopping:
+                            if await self.form.release_for_shutdown(delivery):
+                                self.locks_released += 1
+                        else:
+                            await self.form.release(delivery)
+                    except TrinboxError:
+                        logger.warning(
+                            "%s: releasing row %r failed", self.where, delivery.id, exc_info=True
+                        )

@@ -1,0 +1,50 @@
+"""Wake permits: a publish into a (table, group) ends the poll wait of its subscription."""
+
+from __future__ import annotations
+
+import trio
+
+__all__ = ["Permit", "WakeBoard"]
+
+
+class Permit:
+    """A one-slot permit: ``set`` stores a wake, ``wait`` takes it (at once if one is stored).
+    A wake arriving while the claim runs is kept for the next wait."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        self._event = trio.Event()
+
+    def take_nowait(self) -> bool:
+        """Consume a stored wake without waiting; whether there was one."""
+        if self._event.is_set():
+            self._event = trio.Event()
+            return True
+        return False
+
+
+class WakeBoard:
+    """One permit per (table, group) a subscription reads; ``None`` group = the whole table."""
+
+    def __init__(self) -> None:
+        self._permits: dict[tuple[str, str | None], Permit] = {}
+
+    def permit(self, table: str, group: str | None) -> Permit:
+        return self._permits.setdefault((table, group), Permit())
+
+    def wake(self, table: str, group: str | None) -> None:
+        """Wake the subscription of that group, or every subscription of the table when the
+        group is ``None`` (a group-less table, or a notification without payload)."""
+        for (t, g), permit in self._permits.items():
+            if t == table and (group is None or g is None or g == group):
+                permit.set()
+
+    def wake_all(self) -> None:
+        for permit in self._permits.values():
+            permit.set()

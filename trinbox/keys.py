@@ -1,0 +1,12 @@
+"""Context keys a handler takes after its message, by annotation.
+
+async def handle(job: Job, attempt: keys.Attempt, tx: keys.Tx) -> HandlerOutcome: ...
+"""
+
+from __future__ import annotations
+
+from ._runtime.handles import Attempt as Attempt
+from ._runtime.handles import Database as Pool
+from ._runtime.handles import Tx as Tx
+
+__all__ = ["Attempt", "Pool", "Tx"]
