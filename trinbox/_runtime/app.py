@@ -88,7 +88,8 @@ class App:
     subscriptions: list[Subscription] = field(default_factory=list, init=False)
 
     def on_startup(self, hook: H) -> H:
-        """Run ``hook`` before the brokers open (create the schema here)."""
+        """Run ``hook`` once the brokers' pools are open, before any subscription checks its
+        statements against the database (create the schema here)."""
         self._startup.append(hook)
         return hook
 
@@ -165,10 +166,10 @@ class App:
         brokers = list(dict.fromkeys(mount.broker for mount in self._mounts))
         async with asyncio_loop(any(b.needs_asyncio for b in brokers)):
             try:
-                for hook in self._startup:
-                    await hook()
                 for broker in brokers:
                     await broker.open()
+                for hook in self._startup:
+                    await hook()
                 for sub in self.subscriptions:
                     await sub.open()
                 async with trio.open_nursery() as nursery:
