@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from trio.testing import MockClock
+
+from trinbox.testing import VirtualClock
 
 
 @pytest.fixture
-def clock() -> MockClock:
-    """Trio's mock clock, jumping when the run loop has been idle for 50 ms of real time.
+def clock() -> VirtualClock:
+    """Virtual time for the test (pytest-trio uses a fixture that returns a clock): it jumps to
+    the next deadline whenever every task waits and no database call is in flight.
 
-    pytest-trio's ``autojump_clock`` jumps the moment the loop is idle, which includes every
-    wait on a SQLite worker thread: a timeout around a database call would fire spuriously.
-    The short threshold keeps the autojump and leaves database calls their real time.
+    pytest-trio's ``autojump_clock`` also jumps while a database call runs on a worker thread
+    or a socket, which fires the timeouts around those calls.
     """
-    return MockClock(autojump_threshold=0.05)
+    return VirtualClock()

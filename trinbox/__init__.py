@@ -11,6 +11,8 @@ Layers (a module imports only from layers below it):
 
 from __future__ import annotations
 
+from types import ModuleType as _ModuleType
+
 from . import keys as keys
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
@@ -149,3 +151,17 @@ __all__ = [
     "HandlerFailed",
     "Closed",
 ]
+
+
+def _present_as_public() -> None:
+    """Name every exported class and function ``trinbox.X`` (in reprs, tracebacks and pickles),
+    not ``trinbox._runtime.queue.X``: the private module layout is nobody's business."""
+    namespace = globals()
+    for name in __all__:
+        obj = namespace[name]
+        if not isinstance(obj, _ModuleType):  # ``keys`` keeps its own name
+            obj.__module__ = __name__
+
+
+_present_as_public()
+del _present_as_public

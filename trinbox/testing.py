@@ -14,10 +14,11 @@ from typing import Any
 
 import trio
 
+from ._drivers._activity import calls_in_flight
 from ._runtime.app import App
 from ._runtime.queue import Subscriber
 
-__all__ = ["TrioClock", "settled"]
+__all__ = ["TrioClock", "VirtualClock", "settled"]
 
 
 class TrioClock:
@@ -32,6 +33,35 @@ class TrioClock:
 
     def __call__(self) -> datetime:
         return self._start + timedelta(seconds=trio.current_time())
+
+
+class VirtualClock(trio.abc.Clock):
+    """Virtual time for tests of services that talk to a database: whenever every task waits
+    and no database call is in flight, time jumps to the next deadline.
+
+    ``trio.testing.MockClock(autojump_threshold=0)`` jumps while a database call runs on a
+    worker thread or a socket, which fires timeouts around those calls; this clock waits for
+    the database instead. Pass it to ``trio.run(..., clock=VirtualClock())`` or return it
+    from a pytest-trio fixture.
+    """
+
+    def __init__(self) -> None:
+        self._time = 0.0
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return self._time
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        if deadline <= self._time:
+            return 0.0
+        if calls_in_flight():
+            # Real time for the database; its answer wakes the run loop earlier.
+            return 0.01
+        self._time = deadline
+        return 0.0
 
 
 async def settled(app: App, subscriber: Subscriber[Any, Any], count: int) -> None:

@@ -28,7 +28,7 @@ from trinbox._declare._markers import (
 from trinbox._dialects._base import DeadLetter, Statements
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.mysql import MySqlDialect
-from trinbox._errors import IdentifierTooLong, UnsupportedOpening
+from trinbox._errors import IdentifierTooLong, ServerTooOld, UnsupportedOpening
 
 from ._tables import (
     DEAD_APP_PLAIN,
@@ -50,8 +50,7 @@ MY = MySqlDialect()
 # The GET_LOCK name of a tenant_jobs row: its database, a dot and the key, used as is from 1 to
 # 64 characters, else its SHA-256 (64 hex characters).
 TENANT_KEY = (
-    "CONCAT_WS('', LOWER(DATABASE()), '.', 'tenant_jobs-', "
-    "COALESCE(CAST(`tenant` AS CHAR), ''))"
+    "CONCAT_WS('', LOWER(DATABASE()), '.', 'tenant_jobs-', COALESCE(CAST(`tenant` AS CHAR), ''))"
 )
 TENANT_LOCK = (
     f"IF(CHAR_LENGTH({TENANT_KEY}) BETWEEN 1 AND 64, {TENANT_KEY}, SHA2({TENANT_KEY}, 256))"
@@ -107,8 +106,7 @@ def test_row_lock_claims_due_rows_of_its_group_and_counts_attempts_when_it_settl
         ),
         insert=Statement(
             "insert",
-            "INSERT INTO `email_jobs` (`name`, `payload`, `customer`) VALUES (%s, %s, "
-            "%s)",
+            "INSERT INTO `email_jobs` (`name`, `payload`, `customer`) VALUES (%s, %s, %s)",
             ("name", "payload", "customer"),
         ),
         begin=Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ()),
@@ -257,8 +255,7 @@ def test_lease_table_in_a_schema_moves_a_dead_letter_with_its_lease_cleared() ->
             ),
             Statement(
                 "dead_letter",
-                "DELETE FROM `app`.`plain_jobs` WHERE `id` = %s AND `locked_until` = "
-                "%s",
+                "DELETE FROM `app`.`plain_jobs` WHERE `id` = %s AND `locked_until` = %s",
                 ("id", "token"),
             ),
         ),
@@ -302,8 +299,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         ),
         retry=Statement(
             "retry",
-            "UPDATE `tickets` SET `locked_until` = NULL WHERE `id` = %s AND "
-            "`locked_until` = %s",
+            "UPDATE `tickets` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s",
             ("id", "token"),
         ),
         retry_after=None,
@@ -312,8 +308,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         begin=Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ()),
         extend=Statement(
             "extend",
-            "UPDATE `tickets` SET `locked_until` = %s WHERE `id` = %s AND "
-            "`locked_until` = %s",
+            "UPDATE `tickets` SET `locked_until` = %s WHERE `id` = %s AND `locked_until` = %s",
             ("lease", "id", "token"),
         ),
     )
@@ -353,8 +348,7 @@ def test_advisory_candidates_skip_names_in_use_and_the_take_counts_then_reads() 
         ),
         insert=Statement(
             "insert",
-            "INSERT INTO `tenant_jobs` (`name`, `payload`, `tenant`) VALUES (%s, %s, "
-            "%s)",
+            "INSERT INTO `tenant_jobs` (`name`, `payload`, `tenant`) VALUES (%s, %s, %s)",
             ("name", "payload", "tenant"),
         ),
         begin=Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ()),
@@ -436,8 +430,8 @@ def test_a_backtick_in_a_name_is_doubled_and_a_percent_sign_is_escaped() -> None
         claim=(
             Statement(
                 "candidates",
-                f"SELECT `i\"d```, {ODD_LOCK} AS `__lock` FROM `odd\"jobs``%%` WHERE "
-                f"IS_USED_LOCK({ODD_LOCK}) IS NULL ORDER BY `i\"d``` LIMIT %s",
+                f'SELECT `i"d```, {ODD_LOCK} AS `__lock` FROM `odd"jobs``%%` WHERE '
+                f'IS_USED_LOCK({ODD_LOCK}) IS NULL ORDER BY `i"d``` LIMIT %s',
                 ("limit",),
             ),
         ),
@@ -584,3 +578,30 @@ def test_a_subscription_keeps_one_lease_claim_in_flight() -> None:
     assert not MY.claims_one_at_a_time(spec_of(TenantJob))
     assert not MY.one_claim_at_a_time
 
+
+@pytest.mark.parametrize(
+    "version",
+    ["8.0.1", "8.0.36", "8.4.0-commercial", "10.6.0-MariaDB", "10.11.19-MariaDB-0+deb12u1"],
+)
+def test_server_floor_accepts(version: str) -> None:
+    MySqlDialect().check_server(version)
+
+
+@pytest.mark.parametrize(
+    ("version", "required"),
+    [
+        ("8.0.0", "MySQL 8.0.1"),
+        ("5.7.44-log", "MySQL 8.0.1"),
+        ("10.5.23-MariaDB", "MariaDB 10.6.0"),
+        ("garbage", "MySQL 8.0.1"),
+        ("8.0", "MySQL 8.0.1"),
+    ],
+)
+def test_server_floor_refuses(version: str, required: str) -> None:
+    with pytest.raises(ServerTooOld) as caught:
+        MySqlDialect().check_server(version)
+    assert str(caught.value) == (
+        f"trinbox needs MySQL 8.0.1+ or MariaDB 10.6+ (FOR UPDATE SKIP LOCKED), found server "
+        f"version {version!r}; upgrade the server to {required} or later"
+    )
+    assert caught.value.required == required

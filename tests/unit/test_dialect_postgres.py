@@ -87,8 +87,7 @@ def test_row_lock_claims_due_rows_of_its_group_and_counts_attempts_when_it_settl
         ),
         insert=Statement(
             "insert",
-            'INSERT INTO "email_jobs" ("name", "payload", "customer") VALUES ($1, $2, '
-            "$3)",
+            'INSERT INTO "email_jobs" ("name", "payload", "customer") VALUES ($1, $2, $3)',
             ("name", "payload", "customer"),
         ),
         begin=Statement("begin", "BEGIN", ()),
@@ -265,8 +264,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         ),
         retry=Statement(
             "retry",
-            'UPDATE "tickets" SET "locked_until" = NULL WHERE "id" = $1 AND '
-            '"locked_until" = $2',
+            'UPDATE "tickets" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2',
             ("id", "token"),
         ),
         retry_after=None,
@@ -275,8 +273,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         begin=Statement("begin", "BEGIN", ()),
         extend=Statement(
             "extend",
-            'UPDATE "tickets" SET "locked_until" = $1 WHERE "id" = $2 AND '
-            '"locked_until" = $3',
+            'UPDATE "tickets" SET "locked_until" = $1 WHERE "id" = $2 AND "locked_until" = $3',
             ("lease", "id", "token"),
         ),
     )
@@ -290,8 +287,8 @@ def test_advisory_candidates_probe_each_key_and_the_take_counts_the_attempt() ->
         claim=(
             Statement(
                 "candidates",
-                '''SELECT "id", "__lock" FROM (SELECT "id", concat('tenant_jobs-', '''
-                '''COALESCE("tenant"::text, '')) AS "__lock" FROM "tenant_jobs" WHERE '''
+                """SELECT "id", "__lock" FROM (SELECT "id", concat('tenant_jobs-', """
+                """COALESCE("tenant"::text, '')) AS "__lock" FROM "tenant_jobs" WHERE """
                 '"name" = $1 AND "retry_after" <= $2 AND "processed_at" IS NULL ORDER '
                 'BY "retry_after", "id" OFFSET 0) AS __candidates WHERE '
                 'pg_try_advisory_xact_lock_shared(hashtextextended("__lock", 0)) '
@@ -319,8 +316,7 @@ def test_advisory_candidates_probe_each_key_and_the_take_counts_the_attempt() ->
         ),
         insert=Statement(
             "insert",
-            'INSERT INTO "tenant_jobs" ("name", "payload", "tenant") VALUES ($1, $2, '
-            "$3)",
+            'INSERT INTO "tenant_jobs" ("name", "payload", "tenant") VALUES ($1, $2, $3)',
             ("name", "payload", "tenant"),
         ),
         begin=Statement("begin", "BEGIN", ()),
@@ -353,7 +349,7 @@ def test_advisory_table_without_attempt_takes_by_reading_the_row() -> None:
             Statement(
                 "candidates",
                 'SELECT "id", "__lock" FROM (SELECT "id", concat(COALESCE("id"::text, '
-                "'')) AS \"__lock\" FROM \"app\".\"keyed_jobs\" ORDER BY \"id\" OFFSET 0) AS "
+                '\'\')) AS "__lock" FROM "app"."keyed_jobs" ORDER BY "id" OFFSET 0) AS '
                 "__candidates WHERE "
                 'pg_try_advisory_xact_lock_shared(hashtextextended("__lock", 0)) '
                 "LIMIT $1",
@@ -409,8 +405,8 @@ def test_a_quote_in_a_name_or_a_key_literal_is_doubled() -> None:
         claim=(
             Statement(
                 "candidates",
-                r'''SELECT "i""d`", "__lock" FROM (SELECT "i""d`", concat('it''s 100%\', '''
-                '''COALESCE("i""d`"::text, '')) AS "__lock" FROM "odd""jobs`%" ORDER BY '''
+                r"""SELECT "i""d`", "__lock" FROM (SELECT "i""d`", concat('it''s 100%\', """
+                """COALESCE("i""d`"::text, '')) AS "__lock" FROM "odd""jobs`%" ORDER BY """
                 '"i""d`" OFFSET 0) AS __candidates WHERE '
                 'pg_try_advisory_xact_lock_shared(hashtextextended("__lock", 0)) '
                 "LIMIT $1",
@@ -566,4 +562,3 @@ def test_a_dead_letter_group_needs_a_group_column() -> None:
 def test_claims_of_every_form_may_run_side_by_side() -> None:
     for row in (EmailJob, LeasedEmail, TenantJob):
         assert not PG.claims_one_at_a_time(spec_of(row))
-

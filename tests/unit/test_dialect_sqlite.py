@@ -97,8 +97,7 @@ def test_lease_claim_is_one_update_returning_the_attempt_before_its_count() -> N
         begin=Statement("begin", "BEGIN", ()),
         extend=Statement(
             "extend",
-            "UPDATE `email_jobs` SET `locked_until` = ? WHERE `job_id` = ? AND "
-            "`locked_until` = ?",
+            "UPDATE `email_jobs` SET `locked_until` = ? WHERE `job_id` = ? AND `locked_until` = ?",
             ("lease", "id", "token"),
         ),
     )
@@ -179,8 +178,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         ),
         retry=Statement(
             "retry",
-            "UPDATE `tickets` SET `locked_until` = NULL WHERE `id` = ? AND "
-            "`locked_until` = ?",
+            "UPDATE `tickets` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?",
             ("id", "token"),
         ),
         retry_after=None,
@@ -189,8 +187,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         begin=Statement("begin", "BEGIN", ()),
         extend=Statement(
             "extend",
-            "UPDATE `tickets` SET `locked_until` = ? WHERE `id` = ? AND "
-            "`locked_until` = ?",
+            "UPDATE `tickets` SET `locked_until` = ? WHERE `id` = ? AND `locked_until` = ?",
             ("lease", "id", "token"),
         ),
     )
@@ -295,7 +292,7 @@ def test_a_backtick_in_a_name_and_a_quote_in_a_key_literal_are_doubled() -> None
         claim=(
             Statement(
                 "candidates",
-                r'''SELECT `i"d```, CAST('it''s 100%\' || ifnull(`i"d```, '') AS TEXT) '''
+                r"""SELECT `i"d```, CAST('it''s 100%\' || ifnull(`i"d```, '') AS TEXT) """
                 'AS `__lock` FROM `odd"jobs``%` ORDER BY `i"d``` LIMIT ?',
                 ("limit",),
             ),
@@ -358,9 +355,7 @@ def test_begin_names_the_declared_mode(opening: type[Opening], sql: str) -> None
         assert LITE.statements(spec).begin == Statement("begin", sql, ())
 
 
-@pytest.mark.parametrize(
-    "level", [ReadUncommitted, ReadCommitted, RepeatableRead, Serializable]
-)
+@pytest.mark.parametrize("level", [ReadUncommitted, ReadCommitted, RepeatableRead, Serializable])
 def test_an_isolation_level_is_refused(level: type[Opening]) -> None:
     spec = replace(spec_of(LeasedEmail), opening=level)
     with pytest.raises(

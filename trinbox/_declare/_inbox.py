@@ -14,15 +14,15 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from typing import Any, ClassVar, Generic, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, get_args, get_origin
 
 from typing_extensions import TypeVar, dataclass_transform
 
 from .._errors import DeclarationError
 from ._manual import InboxSpec
 from ._markers import Default, Form, Opening
-from ._roles import Column, Role
-from ._spec import FieldDecl, TableSpec, compile_spec, unknown_keywords
+from ._roles import ROLE_CLASSES, Column, Role
+from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
 __all__ = ["Inbox", "spec_of"]
 
@@ -43,7 +43,11 @@ class Inbox(Generic[F, O]):
     the transactions trinbox starts for the table; ``Default`` when left out.
     """
 
-    __inbox_spec__: ClassVar[TableSpec]
+    if TYPE_CHECKING:
+        # Declared for mypy only: at runtime Inbox has no annotations, so typing.get_type_hints
+        # over a row class never evaluates them (trinbox/__init__ sets Inbox.__module__ to
+        # "trinbox", where TableSpec does not resolve).
+        __inbox_spec__: ClassVar[TableSpec]
 
     def __init_subclass__(cls, **keywords: Any) -> None:
         where = f"class {cls.__qualname__}"
@@ -108,12 +112,12 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
     for name, hint in hints.items():
         if name not in own or name.startswith("__"):
             continue
-        roles, generated, column, python_type, is_classvar = _read_annotation(hint)
+        roles, generated, column, python_type, is_classvar = _read_annotation(hint, where, name)
         if is_classvar:
             if roles or generated or column is not None:
                 msg = (
-                    f"{where}: a role belongs to a field with a column, found one on the "
-                    f"ClassVar {name!r}; make it an instance field or drop the role"
+                    f"{where}: a role or Column(..) belongs to a field with a column, found one "
+                    f"on the ClassVar {name!r}; make it an instance field or drop the role"
                 )
                 raise DeclarationError(msg)
             continue
@@ -138,11 +142,13 @@ def _own_annotation_names(cls: type) -> set[str]:
     return names
 
 
-def _read_annotation(hint: object) -> tuple[tuple[str, ...], bool, str | None, object, bool]:
+def _read_annotation(
+    hint: object, where: str, name: str
+) -> tuple[tuple[str, ...], bool, str | None, object, bool]:
     """Roles, generated flag, column rename, bare type, and whether it is a ClassVar."""
     if get_origin(hint) is ClassVar:
         inner = get_args(hint)
-        found = _read_annotation(inner[0] if inner else Any)
+        found = _read_annotation(inner[0] if inner else Any, where, name)
         return found[0], found[1], found[2], found[3], True
     if get_origin(hint) is not typing.Annotated:
         return (), False, None, hint, False
@@ -156,7 +162,20 @@ def _read_annotation(hint: object) -> tuple[tuple[str, ...], bool, str | None, o
             if meta.role:
                 roles.append(meta.role)
         elif isinstance(meta, Column):
+            if column is not None:
+                msg = (
+                    f"{where}: a field has one column, found Column({column!r}) and "
+                    f"Column({meta.name!r}) on {name!r}; keep one"
+                )
+                raise DeclarationError(msg)
             column = meta.name
+        elif isinstance(meta, type) and issubclass(meta, Role | Column):
+            call = "Column('name')" if meta is Column else f"{meta.__name__}()"
+            msg = (
+                f"{where}: a role is an instance in the annotation, found the class "
+                f"{meta.__name__} on {name!r}; write {call}"
+            )
+            raise DeclarationError(msg)
     return tuple(roles), generated, column, python_type, False
 
 
@@ -175,15 +194,32 @@ def _compile_manual(
     if clashing:
         msg = (
             f"{where}: spec= describes the whole table, found it beside "
-            f"{', '.join(clashing)}; move them into the InboxSpec"
+            f"{', '.join(f'{k}=' for k in clashing)}; declare those in the InboxSpec "
+            f"(InboxSpec(table, id), .within(schema), .advisory([...]))"
         )
         raise DeclarationError(msg)
     if manual.form is not form:
+        wanted = check_form(where, form).__name__
+        builder = {"Lease": " with .lease(..)", "Advisory": " with .advisory([...])"}
         msg = (
-            f"{where}: the spec's claim form and the class's type argument agree, found "
-            f"InboxSpec of {manual.form.__name__} on Inbox[{getattr(form, '__name__', form)}]; "
-            f"make them the same"
+            f"{where}: the class's type argument names the spec's claim form, found an "
+            f"InboxSpec of the {manual.form.__name__} form on Inbox[{wanted}]; declare "
+            f"Inbox[{manual.form.__name__}] or build the spec{builder.get(wanted, '')} "
+            f"for {wanted}"
         )
         raise DeclarationError(msg)
-    hints = _own_annotation_names(cls)
-    return manual.compile(where=where, fields=sorted(hints), opening=opening, row_type=cls)
+    decls = _field_decls(cls, where)
+    for decl in decls:
+        marks = [ROLE_CLASSES[r] + "()" for r in decl.roles]
+        if decl.generated and not decl.roles:
+            marks.append("Generated()")
+        if decl.column != decl.field:
+            marks.append(f"Column({decl.column!r})")
+        if marks:
+            msg = (
+                f"{where}: spec= names every role and column, found {', '.join(marks)} on "
+                f"field {decl.field!r}; drop it from the annotation and say it in the spec"
+            )
+            raise DeclarationError(msg)
+    fields = {decl.field: decl.python_type for decl in decls}
+    return manual.compile(where=where, fields=fields, opening=opening, row_type=cls)

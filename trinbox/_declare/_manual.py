@@ -19,7 +19,7 @@ the names differ). Fields the spec does not name are data columns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
@@ -97,8 +97,9 @@ class InboxSpec(Generic[F]):
     def advisory(self: InboxSpec[RowLock], parts: Sequence[KeyPart]) -> InboxSpec[Advisory]:
         if not parts or not all(isinstance(p, KeyLiteral | KeyColumn) for p in parts):
             msg = (
-                "an advisory key is a sequence of KeyLiteral and KeyColumn parts, found "
-                f"{parts!r}; write [KeyLiteral('jobs-'), KeyColumn('id')]"
+                f"InboxSpec({self.table!r}): an advisory key is a non-empty sequence of "
+                f"KeyLiteral and KeyColumn parts, found {parts!r}; write "
+                f"[KeyLiteral('{self.table}-'), KeyColumn('id')]"
             )
             raise DeclarationError(msg)
         spec = _with_form(self, Advisory)
@@ -107,8 +108,8 @@ class InboxSpec(Generic[F]):
     def _role(self, role: str, column: str, field: str | None, *, generated: bool) -> InboxSpec[F]:
         if any(r.role == role for r in self.roles):
             msg = (
-                f"InboxSpec({self.table!r}): each role is set once, found {role} given twice; "
-                f"drop one of the calls"
+                f"InboxSpec({self.table!r}): each role is set once, found .{role}(..) given "
+                f"twice; drop one of the calls"
             )
             raise DeclarationError(msg)
         return evolve(
@@ -116,10 +117,21 @@ class InboxSpec(Generic[F]):
         )
 
     def compile(
-        self, *, where: str, fields: Sequence[str], opening: object, row_type: type | None
+        self, *, where: str, fields: Mapping[str, object], opening: object, row_type: type | None
     ) -> TableSpec:
-        """Check the spec with the same rules as the class statement."""
-        by_field = {r.field: r for r in self.roles}
+        """Check the spec with the same rules as the class statement. ``fields`` maps the row
+        class's fields, in declaration order, to their types."""
+        by_field: dict[str, _RoleColumn] = {}
+        for role in self.roles:
+            other = by_field.get(role.field)
+            if other is not None:
+                msg = (
+                    f"{where}: a field plays one role, found field {role.field!r} named by "
+                    f"{_setter(other.role)} and {_setter(role.role)}; give each role its own "
+                    f"column"
+                )
+                raise DeclarationError(msg)
+            by_field[role.field] = role
         missing = sorted(set(by_field) - set(fields))
         if missing:
             msg = (
@@ -128,24 +140,20 @@ class InboxSpec(Generic[F]):
             )
             raise DeclarationError(msg)
         decls = []
-        for name in fields:
+        for name, python_type in fields.items():
             rc = by_field.get(name)
             if rc is None:
-                decls.append(FieldDecl(field=name, column=name))
+                decls.append(FieldDecl(field=name, column=name, python_type=python_type))
             else:
                 decls.append(
                     FieldDecl(
-                        field=name, column=rc.column, roles=(rc.role,), generated=rc.generated
+                        field=name,
+                        column=rc.column,
+                        roles=(rc.role,),
+                        generated=rc.generated,
+                        python_type=python_type,
                     )
                 )
-        template = None
-        if self.key is not None:
-            template = "".join(
-                p.text.replace("{", "{{")
-                if isinstance(p, KeyLiteral)
-                else "{" + _field_of(p, decls) + "}"
-                for p in self.key
-            )
         return compile_spec(
             where=where,
             table=self.table,
@@ -153,16 +161,16 @@ class InboxSpec(Generic[F]):
             form=self.form,
             opening=opening,
             fields=decls,
-            advisory_lock=template,
+            advisory_lock=None,
+            key=self.key,
             row_type=row_type,
         )
 
 
-def _field_of(part: KeyColumn, decls: Sequence[FieldDecl]) -> str:
-    for decl in decls:
-        if decl.column == part.column:
-            return decl.field
-    return part.column
+def _setter(role: str) -> str:
+    if role == "id":
+        return "the id of InboxSpec(..)"
+    return ".lease(..)" if role == "locked_until" else f".{role}(..)"
 
 
 def _with_form(spec: InboxSpec[Any], form: type[G]) -> InboxSpec[G]:

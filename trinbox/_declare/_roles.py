@@ -96,3 +96,8 @@ class Column:
 
 
 ROLE_NAMES = ("id", "group", "retry_after", "attempt", "locked_until", "processed_at", "payload")
+ROLE_CLASSES: dict[str, str] = {
+    cls.role: cls.__name__
+    for cls in (Id, Group, RetryAfter, Attempt, LockedUntil, ProcessedAt, Payload)
+}
+"""How messages name a role: by the class a declaration writes (``attempt`` -> ``Attempt``)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .._errors import DeclarationError
 from ._markers import FORMS, OPENINGS, Advisory, Default, Form, Lease, Opening, RowLock
-from ._roles import ROLE_NAMES
+from ._roles import ROLE_CLASSES, ROLE_NAMES
 
 __all__ = [
     "ColumnSpec",
@@ -21,6 +21,7 @@ __all__ = [
     "KeyLiteral",
     "KeyPart",
     "TableSpec",
+    "check_form",
     "compile_spec",
     "parse_key_template",
 ]
@@ -199,12 +200,16 @@ def compile_spec(
     opening: object,
     fields: Sequence[FieldDecl],
     advisory_lock: str | None,
+    key: Sequence[KeyPart] | None = None,
     row_type: type | None = None,
 ) -> TableSpec:
-    """Check a declaration against every rule and compile it, or raise ``DeclarationError``."""
+    """Check a declaration against every rule and compile it, or raise ``DeclarationError``.
+
+    The advisory key comes as the class statement's ``advisory_lock`` template, or as the
+    manual builder's parts (``key``), whose literals may hold any text."""
     _check_table(where, table, schema)
     assert table is not None
-    form_type = _check_form(where, form)
+    form_type = check_form(where, form)
     opening_type = _check_opening(where, opening)
     columns = _check_fields(where, fields)
     spec = TableSpec(
@@ -215,21 +220,44 @@ def compile_spec(
         columns=columns,
         row_type=row_type,
     )
-    _check_form_columns(where, spec, advisory_lock)
+    _check_form_columns(where, spec, advisory_lock is not None or key is not None)
     if advisory_lock is not None:
         by_field = {c.field: c.column for c in columns}
-        key = parse_key_template(advisory_lock, by_field, where)
-        spec = TableSpec(
-            table=table,
-            schema=schema,
-            form=form_type,
-            opening=opening_type,
-            columns=columns,
-            key=key,
-            key_template=advisory_lock,
-            row_type=row_type,
+        parts = parse_key_template(advisory_lock, by_field, where)
+        template = advisory_lock
+    elif key is not None:
+        parts = _check_key_parts(where, key, columns)
+        by_column = {c.column: c.field for c in columns}
+        template = "".join(
+            p.text if isinstance(p, KeyLiteral) else "{" + by_column[p.column] + "}" for p in parts
         )
-    return spec
+    else:
+        return spec
+    return TableSpec(
+        table=table,
+        schema=schema,
+        form=form_type,
+        opening=opening_type,
+        columns=columns,
+        key=parts,
+        key_template=template,
+        row_type=row_type,
+    )
+
+
+def _check_key_parts(
+    where: str, key: Sequence[KeyPart], columns: Sequence[ColumnSpec]
+) -> tuple[KeyPart, ...]:
+    names = [c.column for c in columns]
+    for part in key:
+        if isinstance(part, KeyColumn) and part.column not in names:
+            msg = (
+                f"{where}: an advisory key column is a column of the table, found "
+                f"KeyColumn({part.column!r}) and no column {part.column!r} (columns: "
+                f"{', '.join(names)}); name one of them"
+            )
+            raise DeclarationError(msg)
+    return tuple(key)
 
 
 def _check_table(where: str, table: str | None, schema: str | None) -> None:
@@ -249,15 +277,21 @@ def _check_table(where: str, table: str | None, schema: str | None) -> None:
             f"name the schema with schema=: table={tail!r}, schema={head!r}"
         )
         raise DeclarationError(msg)
-    if schema is not None and (not schema or "." in schema):
+    if schema is not None and not schema:
         msg = (
-            f"{where}: schema= holds one schema name, found {schema!r}; give a non-empty name "
-            f"without dots"
+            f"{where}: schema= names the table's schema, found {schema!r}; give a non-empty "
+            f"name or leave schema= out"
+        )
+        raise DeclarationError(msg)
+    if schema is not None and "." in schema:
+        msg = (
+            f"{where}: schema= holds the schema's name alone, found a dot in {schema!r}; "
+            f"name only the schema (a database name cannot be given)"
         )
         raise DeclarationError(msg)
 
 
-def _check_form(where: str, form: object) -> type[Form]:
+def check_form(where: str, form: object) -> type[Form]:
     if form in FORMS:
         assert isinstance(form, type)
         return form
@@ -286,10 +320,17 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
     column_owner: dict[str, str] = {}
     for decl in fields:
         if len(decl.roles) > 1:
-            msg = (
-                f"{where}: a field plays one role, found {decl.field!r} with "
-                f"{' and '.join(decl.roles)}; keep one and give the other its own field"
-            )
+            names = [ROLE_CLASSES[r] for r in decl.roles]
+            if len(set(names)) == 1:
+                msg = (
+                    f"{where}: a field takes its role once, found {names[0]}() "
+                    f"{len(names)} times on {decl.field!r}; keep one"
+                )
+            else:
+                msg = (
+                    f"{where}: a field plays one role, found field {decl.field!r} with "
+                    f"{' and '.join(names)}; keep one and give the other its own field"
+                )
             raise DeclarationError(msg)
         role = decl.roles[0] if decl.roles else ""
         if not decl.column:
@@ -300,15 +341,15 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
             raise DeclarationError(msg)
         if role and role in role_owner:
             msg = (
-                f"{where}: each role is played by at most one field, found {role} on both "
-                f"{role_owner[role]!r} and {decl.field!r}; keep it on one of them"
+                f"{where}: each role is played by at most one field, found {ROLE_CLASSES[role]} "
+                f"on both {role_owner[role]!r} and {decl.field!r}; keep it on one of them"
             )
             raise DeclarationError(msg)
         if decl.column in column_owner:
             msg = (
                 f"{where}: each column is named once, found column {decl.column!r} for both "
-                f"{column_owner[decl.column]!r} and {decl.field!r}; rename one of them with "
-                f"Column(..)"
+                f"fields {column_owner[decl.column]!r} and {decl.field!r}; rename one of them "
+                f"with Column(..)"
             )
             raise DeclarationError(msg)
         if role:
@@ -332,7 +373,7 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
     return tuple(columns)
 
 
-def _check_form_columns(where: str, spec: TableSpec, advisory_lock: str | None) -> None:
+def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:
     form = spec.form
     has_lease = spec.locked_until is not None
     if form is Lease and not has_lease:
@@ -341,14 +382,14 @@ def _check_form_columns(where: str, spec: TableSpec, advisory_lock: str | None) 
             f"add one, like locked_until: Annotated[datetime | None, LockedUntil()]"
         )
         raise DeclarationError(msg)
-    if form is Lease and advisory_lock is not None:
+    if form is Lease and has_key:
         msg = (
             f"{where}: advisory_lock= selects the advisory form, found it on an Inbox[Lease] "
             f"table; drop advisory_lock= or declare Inbox[Advisory]"
         )
         raise DeclarationError(msg)
     if form is Advisory:
-        if advisory_lock is None:
+        if not has_key:
             msg = (
                 f"{where}: the advisory form holds each row by a lock on its key, found no "
                 f'advisory_lock=; add one, like advisory_lock="{spec.table}-{{id}}"'
@@ -368,7 +409,7 @@ def _check_form_columns(where: str, spec: TableSpec, advisory_lock: str | None) 
                 f"Inbox[RowLock] table; declare Inbox[Lease] or drop the field"
             )
             raise DeclarationError(msg)
-        if advisory_lock is not None:
+        if has_key:
             msg = (
                 f"{where}: advisory_lock= selects the advisory form, found it on an "
                 f"Inbox[RowLock] table; declare Inbox[Advisory] or drop advisory_lock="
@@ -387,8 +428,10 @@ def _name(obj: object) -> str:
 def unknown_keywords(where: str, given: Iterable[str], accepted: Sequence[str]) -> None:
     extra = sorted(set(given) - set(accepted))
     if extra:
+        takes = ", ".join(f"{name}=" for name in accepted)
+        found = ", ".join(f"{name}=" for name in extra)
         msg = (
-            f"{where}: the class statement takes the keywords {', '.join(accepted)}, found "
-            f"{', '.join(extra)}; remove or correct them"
+            f"{where}: the class statement takes the keywords {takes}, found {found}; "
+            f"remove or correct {'it' if len(extra) == 1 else 'them'}"
         )
         raise DeclarationError(msg)

@@ -87,6 +87,12 @@ class Dialect:
         workers add their own reasons elsewhere)."""
         return self.one_claim_at_a_time or (spec.form is Lease and self.lease_claim_serial)
 
+    # The statement that reads the server's version at startup (MySQL's floor), if any.
+    version_query: ClassVar[str | None] = None
+
+    def check_server(self, version: str) -> None:
+        """Refuse a server older than the dialect supports (``ServerTooOld``)."""
+
     # -- naming ---------------------------------------------------------------------------
 
     def q(self, name: str) -> str:

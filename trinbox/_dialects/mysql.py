@@ -21,6 +21,7 @@ one too, so that ``%%`` reads as ``%``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -37,6 +38,7 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
+from .._errors import ServerTooOld
 from ._base import Dialect
 from ._statement import P, ParamStyle, Statement, render
 
@@ -49,6 +51,11 @@ _LEVELS: dict[type[Opening], str] = {
     RepeatableRead: "REPEATABLE READ",
     Serializable: "SERIALIZABLE",
 }
+
+# SKIP LOCKED arrived in MySQL 8.0.1; MariaDB 10.6 has it too.
+MYSQL_FLOOR = (8, 0, 1)
+MARIADB_FLOOR = (10, 6, 0)
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 
 # GET_LOCK refuses longer names (and an empty one).
 _LOCK_NAME_LIMIT = 64
@@ -69,6 +76,20 @@ class MySqlDialect(Dialect):
         Serializable,
     )
     lease_claim_serial: ClassVar[bool] = True
+    version_query: ClassVar[str | None] = "SELECT VERSION()"
+
+    def check_server(self, version: str) -> None:
+        """MySQL 8.0.1+ or MariaDB 10.6+, read from ``SELECT VERSION()``."""
+        found = _VERSION.match(version)
+        mariadb = "mariadb" in version.lower()
+        floor = MARIADB_FLOOR if mariadb else MYSQL_FLOOR
+        required = ("MariaDB " if mariadb else "MySQL ") + ".".join(map(str, floor))
+        if found is None or tuple(int(part) for part in found.groups()) < floor:
+            msg = (
+                f"trinbox needs MySQL 8.0.1+ or MariaDB 10.6+ (FOR UPDATE SKIP LOCKED), found "
+                f"server version {version!r}; upgrade the server to {required} or later"
+            )
+            raise ServerTooOld(msg, server=version, required=required)
 
     def r(self, event: str, text: str) -> Statement:
         return render(event, text.replace("%", "%%"), self.style)

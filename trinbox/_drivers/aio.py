@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 __all__ = ["asyncio_loop"]
+
+logger = logging.getLogger("trinbox.drivers.asyncio")
+
+
+def _log_asyncio_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Log what asyncio reports out of band ("Future exception was never retrieved", …).
+
+    trio-asyncio's own handler re-raises it into the loop's nursery, which would take the
+    whole ``App.serve`` down for driver-internal noise: asyncpg leaves such a future behind
+    when a cancel cuts a connect short.
+    """
+    exc = context.get("exception")
+    message = context.get("message") or "unhandled error in the asyncio loop"
+    logger.warning("asyncio: %s", message, exc_info=exc if isinstance(exc, BaseException) else None)
 
 
 @asynccontextmanager
@@ -17,5 +34,6 @@ async def asyncio_loop(needed: bool) -> AsyncIterator[None]:
         return
     import trio_asyncio
 
-    async with trio_asyncio.open_loop():
+    async with trio_asyncio.open_loop() as loop:
+        loop.set_exception_handler(_log_asyncio_error)
         yield

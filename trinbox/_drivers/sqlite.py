@@ -18,6 +18,7 @@ from typing import TypeVar
 import trio
 
 from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
+from ._activity import database_call
 from ._base import Connection, Record
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
@@ -92,7 +93,8 @@ class SqliteConnection:
                 token.run_sync_soon(finished.set)
 
         try:
-            result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+            with database_call():
+                result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
         except trio.Cancelled:
             with gate:
                 state["abandoned"] = True
@@ -101,7 +103,7 @@ class SqliteConnection:
                 # The thread goes on: stop its statement, wait for it before anyone reuses
                 # the connection, then undo what it left open.
                 self._raw.interrupt()
-                with trio.CancelScope(shield=True):
+                with trio.CancelScope(shield=True), database_call():
                     await finished.wait()
                     if self._raw.in_transaction:
                         await trio.to_thread.run_sync(self._raw.rollback)
@@ -139,7 +141,8 @@ class SqliteConnection:
     async def close(self) -> None:
         with trio.CancelScope(shield=True):
             async with self._lock:
-                await trio.to_thread.run_sync(self._raw.close)
+                with database_call():
+                    await trio.to_thread.run_sync(self._raw.close)
 
 
 def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
@@ -201,7 +204,8 @@ class SqlitePool:
         if self._idle:
             return self._idle.pop()
         try:
-            raw = await trio.to_thread.run_sync(_connect, self._path, self._busy_timeout)
+            with database_call():
+                raw = await trio.to_thread.run_sync(_connect, self._path, self._busy_timeout)
         except sqlite3.Error as exc:
             msg = f"could not open the SQLite database {self._path!r}: {exc}"
             raise ConnectError(msg, statement="connect") from exc

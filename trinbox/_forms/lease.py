@@ -232,15 +232,17 @@ class LeaseForm:
         delivery.settled = True
         self._in_work.discard(delivery)
         await self._end_transaction(delivery)
-        if delivery.lease_lost:
-            return
-        st = self._ctx.statements
-        assert st.retry is not None
-        conn = await self._ctx.pool.acquire()
-        try:
-            await conn.execute(*self._bound(st.retry, delivery))
-        finally:
-            await give_back(self._ctx.pool, conn)
+        # An extension in flight may move the token: wait for it, then clear by the current one.
+        async with delivery.lock:
+            if delivery.lease_lost:
+                return
+            st = self._ctx.statements
+            assert st.retry is not None
+            conn = await self._ctx.pool.acquire()
+            try:
+                await conn.execute(*self._bound(st.retry, delivery))
+            finally:
+                await give_back(self._ctx.pool, conn)
 
     async def release_for_shutdown(self, delivery: Delivery) -> bool:
         """Shutdown stopped the handler: return the row as a drop would."""

@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar
 
 import trio
 
 from .._declare._capabilities import Serves
 from .._declare._inbox import Inbox, spec_of
-from .._declare._markers import Advisory, Lease, Opening, RowLock
+from .._declare._markers import Form, Opening
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from .broker import SqlBroker
@@ -23,7 +23,10 @@ __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
 
 logger = logging.getLogger("trinbox")
 
+F = TypeVar("F", bound=Form)
 O = TypeVar("O", bound=Opening)  # noqa: E741
+Z = TypeVar("Z")
+_SecondPass = Callable[[Z], NoReturn]
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
 
@@ -98,27 +101,25 @@ class App:
         self._shutdown_hooks.append(hook)
         return hook
 
-    @overload
     def include(
         self,
-        broker: SqlBroker[Serves[tuple[RowLock, O]]],
-        subscriber: Subscriber[Inbox[RowLock, O], Any],
-    ) -> Mount: ...
-    @overload
-    def include(
-        self,
-        broker: SqlBroker[Serves[tuple[Lease, O]]],
-        subscriber: Subscriber[Inbox[Lease, O], Any],
-    ) -> Mount: ...
-    @overload
-    def include(
-        self,
-        broker: SqlBroker[Serves[tuple[Advisory, O]]],
-        subscriber: Subscriber[Inbox[Advisory, O], Any],
-    ) -> Mount: ...
-    def include(self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any]) -> Mount:
+        broker: SqlBroker[Serves[tuple[F, O]]],
+        subscriber: Subscriber[Inbox[F, O], Any] | _SecondPass[Z],
+    ) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
         opening: mypy refuses what it cannot, and so does this call."""
+        # Typing: mypy infers F and O from the broker alone (the forms and openings its
+        # dialect serves), then checks the subscriber against them, so a mismatch reads
+        # "Argument 2 ... expected Subscriber[Inbox[Lease | Advisory, Default | ...]]".
+        # ``_SecondPass[Z]`` is what defers the subscriber to mypy's second inference pass
+        # (a callable type with a type variable); without it both arguments constrain F and
+        # O at once and a mismatch is only "Cannot infer value of type parameter".
+        if not isinstance(subscriber, Subscriber):
+            msg = (
+                f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "
+                f"@subscriber(InboxQueue(Row, name))"
+            )
+            raise TypeError(msg)
         broker.dialect.check(spec_of(subscriber.queue.row))
         mount = Mount(broker, subscriber)
         self._mounts.append(mount)

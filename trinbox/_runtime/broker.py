@@ -7,6 +7,7 @@ is the dialect (``SqlBroker[Sqlite]``...), which lets mypy refuse mounts it cann
 from __future__ import annotations
 
 import importlib
+import typing
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -279,6 +280,11 @@ def _group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:
     return None if value is None else str(value)
 
 
+def _optional(hint: object) -> bool:
+    """Whether a field's type admits ``None`` (a publish may leave it out)."""
+    return type(None) in typing.get_args(hint)
+
+
 def insert_values(
     spec: TableSpec,
     message: object,
@@ -318,7 +324,7 @@ def insert_values(
             values[col.column] = now + (delay or timedelta(0))
         elif col.role == "attempt":
             values[col.column] = 1
-        elif col.role in ("locked_until", "processed_at"):
+        elif col.role in ("locked_until", "processed_at") or _optional(col.python_type):
             values[col.column] = None
         else:
             missing.append(col.field)

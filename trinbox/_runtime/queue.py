@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, NoReturn, TypeVar, final, overload
+from typing import Any, Generic, TypeVar, cast, final, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 from typing_extensions import deprecated
 
 from .._declare._inbox import Inbox, spec_of
-from .._declare._markers import Lease, Mode, Plain, Transactional
+from .._declare._markers import Advisory, Lease, Mode, Plain, RowLock, Transactional
+from .._errors import DeclarationError
 from .._util import evolve
 from .codecs import Codec, JsonCodec
 from .handles import Attempt, Database, Tx
@@ -25,7 +26,6 @@ from .outcome import HandlerOutcome, OnFailure
 __all__ = ["InboxQueue", "Subscriber", "SubscriberFactory", "subscriber"]
 
 R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
-LeaseRow = TypeVar("LeaseRow", bound=Inbox[Lease, Any])
 M = DefaultTypeVar("M", bound=Mode, covariant=True, default=Plain)
 T = TypeVar("T")
 
@@ -39,10 +39,23 @@ X1 = TypeVar("X1", Attempt, Database, Tx)
 X2 = TypeVar("X2", Attempt, Database, Tx)
 X3 = TypeVar("X3", Attempt, Database, Tx)
 
-_TX_ONLY = (
-    "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-    "with InboxQueue(Row, name).transactional()"
-)
+
+@final
+class TxNeedsTransactional:
+    """What mypy sees a handler taking ``keys.Tx`` on a plain queue become: mounting it fails.
+
+    The ``@deprecated`` overloads of ``SubscriberFactory.__call__`` say why on the decorator's
+    line where mypy reports deprecations as errors (``enable_error_code = deprecated``);
+    elsewhere ``App.include`` refuses this type.
+    """
+
+
+@final
+class LeaseNeedsLockedUntil:
+    """What ``InboxQueue.lease(..)`` expects on a table without a ``LockedUntil`` field, so that
+    mypy reads: Argument 1 to "lease" of "InboxQueue" has incompatible type "float"; expected
+    "LeaseNeedsLockedUntil". Nothing is of this type: declare ``Inbox[Lease]`` with a
+    ``LockedUntil`` field, or drop ``.lease(..)``."""
 
 
 @final
@@ -92,16 +105,29 @@ class InboxQueue(Generic[R, M]):
             raise ValueError(msg)
         return evolve(self, poll_every=interval)
 
-    def lease(self: InboxQueue[LeaseRow, M], lease: timedelta | float) -> InboxQueue[LeaseRow, M]:
+    @overload
+    def lease(
+        self: InboxQueue[Inbox[Lease, Any], M], lease: timedelta | float
+    ) -> InboxQueue[R, M]: ...
+    @overload
+    def lease(
+        self: InboxQueue[Inbox[RowLock | Advisory, Any], M], lease: LeaseNeedsLockedUntil
+    ) -> InboxQueue[R, M]: ...
+    def lease(self, lease: timedelta | float | LeaseNeedsLockedUntil) -> InboxQueue[R, M]:
         """How long a claim leases each row (whole seconds, rounded up); lease tables only."""
+        spec = spec_of(self.row)
+        if spec.form is not Lease:
+            msg = (
+                f"{spec.label}: only a lease table takes .lease(..), found an "
+                f"Inbox[{spec.form.__name__}] table with no LockedUntil field; declare "
+                f"Inbox[Lease] with a LockedUntil field or drop .lease(..)"
+            )
+            raise DeclarationError(msg)
+        if not isinstance(lease, timedelta | int | float):
+            msg = f"a lease is a timedelta or seconds, found {lease!r}; pass a duration"
+            raise TypeError(msg)
         if not isinstance(lease, timedelta):
             lease = timedelta(seconds=lease)
-        if spec_of(self.row).form is not Lease:
-            msg = (
-                f"{spec_of(self.row).label}: only a lease table takes .lease(..), found "
-                f"no LockedUntil field; add one or drop .lease(..)"
-            )
-            raise TypeError(msg)
         return evolve(self, lease_for=lease)
 
     def batch(self, size: int) -> InboxQueue[R, M]:
@@ -158,20 +184,29 @@ class SubscriberFactory(Generic[R, M]):
         self: SubscriberFactory[R, Plain], fn: Callable[[T, K1, K2], Awaitable[Result]]
     ) -> Subscriber[R, M]: ...
     @overload
-    @deprecated(_TX_ONLY)
+    @deprecated(
+        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
+        "with InboxQueue(Row, name).transactional()"
+    )
     def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx], Awaitable[Result]]
-    ) -> NoReturn: ...
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx], Awaitable[object]]
+    ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(_TX_ONLY)
+    @deprecated(
+        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
+        "with InboxQueue(Row, name).transactional()"
+    )
     def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx, X2], Awaitable[Result]]
-    ) -> NoReturn: ...
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx, X2], Awaitable[object]]
+    ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(_TX_ONLY)
+    @deprecated(
+        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
+        "with InboxQueue(Row, name).transactional()"
+    )
     def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, X1, Tx], Awaitable[Result]]
-    ) -> NoReturn: ...
+        self: SubscriberFactory[R, Plain], fn: Callable[[T, X1, Tx], Awaitable[object]]
+    ) -> TxNeedsTransactional: ...
     @overload
     def __call__(
         self: SubscriberFactory[R, Transactional], fn: Callable[[T, X1], Awaitable[Result]]
@@ -186,8 +221,11 @@ class SubscriberFactory(Generic[R, M]):
         self: SubscriberFactory[R, Transactional],
         fn: Callable[[T, X1, X2, X3], Awaitable[Result]],
     ) -> Subscriber[R, M]: ...
-    def __call__(self, fn: Handler) -> Subscriber[R, M]:
-        return Subscriber(self._queue, fn)
+    def __call__(
+        self, fn: Callable[..., Awaitable[object]]
+    ) -> Subscriber[R, M] | TxNeedsTransactional:
+        # The refused (deprecated) overloads take any return type, to keep their message short.
+        return Subscriber(self._queue, cast("Handler", fn))
 
 
 def subscriber(queue: InboxQueue[R, M]) -> SubscriberFactory[R, M]:

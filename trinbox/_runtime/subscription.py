@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from .._declare._inbox import spec_of
-from .._declare._markers import Advisory, Lease, RowLock, Transactional
+from .._declare._markers import Advisory, Exclusive, Immediate, Lease, RowLock, Transactional
 from .._dialects._base import DeadLetter
 from .._errors import AlreadySubscribed, DeclarationError, SchemaError, TrinboxError
 from .._forms._base import (
@@ -175,6 +175,10 @@ class Subscription:
         pool = broker.pool
         conn = await pool.acquire()
         try:
+            version_query = broker.dialect.version_query
+            if version_query is not None:
+                rows = await conn.fetch(version_query)
+                broker.dialect.check_server(str(rows[0][0]))
             for statement in self.statements.all():
                 try:
                     await conn.prepare(statement.sql)
@@ -212,6 +216,22 @@ class Subscription:
         if self.form.holds_connections:
             # A subscription never takes the pool's last connection.
             workers = min(workers, pool.max_size - 1)
+        if (
+            workers > 1
+            and ctx.transactional
+            and broker.dialect.one_claim_at_a_time
+            and self.spec.opening in (Immediate, Exclusive)
+        ):
+            # SQLite's single write lock, taken at BEGIN: a second delivery's transaction would
+            # wait on the first one's and fail, so one delivery is in work at a time.
+            logger.warning(
+                "%s: %s takes SQLite's write lock when its transaction begins, so one "
+                "transactional delivery is in work at a time; workers(%d) serves as workers(1)",
+                self.where,
+                self.spec.label,
+                workers,
+            )
+            workers = 1
         self._slots = trio.Semaphore(workers)
 
     # -- running ------------------------------------------------------------------------
@@ -242,7 +262,8 @@ class Subscription:
                     handlers.cancel_scope.deadline = trio.current_time() + self.grace
                 released, closed = await self.form.shutdown()
                 self.locks_released += released
-                self.connections_closed += closed + self.form.closed
+                # The form's count already holds its sessions closed before shutdown.
+                self.connections_closed += closed
                 upkeep.cancel_scope.cancel()
 
     async def _claim_loop(self) -> None:
@@ -359,7 +380,13 @@ class Subscription:
                 await self._settle(delivery, step)
             return
         for delivery, outcome in zip(ready, outcomes, strict=True):
-            await self._settle(delivery, self._step(delivery, outcome))
+            step = self._step(delivery, outcome)
+            if await self._settle(delivery, step) and isinstance(step, Ack):
+                # Rows the handler published through its transaction committed with the ack:
+                # wake their subscriptions, as a publish through broker.transaction() does.
+                for tx in (arg for arg in args if isinstance(arg, Tx)):
+                    for table, group in tx.published:
+                        self.broker.wakes.wake(table, group)
 
     async def _arguments(self, ready: list[Delivery], messages: list[object]) -> list[object]:
         args: list[object] = [messages if self.plan.batch else messages[0]]
@@ -378,7 +405,12 @@ class Subscription:
             return [HandlerOutcome.ack()] * count
         if isinstance(result, HandlerOutcome):
             return [result] * count
-        if isinstance(result, Sequence) and all(isinstance(o, HandlerOutcome) for o in result):
+        if (
+            self.plan.batch
+            and isinstance(result, Sequence)
+            and not isinstance(result, str | bytes)
+            and all(isinstance(o, HandlerOutcome) for o in result)
+        ):
             if len(result) != count:
                 msg = (
                     f"{self.where}: a batch handler returns one outcome per row, found "
@@ -431,12 +463,14 @@ class Subscription:
             return RetryAt(self.broker.clock() + outcome.delay)
         return Retry()
 
-    async def _settle(self, delivery: Delivery, step: Step) -> None:
-        """Settle shielded: a shutdown waits for settlements in flight."""
+    async def _settle(self, delivery: Delivery, step: Step) -> bool:
+        """Settle shielded: a shutdown waits for settlements in flight. Whether it took
+        effect."""
         with trio.CancelScope(shield=True):
             with trio.move_on_after(SETTLE_TIMEOUT) as scope:
                 try:
                     await self.form.settle(delivery, step)
+                    return True
                 except TrinboxError as exc:
                     self.settle_errors.append(exc)
                     logger.warning(
@@ -449,6 +483,7 @@ class Subscription:
             if scope.cancelled_caught:
                 logger.warning("%s: settling row %r took too long", self.where, delivery.id)
                 await self._drop([delivery])
+        return False
 
     async def _drop(self, deliveries: list[Delivery]) -> None:
         """Deliveries left unsettled: return their rows, each within five seconds."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated
+
+import trio
 
 from trinbox import (
     Advisory,
@@ -69,9 +73,7 @@ class FinishedLeasedEmail(Inbox[Lease], table="email_jobs"):
     payload: Annotated[bytes, Payload()]
 
 
-class FinishedLockedEmail(
-    Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs-{job_id}"
-):
+class FinishedLockedEmail(Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs-{job_id}"):
     """Advisory form keeping finished rows (processed_at), one key per row."""
 
     job_id: Annotated[int, Id(generated=True)]
@@ -117,6 +119,31 @@ class LockedPlain(Inbox[Advisory], table="plain_jobs", advisory_lock="plain_jobs
 # The matrix the scenario tests run over: each (form) on SQLite.
 EMAIL_FORMS = [LeasedEmail, LockedEmail]
 PLAIN_FORMS = [LeasedPlain, LockedPlain]
+# The same forms keeping finished rows (processed_at), so the row stays to be looked at.
+FINISHED_FORMS = [FinishedLeasedEmail, FinishedLockedEmail]
+
+
+@asynccontextmanager
+async def ticking(period: float = 0.5) -> AsyncIterator[None]:
+    """Under the ``clock`` fixture, keep a deadline at most ``period`` away for the block.
+
+    The mock clock jumps to the next deadline once the run loop has idled 50 ms of real time,
+    and it idles while a worker thread runs a SQLite call. A call slowed past that (a busy
+    machine, a slow fsync) with the test's ``fail_after`` as the only deadline would jump
+    straight to it; with a tick near, the clock moves one period per 50 ms instead.
+    """
+    async with trio.open_nursery() as nursery:
+
+        async def tick() -> None:
+            # A deadline kept near, not a wait for a condition.
+            while True:  # noqa: ASYNC110
+                await trio.sleep(period)
+
+        nursery.start_soon(tick)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()
 
 
 def attempts_after(row: type, deliveries: int) -> int:

@@ -1,0 +1,202 @@
+"""The matrix's tables in each dialect, and their row classes in each form (REFERENCE.md
+§10.1): ``email_jobs`` (every role, grouped) with its dead letter table, and ``plain_jobs``
+(group-less, no retry_after) with its dead letter table."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from trinbox import (
+    Advisory,
+    Attempt,
+    Group,
+    Id,
+    Inbox,
+    Lease,
+    LockedUntil,
+    Payload,
+    ProcessedAt,
+    RetryAfter,
+    RowLock,
+)
+
+from ..stands import StandName
+
+EMAIL_JOBS: dict[StandName, str] = {
+    "sqlite": """
+        CREATE TABLE email_jobs (
+            job_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            customer TEXT,
+            retry_after TEXT NOT NULL,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            locked_until TEXT,
+            processed_at TEXT,
+            payload BLOB
+        );
+        CREATE TABLE email_jobs_dead AS SELECT * FROM email_jobs WHERE 0;
+        CREATE INDEX email_jobs_claim ON email_jobs (name, retry_after, job_id);
+    """,
+    "postgres": """
+        CREATE TABLE email_jobs (
+            job_id BIGSERIAL PRIMARY KEY,
+            name TEXT NOT NULL,
+            customer TEXT,
+            retry_after TIMESTAMPTZ NOT NULL DEFAULT now(),
+            attempt SMALLINT NOT NULL DEFAULT 1,
+            locked_until TIMESTAMPTZ,
+            processed_at TIMESTAMPTZ,
+            payload BYTEA
+        );
+        CREATE TABLE email_jobs_dead (LIKE email_jobs);
+        CREATE INDEX email_jobs_claim ON email_jobs (name, retry_after, job_id);
+    """,
+    # locked_until is DATETIME without fractions: the lease token is whole seconds.
+    "mariadb": """
+        CREATE TABLE email_jobs (
+            job_id BIGINT AUTO_INCREMENT PRIMARY KEY,
+            name VARCHAR(191) NOT NULL,
+            customer VARCHAR(191),
+            retry_after DATETIME(6) NOT NULL,
+            attempt INT NOT NULL DEFAULT 1,
+            locked_until DATETIME,
+            processed_at DATETIME(6),
+            payload LONGBLOB,
+            INDEX email_jobs_claim (name, retry_after, job_id)
+        ) ENGINE=InnoDB;
+        CREATE TABLE email_jobs_dead LIKE email_jobs;
+    """,
+}
+
+PLAIN_JOBS: dict[StandName, str] = {
+    "sqlite": """
+        CREATE TABLE plain_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            tenant TEXT NOT NULL DEFAULT '',
+            locked_until TEXT,
+            payload BLOB
+        );
+        CREATE TABLE plain_jobs_dead AS SELECT * FROM plain_jobs WHERE 0;
+    """,
+    "postgres": """
+        CREATE TABLE plain_jobs (
+            id BIGSERIAL PRIMARY KEY,
+            attempt INT NOT NULL DEFAULT 1,
+            tenant TEXT NOT NULL DEFAULT '',
+            locked_until TIMESTAMPTZ,
+            payload BYTEA
+        );
+        CREATE TABLE plain_jobs_dead (LIKE plain_jobs);
+    """,
+    "mariadb": """
+        CREATE TABLE plain_jobs (
+            id BIGINT AUTO_INCREMENT PRIMARY KEY,
+            attempt INT NOT NULL DEFAULT 1,
+            tenant VARCHAR(191) NOT NULL DEFAULT '',
+            locked_until DATETIME,
+            payload LONGBLOB
+        ) ENGINE=InnoDB;
+        CREATE TABLE plain_jobs_dead LIKE plain_jobs;
+    """,
+}
+
+
+class RowLockedEmail(Inbox[RowLock], table="email_jobs"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LeasedEmail(Inbox[Lease], table="email_jobs"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LockedEmail(Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs-{customer}"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class RowLockedFinished(Inbox[RowLock], table="email_jobs"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LeasedFinished(Inbox[Lease], table="email_jobs"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LockedFinished(Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs-{job_id}"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class RowLockedPlain(Inbox[RowLock], table="plain_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+class LeasedPlain(Inbox[Lease], table="plain_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    tenant: str
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LockedPlain(Inbox[Advisory], table="plain_jobs", advisory_lock="plain_jobs-{tenant}"):
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+FORMS = ("row_lock", "lease", "advisory")
+EMAIL: dict[str, type[Inbox[Any, Any]]] = {
+    "row_lock": RowLockedEmail,
+    "lease": LeasedEmail,
+    "advisory": LockedEmail,
+}
+FINISHED: dict[str, type[Inbox[Any, Any]]] = {
+    "row_lock": RowLockedFinished,
+    "lease": LeasedFinished,
+    "advisory": LockedFinished,
+}
+PLAIN: dict[str, type[Inbox[Any, Any]]] = {
+    "row_lock": RowLockedPlain,
+    "lease": LeasedPlain,
+    "advisory": LockedPlain,
+}

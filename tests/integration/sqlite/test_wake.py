@@ -1,0 +1,231 @@
+"""Wake-on-publish in one process, lease and advisory forms (REFERENCE.md §3.1, §7.2, §10.2
+wake/same_process).
+
+Every test runs on the mock clock with a one-hour poll interval: a subscription that is woken
+claims with ``trio.current_time()`` still near zero, one that is not waits the whole hour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import trio
+
+from trinbox import HandlerOutcome, Inbox, InboxQueue, keys, subscriber
+from trinbox.testing import VirtualClock
+
+from .harness import Db, make_app, serving
+from .tables2 import (
+    GROUPED_FORMS,
+    GROUPED_JOBS,
+    JOB_FORMS,
+    JOBS,
+    ClaimWatch,
+    NextJob,
+    insert_jobs,
+)
+
+HOUR = 3600.0
+# Long enough that the lease keeper (every half lease) does not tick while virtual hours pass:
+# each tick costs the mock clock's 50 ms of real idle time.
+LEASE = 8 * HOUR
+
+
+@dataclass
+class Job:
+    n: int
+
+
+@pytest.mark.parametrize("row", JOB_FORMS)
+async def test_publish_wakes_the_subscription_before_the_poll_interval(
+    db: Db, row: type[Inbox[Any, Any]], clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.script(JOBS)
+    watch = ClaimWatch(monkeypatch)
+    broker = db.broker(poll_interval=HOUR, lease=LEASE)
+    handled: list[tuple[int, float]] = []
+
+    @subscriber(InboxQueue(row, "jobs"))
+    async def handle(job: Job) -> None:
+        handled.append((job.n, trio.current_time()))
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(HOUR / 2):
+            await watch.wait_done(1)  # the first claim found nothing; the loop sleeps
+            await broker.publish(row, Job(1))
+            await app.subscription(handle).wait_finished(1)
+    [(n, at)] = handled
+    assert n == 1
+    assert at < 1.0
+
+
+@pytest.mark.parametrize("row", GROUPED_FORMS)
+async def test_publish_to_one_group_wakes_only_its_subscription(
+    db: Db, row: type[Inbox[Any, Any]], clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.script(GROUPED_JOBS)
+    watch = ClaimWatch(monkeypatch)
+    broker = db.broker(poll_interval=HOUR, lease=LEASE)
+    handled: list[tuple[str, float]] = []
+
+    @subscriber(InboxQueue(row, "a"))
+    async def handle_a(job: Job) -> None:
+        handled.append(("a", trio.current_time()))
+
+    @subscriber(InboxQueue(row, "b"))
+    async def handle_b(job: Job) -> None:
+        handled.append(("b", trio.current_time()))
+
+    app = make_app()
+    app.include(broker, handle_a)
+    app.include(broker, handle_b)
+    async with serving(app):
+        with trio.fail_after(HOUR / 2):
+            await watch.wait_done(2)  # both subscriptions sleep
+            insert_jobs(db, [b'{"n": 2}'], table="grouped_jobs", name="b")  # wakes nobody
+            await broker.publish(row, Job(1), name="a")
+            await app.subscription(handle_a).wait_finished(1)
+        assert handled == [("a", handled[0][1])]
+        assert handled[0][1] < 1.0
+        with trio.fail_after(2 * HOUR):
+            await app.subscription(handle_b).wait_finished(1)
+    # The row of group b waited for b's poll interval.
+    assert [group for group, _ in handled] == ["a", "b"]
+    assert HOUR <= handled[1][1] < HOUR + 1.0
+
+
+@pytest.mark.parametrize("row", JOB_FORMS)
+async def test_publish_during_a_claim_is_claimed_right_after_it(
+    db: Db, row: type[Inbox[Any, Any]], clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.script(JOBS)
+    watch = ClaimWatch(monkeypatch)
+    claiming = trio.Event()
+    published = trio.Event()
+
+    async def hold_first_claim(n: int) -> None:
+        if n == 1:
+            # The claim has read the table (empty); the publish lands before the loop waits.
+            claiming.set()
+            await published.wait()
+
+    watch.after = hold_first_claim
+    broker = db.broker(poll_interval=HOUR, lease=LEASE)
+    handled: list[float] = []
+
+    @subscriber(InboxQueue(row, "jobs"))
+    async def handle(job: Job) -> None:
+        handled.append(trio.current_time())
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(HOUR / 2):
+            await claiming.wait()
+            await broker.publish(row, Job(1))
+            published.set()
+            await app.subscription(handle).wait_finished(1)
+    # The wake was kept as a permit: the next claim ran at once, not after the hour.
+    assert len(handled) == 1
+    assert handled[0] < 1.0
+    assert watch.times[1] < 1.0
+
+
+@pytest.mark.parametrize("row", JOB_FORMS)
+async def test_a_row_written_by_raw_sql_waits_for_the_poll_interval(
+    db: Db, row: type[Inbox[Any, Any]], clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.script(JOBS)
+    watch = ClaimWatch(monkeypatch)
+    broker = db.broker(poll_interval=HOUR, lease=LEASE)
+    handled: list[float] = []
+
+    @subscriber(InboxQueue(row, "jobs"))
+    async def handle(job: Job) -> None:
+        handled.append(trio.current_time())
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(HOUR / 2):
+            await watch.wait_done(1)
+        insert_jobs(db, [b'{"n": 1}'])
+        with trio.fail_after(2 * HOUR):
+            await app.subscription(handle).wait_finished(1)
+    assert len(handled) == 1
+    assert HOUR <= handled[0] < HOUR + 1.0
+
+
+@pytest.mark.parametrize("row", JOB_FORMS)
+async def test_transaction_publish_wakes_after_commit_and_rollback_publishes_nothing(
+    db: Db, row: type[Inbox[Any, Any]], clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.script(JOBS)
+    watch = ClaimWatch(monkeypatch)
+    broker = db.broker(poll_interval=HOUR, lease=LEASE)
+    handled: list[tuple[int, float]] = []
+
+    @subscriber(InboxQueue(row, "jobs"))
+    async def handle(job: Job) -> None:
+        handled.append((job.n, trio.current_time()))
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(HOUR / 2):
+            await watch.wait_done(1)
+            with pytest.raises(KeyError):
+                async with broker.transaction() as tx:
+                    await tx.publish(row, Job(1))
+                    raise KeyError("rolled back")
+            await trio.sleep(10)
+            assert handled == []
+            assert db.rows("SELECT * FROM jobs") == []
+            assert watch.count == 1  # nothing woke the subscription
+            async with broker.transaction() as tx:
+                await tx.publish(row, Job(2))
+                await trio.sleep(10)  # not committed yet: nothing is woken
+                assert watch.count == 1
+            await app.subscription(handle).wait_finished(1)
+    assert [n for n, _ in handled] == [2]
+    assert 20.0 <= handled[0][1] < 21.0
+
+
+@pytest.mark.parametrize("row", JOB_FORMS)
+async def test_a_task_published_through_the_handlers_tx_wakes_once_the_ack_commits(
+    db: Db, row: type[Inbox[Any, Any]], clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.script(JOBS)
+    insert_jobs(db, [b'{"n": 1}'])
+    watch = ClaimWatch(monkeypatch)
+    broker = db.broker(poll_interval=HOUR, lease=LEASE)
+    go = trio.Event()
+    acked_at: list[float] = []
+    handled: list[tuple[int, float]] = []
+
+    @subscriber(InboxQueue(row, "jobs").transactional())
+    async def first(job: Job, tx: keys.Tx) -> HandlerOutcome:
+        await go.wait()
+        await tx.publish(NextJob, Job(job.n + 1))
+        await trio.sleep(10)  # written, not yet committed: nobody is woken
+        acked_at.append(trio.current_time())
+        return HandlerOutcome.ack()
+
+    @subscriber(InboxQueue(NextJob, "next"))
+    async def second(job: Job) -> None:
+        handled.append((job.n, trio.current_time()))
+
+    app = make_app()
+    app.include(broker, first)
+    app.include(broker, second)
+    async with serving(app):
+        with trio.fail_after(HOUR / 2):
+            await watch.wait_done(2)  # both subscriptions have claimed once
+            go.set()
+            await app.subscription(second).wait_finished(1)
+    assert [n for n, _ in handled] == [2]
+    assert acked_at[0] <= handled[0][1] < acked_at[0] + 1.0

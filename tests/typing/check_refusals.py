@@ -1,0 +1,158 @@
+"""What mypy must refuse, one statement per line, each ending in ``# type: ignore[<code>]``.
+
+mypy.ini turns on ``warn_unused_ignores`` and ``ignore-without-code``: a line that stops failing,
+or fails with another code, breaks the build. The messages users read are in each comment.
+The whole dialect x form x opening x mode matrix is in check_matrix.py.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated
+
+from trinbox import (
+    Advisory,
+    App,
+    Id,
+    Immediate,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    MySql,
+    Postgres,
+    ReadUncommitted,
+    RowLock,
+    Serializable,
+    SqlBroker,
+    Sqlite,
+    keys,
+    subscriber,
+)
+
+
+class Locked(Inbox[RowLock], table="locked"):
+    id: Annotated[int, Id(generated=True)]
+
+
+class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{id}"):
+    id: Annotated[int, Id(generated=True)]
+
+
+class Job(Inbox[Lease], table="jobs"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+class Strict(Inbox[Lease, Serializable], table="strict"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+class Eager(Inbox[Lease, Immediate], table="eager"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+class Dirty(Inbox[RowLock, ReadUncommitted], table="dirty"):
+    id: Annotated[int, Id(generated=True)]
+
+
+async def handle(message: object) -> None: ...
+async def handle_in_tx(job: Job, tx: keys.Tx) -> None: ...
+async def handle_tx_then_key(job: Job, tx: keys.Tx, attempt: keys.Attempt) -> None: ...
+async def handle_key_then_tx(job: Job, pool: keys.Pool, tx: keys.Tx) -> None: ...
+
+
+# -- a form the dialect does not serve ----------------------------------------------------------
+# Argument 2 to "include" of "App" has incompatible type "Subscriber[Locked, Plain]"; expected
+# "Subscriber[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Any] |
+# Callable[[Never], Never]"  [arg-type]
+
+
+def check_sqlite_has_no_row_locks(app: App, broker: SqlBroker[Sqlite]) -> None:
+    app.include(broker, subscriber(InboxQueue(Locked, "locked"))(handle))  # type: ignore[arg-type]
+
+
+def check_sqlite_has_no_row_locks_in_tx(app: App, broker: SqlBroker[Sqlite]) -> None:
+    locked = subscriber(InboxQueue(Locked, "locked").transactional())(handle)
+    app.include(broker, locked)  # type: ignore[arg-type]
+
+
+# -- an opening the dialect does not open ---------------------------------------------------------
+# ... incompatible type "Subscriber[Strict, Plain]"; expected "Subscriber[Inbox[Lease | Advisory,
+# Default | Deferred | Immediate | Exclusive], Any] | Callable[[Never], Never]"  [arg-type]
+
+
+def check_sqlite_opens_no_isolation_level(app: App, broker: SqlBroker[Sqlite]) -> None:
+    app.include(broker, subscriber(InboxQueue(Strict, "strict"))(handle))  # type: ignore[arg-type]
+
+
+def check_postgres_has_no_sqlite_modes(app: App, broker: SqlBroker[Postgres]) -> None:
+    app.include(broker, subscriber(InboxQueue(Eager, "eager"))(handle))  # type: ignore[arg-type]
+
+
+def check_mysql_has_no_sqlite_modes(app: App, broker: SqlBroker[MySql]) -> None:
+    app.include(broker, subscriber(InboxQueue(Eager, "eager"))(handle))  # type: ignore[arg-type]
+
+
+def check_postgres_opens_no_read_uncommitted(app: App, broker: SqlBroker[Postgres]) -> None:
+    app.include(broker, subscriber(InboxQueue(Dirty, "dirty"))(handle))  # type: ignore[arg-type]
+
+
+# -- .lease(..) on a table without LockedUntil ----------------------------------------------------
+# Argument 1 to "lease" of "InboxQueue" has incompatible type "int"; expected
+# "LeaseNeedsLockedUntil"  [arg-type]
+
+
+def check_row_lock_table_takes_no_lease() -> None:
+    InboxQueue(Locked, "locked").lease(30)  # type: ignore[arg-type]
+
+
+def check_advisory_table_takes_no_lease() -> None:
+    InboxQueue(Keyed, "keyed").transactional().lease(timedelta(seconds=30))  # type: ignore[arg-type]
+
+
+# -- keys.Tx outside transactional mode -----------------------------------------------------------
+# overload def [T] (self: trinbox._runtime.queue.SubscriberFactory[R,
+# trinbox._declare._markers.Plain], fn: def (T, trinbox._runtime.handles.Tx) ->
+# typing.Awaitable[object]) -> trinbox._runtime.queue.TxNeedsTransactional of function
+# trinbox._runtime.queue.SubscriberFactory.__call__ is deprecated: keys.Tx, the delivery's
+# transaction, is lent only in transactional mode; subscribe with
+# InboxQueue(Row, name).transactional()  [deprecated]
+# mypy leaves [deprecated] off unless enabled (mypy.ini enables it as an error); without it the
+# include of the result fails instead: Argument 2 to "include" of "App" has incompatible type
+# "TxNeedsTransactional"; expected ...  [arg-type]
+
+
+def check_tx_needs_transactional_mode() -> None:
+    subscriber(InboxQueue(Job, "jobs"))(handle_in_tx)  # type: ignore[deprecated]
+
+
+def check_tx_before_a_key_needs_transactional_mode() -> None:
+    subscriber(InboxQueue(Job, "jobs"))(handle_tx_then_key)  # type: ignore[deprecated]
+
+
+def check_tx_after_a_key_needs_transactional_mode() -> None:
+    subscriber(InboxQueue(Job, "jobs"))(handle_key_then_tx)  # type: ignore[deprecated]
+
+
+def check_tx_handler_on_a_plain_queue_does_not_mount(app: App, broker: SqlBroker[Sqlite]) -> None:
+    tx_handler = subscriber(InboxQueue(Job, "jobs"))(handle_in_tx)  # type: ignore[deprecated]
+    app.include(broker, tx_handler)  # type: ignore[arg-type]
+
+
+def check_decorated_tx_handler() -> None:
+    @subscriber(InboxQueue(Job, "jobs"))  # type: ignore[deprecated]
+    async def in_tx(job: Job, tx: keys.Tx) -> None: ...
+
+
+# -- not a row, not a subscriber -----------------------------------------------------------------
+
+
+def check_queue_takes_a_row_class() -> None:
+    InboxQueue(int, "jobs")  # type: ignore[type-var]
+
+
+def check_include_takes_a_subscriber(app: App, broker: SqlBroker[Sqlite]) -> None:
+    app.include(broker, handle)  # type: ignore[arg-type]

@@ -1,0 +1,250 @@
+"""What the asyncio drivers (asyncpg, aiomysql) share: the typed hop into the trio-asyncio loop,
+shielded and bounded cleanup, and the pool of connections.
+
+Every database call crosses from Trio into asyncio once (about 66 µs per crossing,
+FEASIBILITY.md §5b): a driver method is one asyncio coroutine called through :func:`aio`.
+A Trio cancel of a crossing cancels the asyncio task and waits for it to finish, so the
+driver knows the statement was cut and can undo it before the connection serves again.
+
+Cleanup that awaits I/O runs shielded, bounded by :data:`CLEANUP_TIMEOUT`, and the pool does
+it itself: a caller's cancel scope can never leak a connection (G2) or hand one back inside
+an open or aborted transaction (G1).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import Generic, ParamSpec, TypeVar
+
+import trio
+import trio_asyncio
+from trio_asyncio import aio_as_trio
+
+from .._errors import Closed
+from ._base import Connection
+
+__all__ = ["CLEANUP_TIMEOUT", "AsyncioPool", "aio", "cleanup", "require_loop"]
+
+logger = logging.getLogger("trinbox.drivers")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+C = TypeVar("C")
+
+#: Seconds a rollback, close or kill may take before the connection is given up on.
+CLEANUP_TIMEOUT = 5.0
+
+
+async def aio(fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """Call the asyncio coroutine function ``fn`` from Trio (one hop), keeping its types."""
+    result: T = await aio_as_trio(fn)(*args, **kwargs)
+    return result
+
+
+def require_loop(driver: str) -> None:
+    """Fail clearly when no trio-asyncio loop is open in this task."""
+    if trio_asyncio.current_loop.get() is None:
+        msg = (
+            f"the {driver} driver runs on asyncio, but no trio-asyncio loop is open here; "
+            "open the pool inside App.serve, or inside "
+            "`async with trinbox._drivers.aio.asyncio_loop(True):`"
+        )
+        raise RuntimeError(msg)
+
+
+async def cleanup(
+    what: str, fn: Callable[P, Awaitable[object]], /, *args: P.args, **kwargs: P.kwargs
+) -> bool:
+    """Run ``fn`` shielded from the caller's cancellation, bounded by
+    :data:`CLEANUP_TIMEOUT`; whether it finished without error. Never raises an
+    ``Exception``: a failed cleanup is logged, and the caller falls back to something
+    harsher (terminate, kill)."""
+    with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_TIMEOUT) as scope:
+        try:
+            await fn(*args, **kwargs)
+        except Exception:  # reported; the caller falls back
+            logger.warning("%s failed", what, exc_info=True)
+            return False
+    if scope.cancelled_caught:
+        logger.warning("%s took over %ss; giving up on it", what, CLEANUP_TIMEOUT)
+        return False
+    return True
+
+
+class AsyncioPool(ABC, Generic[C]):
+    """Up to ``max_size`` connections; the driver supplies connect, reset and close.
+
+    Each checked-out connection holds one slot of a semaphore. ``release`` and ``discard``
+    give the slot back whatever happens (they are shielded, bounded and never leak it), and
+    are idempotent: a connection already given back is not given back twice.
+    """
+
+    def __init__(self, *, max_size: int, identity: str, conn_type: type[C]) -> None:
+        if max_size < 1:
+            msg = f"a pool holds at least one connection, found max_size={max_size}"
+            raise ValueError(msg)
+        self._max_size = max_size
+        self._identity = identity
+        self._conn_type = conn_type
+        self._slots = trio.Semaphore(max_size, max_value=max_size)
+        self._idle: list[C] = []
+        self._out: set[C] = set()
+        self._closed = False
+
+    # -- what a driver supplies -------------------------------------------------------------
+
+    @abstractmethod
+    async def _connect(self) -> C:
+        """Open a new connection (raises ConnectError)."""
+
+    @abstractmethod
+    def _alive(self, conn: C) -> bool:
+        """Whether ``conn`` may still serve (open, never cut or lost). No I/O."""
+
+    @abstractmethod
+    async def _reset(self, conn: C) -> bool:
+        """Ready ``conn`` for its next user (roll back, stop listening); whether it may
+        serve again. Called shielded and bounded; must not raise."""
+
+    @abstractmethod
+    async def _close(self, conn: C) -> None:
+        """Close ``conn`` for good, gracefully if it can be done in time. Called shielded;
+        bounded by the driver; must not raise."""
+
+    @abstractmethod
+    def _terminate(self, conn: C) -> None:
+        """Close ``conn``'s socket at once, without a word to the server. No I/O wait."""
+
+    # -- the Pool protocol ------------------------------------------------------------------
+
+    @property
+    def max_size(self) -> int:
+        return self._max_size
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def size(self) -> int:
+        """Open connections: idle ones and those in use."""
+        return len(self._idle) + len(self._out)
+
+    @property
+    def in_use(self) -> int:
+        return len(self._out)
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    async def acquire(self) -> C:
+        self._check_open()
+        await self._slots.acquire()
+        return await self._take()
+
+    async def try_acquire(self) -> C | None:
+        self._check_open()
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            return None
+        return await self._take()
+
+    async def _take(self) -> C:
+        # Holds a slot on entry; gives it back unless a connection leaves with the caller.
+        try:
+            self._check_open()
+            while self._idle:
+                conn = self._idle.pop()
+                if self._alive(conn):
+                    self._out.add(conn)
+                    return conn
+                self._terminate(conn)
+            conn = await self._connect()
+        except BaseException:
+            self._slots.release()
+            raise
+        # No checkpoint between the connect and here: a cancel cannot lose the connection.
+        self._out.add(conn)
+        return conn
+
+    async def release(self, conn: Connection) -> None:
+        own = self._own(conn)
+        if own not in self._out:
+            return
+        self._out.remove(own)
+        try:
+            with trio.CancelScope(shield=True):
+                reusable = False
+                if self._alive(own) and not self._closed:
+                    with trio.move_on_after(CLEANUP_TIMEOUT) as scope:
+                        try:
+                            reusable = await self._reset(own)
+                        except Exception:
+                            logger.exception("resetting a %s connection failed", self._identity)
+                    if scope.cancelled_caught:
+                        logger.warning(
+                            "resetting a %s connection took over %ss; terminating it",
+                            self._identity,
+                            CLEANUP_TIMEOUT,
+                        )
+                    if not reusable:
+                        # A connection whose rollback failed is never handed out again.
+                        self._terminate(own)
+                if reusable and not self._closed:
+                    self._idle.append(own)
+                else:
+                    await self._close(own)
+        finally:
+            self._slots.release()
+
+    async def discard(self, conn: Connection) -> None:
+        own = self._own(conn)
+        held = own in self._out
+        self._out.discard(own)
+        if own in self._idle:
+            self._idle.remove(own)
+        try:
+            with trio.CancelScope(shield=True):
+                await self._close(own)
+        finally:
+            if held:
+                self._slots.release()
+
+    async def aclose(self) -> None:
+        """Close idle connections; terminate those still in use (their next statement
+        fails with ConnectionLost, and their release only closes them)."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        if self._out:
+            logger.warning(
+                "closing the %s pool with %d connection(s) still in use; terminating them",
+                self._identity,
+                len(self._out),
+            )
+            for conn in self._out:
+                self._terminate(conn)
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                for conn in idle:
+                    nursery.start_soon(self._close, conn)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _own(self, conn: Connection) -> C:
+        if not isinstance(conn, self._conn_type):
+            msg = f"{self._identity} pool got a {type(conn).__name__}, not one of its own"
+            raise TypeError(msg)
+        return conn
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = f"the {self._identity} pool is closed; acquire before the broker shuts down"
+            raise Closed(msg)
