@@ -2,8 +2,12 @@
 
 A dialect type derives from ``Serves[tuple[Forms, Openings]]``, contravariant in its argument:
 ``Sqlite`` serves ``tuple[Lease | Advisory, ...]`` and so is a ``Serves[tuple[Lease, Default]]``
-but not a ``Serves[tuple[RowLock, Default]]``. A broker is covariant in its dialect, and
-``App.include`` asks for ``SqlBroker[Serves[tuple[<the table's form>, <its opening>]]]``.
+but not a ``Serves[tuple[RowLock, Default]]``. A broker is covariant in its dialect.
+``App.include(broker, subscriber)`` reads the forms and openings a broker serves off its type
+and asks for a subscriber whose row is an ``Inbox`` of one of each, so that mypy says, for a row
+lock table on SQLite: Argument 2 to "include" of "App" has incompatible type
+"Subscriber[Job, Plain]"; expected "Subscriber[Inbox[Lease | Advisory, Default | Deferred |
+Immediate | Exclusive], Any] | ..." (tests/typing/check_matrix.py has every pair).
 """
 
 from __future__ import annotations
