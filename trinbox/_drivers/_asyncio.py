@@ -23,6 +23,7 @@ import trio_asyncio
 from trio_asyncio import aio_as_trio
 
 from .._errors import Closed
+from ._activity import database_call
 from ._base import Connection
 
 __all__ = ["CLEANUP_TIMEOUT", "AsyncioPool", "aio", "cleanup", "require_loop"]
@@ -31,6 +32,7 @@ logger = logging.getLogger("trinbox.drivers")
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Loop = trio_asyncio.BaseTrioEventLoop
 C = TypeVar("C")
 
 #: Seconds a rollback, close or kill may take before the connection is given up on.
@@ -41,6 +43,28 @@ async def aio(fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwarg
     """Call the asyncio coroutine function ``fn`` from Trio (one hop), keeping its types."""
     result: T = await aio_as_trio(fn)(*args, **kwargs)
     return result
+
+
+async def aio_on(
+    loop: Loop, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """:func:`aio` on a given loop: a connection runs on the loop it was opened in, whichever
+    Trio task calls it (a publish from outside ``App.serve`` too)."""
+    with database_call():
+        result: T = await aio_as_trio(fn, loop=loop)(*args, **kwargs)
+    return result
+
+
+def current_loop() -> Loop:
+    """The trio-asyncio loop of this task, or a clear error."""
+    loop = trio_asyncio.current_loop.get()
+    if loop is None:
+        msg = (
+            "the asyncio drivers need a trio-asyncio loop, and none is open here; "
+            "open the pool inside App.serve"
+        )
+        raise RuntimeError(msg)
+    return loop
 
 
 def require_loop(driver: str) -> None:
@@ -92,6 +116,7 @@ class AsyncioPool(ABC, Generic[C]):
         self._idle: list[C] = []
         self._out: set[C] = set()
         self._closed = False
+        self._loop = current_loop()  # every connection of the pool runs on it
 
     # -- what a driver supplies -------------------------------------------------------------
 

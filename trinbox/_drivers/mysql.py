@@ -37,7 +37,7 @@ from .._errors import (
     IntegrityError,
     LockNotAvailable,
 )
-from ._asyncio import AsyncioPool, aio, cleanup, require_loop
+from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, require_loop
 from ._base import Record
 
 __all__ = ["MySqlConnection", "MySqlPool", "open_pool"]
@@ -242,8 +242,9 @@ async def _kill(target: _Target, thread_id: int) -> None:
 class MySqlConnection:
     """One aiomysql connection driven from Trio."""
 
-    def __init__(self, raw: aiomysql.Connection, target: _Target) -> None:
+    def __init__(self, raw: aiomysql.Connection, target: _Target, loop: Loop) -> None:
         self._raw = raw
+        self._loop = loop
         self._target = target
         self._thread_id = raw.thread_id()
         # Cut by a cancel (and killed), or lost: never used again.
@@ -273,7 +274,7 @@ class MySqlConnection:
             )
             raise ConnectionLost(msg, statement=sql)
         try:
-            return await aio(fn, *args, **kwargs)
+            return await aio_on(self._loop, fn, *args, **kwargs)
         except _DRIVER_ERRORS as exc:
             error = _translate(exc, sql, closed=self._raw.closed)
             if isinstance(error, ConnectionLost):
@@ -291,7 +292,7 @@ class MySqlConnection:
         self._cut = True
         self._raw.close()
         what = f"KILL CONNECTION {self._thread_id} (a cancelled statement)"
-        await cleanup(what, aio, _kill, self._target, self._thread_id)
+        await cleanup(what, aio_on, self._loop, _kill, self._target, self._thread_id)
 
     async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
         return await self._run(sql, _execute, self._raw, sql, _params(params))
@@ -332,7 +333,9 @@ class MySqlConnection:
 
     async def close(self) -> None:
         """Say goodbye to the server (shielded, bounded), then close the socket."""
-        if not self._raw.closed and not await cleanup("closing", aio, _close, self._raw):
+        if not self._raw.closed and not await cleanup(
+            "closing", aio_on, self._loop, _close, self._raw
+        ):
             self.terminate()
 
     def terminate(self) -> None:
@@ -364,13 +367,13 @@ class MySqlPool(AsyncioPool[MySqlConnection]):
 
     async def _connect(self) -> MySqlConnection:
         try:
-            raw = await aio(_open, self._server)
+            raw = await aio_on(self._loop, _open, self._server)
         except Exception as exc:
             errno = _errno(exc)
             msg = f"could not connect to MySQL at {self.identity}: {exc}"
             code = None if errno is None else str(errno)
             raise ConnectError(msg, statement="connect", code=code) from exc
-        return MySqlConnection(raw, self._server)
+        return MySqlConnection(raw, self._server, self._loop)
 
     def _alive(self, conn: MySqlConnection) -> bool:
         return conn.alive

@@ -27,7 +27,7 @@ from .._errors import (
     IntegrityError,
     LockNotAvailable,
 )
-from ._asyncio import CLEANUP_TIMEOUT, AsyncioPool, aio, cleanup, require_loop
+from ._asyncio import CLEANUP_TIMEOUT, AsyncioPool, Loop, aio_on, cleanup, require_loop
 from ._base import Record
 
 __all__ = ["PgConnection", "PgPool", "open_pool"]
@@ -187,8 +187,9 @@ class _Listener:
 class PgConnection:
     """One asyncpg connection driven from Trio."""
 
-    def __init__(self, raw: RawConnection) -> None:
+    def __init__(self, raw: RawConnection, loop: Loop) -> None:
         self._raw = raw
+        self._loop = loop
         # A statement was cut (Trio cancel) or failed oddly: roll back before reuse.
         self._interrupted = False
         self._lost = False
@@ -211,7 +212,7 @@ class PgConnection:
         self, sql: str, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         try:
-            return await aio(fn, *args, **kwargs)
+            return await aio_on(self._loop, fn, *args, **kwargs)
         except _DRIVER_ERRORS as exc:
             error = _translate(exc, sql, closed=self._raw.is_closed())
             if isinstance(error, ConnectionLost):
@@ -261,7 +262,7 @@ class PgConnection:
         if not rollback and not listeners:
             return True  # the common case costs no round trip
         try:
-            ok = await aio(_reset, self._raw, rollback, listeners)
+            ok = await aio_on(self._loop, _reset, self._raw, rollback, listeners)
         except Exception:  # the pool terminates the connection
             logger.warning("rolling back a connection failed; terminating it", exc_info=True)
             return False
@@ -270,7 +271,9 @@ class PgConnection:
 
     async def close(self) -> None:
         """Close gracefully, shielded; terminate if that takes over CLEANUP_TIMEOUT."""
-        if not self._raw.is_closed() and not await cleanup("closing", aio, _close, self._raw):
+        if not self._raw.is_closed() and not await cleanup(
+            "closing", aio_on, self._loop, _close, self._raw
+        ):
             self.terminate()
 
     def terminate(self) -> None:
@@ -297,12 +300,12 @@ class PgPool(AsyncioPool[PgConnection]):
 
     async def _connect(self) -> PgConnection:
         try:
-            raw = await aio(asyncpg.connect, self._url, timeout=CONNECT_TIMEOUT)
+            raw = await aio_on(self._loop, asyncpg.connect, self._url, timeout=CONNECT_TIMEOUT)
         except Exception as exc:
             code = exc.sqlstate if isinstance(exc, asyncpg.PostgresError) else None
             msg = f"could not connect to PostgreSQL at {self.identity}: {exc}"
             raise ConnectError(msg, statement="connect", code=code) from exc
-        return PgConnection(raw)
+        return PgConnection(raw, self._loop)
 
     def _alive(self, conn: PgConnection) -> bool:
         return conn.alive

@@ -16,6 +16,7 @@ from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect, Statements
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Pool, Record
+from .._errors import ConnectionLost
 
 __all__ = [
     "Ack",
@@ -209,6 +210,8 @@ async def rollback_quietly(conn: Connection) -> bool:
         try:
             await conn.rollback()
             return True
+        except ConnectionLost:
+            return False  # the driver ended the session: nothing is left to roll back
         except Exception:
             logger.warning("rollback failed", exc_info=True)
     return False
