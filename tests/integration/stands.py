@@ -111,12 +111,12 @@ class PostgresStand(Stand):
 
     def rows(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
         with self._connect() as conn:
-            cur = conn.execute(sql.replace("?", "%s"), params)
+            cur = conn.execute(sql.replace("?", "%s"), params or None)
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
 
     def execute(self, sql: str, *params: object) -> int:
         with self._connect() as conn:
-            return int(conn.execute(sql.replace("?", "%s"), params).rowcount)
+            return int(conn.execute(sql.replace("?", "%s"), params or None).rowcount)
 
 
 class MariaStand(Stand):

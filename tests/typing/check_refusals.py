@@ -156,3 +156,12 @@ def check_queue_takes_a_row_class() -> None:
 
 def check_include_takes_a_subscriber(app: App, broker: SqlBroker[Sqlite]) -> None:
     app.include(broker, handle)  # type: ignore[arg-type]
+
+
+# -- LISTEN/NOTIFY is PostgreSQL's ----------------------------------------------------------------
+
+
+def check_listen_notify_is_postgres_only() -> None:
+    SqlBroker.postgres("postgresql://db/app", listen_notify=True)
+    SqlBroker.mysql("mysql://db/app", listen_notify=True)  # type: ignore[call-arg]
+    SqlBroker.sqlite("sqlite:///app.db", listen_notify=True)  # type: ignore[call-arg]

@@ -299,6 +299,10 @@ class Dialect:
     def begin(self, spec: TableSpec) -> Statement:
         return self.r("begin", "BEGIN")
 
+    def notify_statement(self) -> Statement | None:
+        """Announce a published row to listeners (PostgreSQL's NOTIFY); ``None`` elsewhere."""
+        return None
+
     def lease_claim_begin(self) -> Statement:
         """The transaction of a claim that selects and then stamps (MySQL's lease claim)."""
         return self.r("begin", "BEGIN")

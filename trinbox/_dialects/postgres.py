@@ -64,6 +64,9 @@ class PostgresDialect(Dialect):
             )
         return super()._opening_fix(opening)
 
+    def notify_statement(self) -> Statement:
+        return self.r("notify", f"SELECT pg_notify({P('channel')}, {P('group')})")
+
     def begin(self, spec: TableSpec) -> Statement:
         if spec.opening is Default:
             return self.r("begin", "BEGIN")

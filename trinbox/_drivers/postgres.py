@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
+import trio
 
 from .._errors import (
     ConnectError,
@@ -249,6 +250,15 @@ class PgConnection:
         listener = _Listener(callback)
         self._listeners.append((channel, listener))
         await self._run(f"LISTEN {channel}", _add_listener, self._raw, channel, listener)
+
+    async def wait_lost(self) -> None:
+        """Return once the connection is lost: the server ended the session, or the socket
+        broke (the LISTEN connection waits on this)."""
+        lost = trio.Event()
+        self._raw.add_termination_listener(lambda _conn: lost.set())
+        if self.alive:
+            await lost.wait()
+        self._lost = True
 
     async def unlisten(self, channel: str) -> None:
         """Stop every callback listening on ``channel``."""

@@ -16,6 +16,7 @@ from .._declare._markers import Form, Opening
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from .broker import SqlBroker
+from .notify import NotifyListener
 from .queue import Subscriber
 from .subscription import Subscription
 
@@ -83,6 +84,7 @@ class App:
     info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
     grace: float = 10.0
     _mounts: list[Mount] = field(default_factory=list, init=False)
+    _brokers: list[SqlBroker[Any]] = field(default_factory=list, init=False)
     _startup: list[Hook] = field(default_factory=list, init=False)
     _shutdown_hooks: list[Hook] = field(default_factory=list, init=False)
     _stop: trio.Event | None = field(default=None, init=False)
@@ -125,6 +127,12 @@ class App:
         self._mounts.append(mount)
         return mount
 
+    def add_broker(self, broker: SqlBroker[Any]) -> None:
+        """Open ``broker`` with the app even when nothing subscribes through it (a process
+        that only publishes)."""
+        if broker not in self._brokers:
+            self._brokers.append(broker)
+
     def subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
         """The running subscription of a mounted subscriber (for tests and monitoring)."""
         for sub in self.subscriptions:
@@ -164,7 +172,7 @@ class App:
         ]
         for sub in self.subscriptions:
             sub.check()
-        brokers = list(dict.fromkeys(mount.broker for mount in self._mounts))
+        brokers = list(dict.fromkeys([*self._brokers, *(mount.broker for mount in self._mounts)]))
         async with asyncio_loop(any(b.needs_asyncio for b in brokers)):
             try:
                 for broker in brokers:
@@ -174,6 +182,20 @@ class App:
                 for sub in self.subscriptions:
                     await sub.open()
                 async with trio.open_nursery() as nursery:
+                    listeners = [
+                        NotifyListener(
+                            broker,
+                            {
+                                s.spec.qualified_name
+                                for s in self.subscriptions
+                                if s.broker is broker
+                            },
+                        )
+                        for broker in brokers
+                        if broker.listen_notify
+                    ]
+                    for listener in listeners:
+                        await nursery.start(listener.run)
                     for sub in self.subscriptions:
                         await nursery.start(sub.run)
                     logger.info(
@@ -183,6 +205,8 @@ class App:
                     await self._stop.wait()
                     for sub in self.subscriptions:
                         sub.stop()
+                    for listener in listeners:
+                        listener.stop()
             finally:
                 self.report = ShutdownReport(
                     locks_released=sum(s.locks_released for s in self.subscriptions),

@@ -7,11 +7,13 @@ is the dialect (``SqlBroker[Sqlite]``...), which lets mypy refuse mounts it cann
 from __future__ import annotations
 
 import importlib
+import logging
 import typing
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
+from urllib.parse import urlsplit
 
 import trio
 
@@ -22,13 +24,15 @@ from .._dialects._base import Dialect
 from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Pool
 from .._drivers.sqlite import SqlitePool, sqlite_path
-from .._errors import Closed, DeclarationError
+from .._errors import Closed, DatabaseError, DeclarationError
 from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .codecs import Codec, JsonCodec
 from .handles import Database, Tx
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
+
+logger = logging.getLogger("trinbox")
 
 D = TypeVar("D", covariant=True)
 
@@ -185,6 +189,18 @@ class SqlBroker(Generic[D]):
             module = importlib.import_module(f"trinbox._drivers.{self.kind}")
             self._pool = cast("Pool", await module.open_pool(self.url, max_size=self.pool_size))
 
+    async def open_side_pool(self) -> Pool:
+        """A one-connection pool beside the broker's (the LISTEN connection)."""
+        module = importlib.import_module(f"trinbox._drivers.{self.kind}")
+        return cast("Pool", await module.open_pool(self.url, max_size=1))
+
+    @property
+    def url_label(self) -> str:
+        """The database without credentials, for messages."""
+        parts = urlsplit(self.url)
+        host = f"{parts.hostname}:{parts.port}" if parts.hostname else ""
+        return f"{self.kind}://{host}{parts.path}"
+
     async def aclose(self) -> None:
         self._closed = True
         pool, self._pool = self._pool, None
@@ -270,6 +286,18 @@ class SqlBroker(Generic[D]):
         statement = self.dialect.insert(spec)
         values = insert_values(spec, message, columns, self.clock(), delay, self.codec)
         await conn.execute(statement.sql, statement.bind(values))
+        notify = self.dialect.notify_statement()
+        if self.listen_notify and notify is not None:
+            # Announce the row to other processes; a failure here is not a failed publish.
+            group = _group_of(spec, columns) or ""
+            try:
+                await conn.execute(
+                    notify.sql, notify.bind({"channel": spec.qualified_name, "group": group})
+                )
+            except DatabaseError:
+                logger.warning(
+                    "NOTIFY for %s failed; other processes poll", spec.label, exc_info=True
+                )
 
 
 def _group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:

@@ -43,6 +43,7 @@ from .broker import SqlBroker
 from .codecs import DecodeError
 from .handler import HandlerPlan, decode_message, plan_handler
 from .handles import Attempt, Tx
+from .notify import check_channel
 from .outcome import FailurePolicy, HandlerOutcome
 from .queue import Subscriber
 
@@ -115,6 +116,8 @@ class Subscription:
                 f"use ReadCommitted (or Default) for this table"
             )
             raise DeclarationError(msg)
+        if self.broker.listen_notify:
+            check_channel(spec.qualified_name, self.where)
         self.plan: HandlerPlan = plan_handler(
             self.subscriber.handler,
             spec,

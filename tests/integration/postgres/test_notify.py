@@ -1,0 +1,244 @@
+"""PostgreSQL LISTEN/NOTIFY (REFERENCE.md §7.3, §10.2 wake/notify): publishes of another
+process wake this one's subscriptions at once instead of at the next poll.
+
+These tests run on Trio's real clock: a notification arrives on a socket while every task
+waits, which a virtual clock would skip past.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import psycopg
+import pytest
+import trio
+
+from trinbox import (
+    App,
+    AppInfo,
+    Attempt,
+    DeclarationError,
+    Group,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    Payload,
+    RetryAfter,
+    SqlBroker,
+    Subscriber,
+    subscriber,
+)
+
+from ..stands import PostgresStand, fresh_stand
+
+HOUR = 3600.0
+
+JOBS = """
+CREATE TABLE email_jobs (
+    job_id BIGSERIAL PRIMARY KEY,
+    name TEXT NOT NULL,
+    retry_after TIMESTAMPTZ NOT NULL DEFAULT now(),
+    attempt INT NOT NULL DEFAULT 1,
+    locked_until TIMESTAMPTZ,
+    payload BYTEA
+)
+"""
+
+
+class Email(Inbox[Lease], table="email_jobs"):
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+@dataclass
+class Note:
+    text: str
+
+
+@pytest.fixture
+def pg(tmp_path: Path) -> Iterator[PostgresStand]:
+    with fresh_stand("postgres", tmp_path) as stand:
+        assert isinstance(stand, PostgresStand)
+        stand.script(JOBS)
+        yield stand
+
+
+class Inboxes:
+    """Subscriptions of one consumer process: each group's deliveries land in an event."""
+
+    def __init__(self, stand: PostgresStand, groups: list[str]) -> None:
+        self.broker = SqlBroker.postgres(stand.url, poll_interval=HOUR, listen_notify=True)
+        self.app = App(AppInfo("consumer"))
+        self.got: dict[str, list[str]] = {group: [] for group in groups}
+        self.arrived: dict[str, trio.Event] = {group: trio.Event() for group in groups}
+        self.subscribers: dict[str, Subscriber[Any, Any]] = {}
+        for group in groups:
+            self.app.include(self.broker, self._subscriber(group))
+
+    def _subscriber(self, group: str) -> Subscriber[Any, Any]:
+        @subscriber(InboxQueue(Email, group))
+        async def handle(note: Note) -> None:
+            self.got[group].append(note.text)
+            self.arrived[group].set()
+
+        self.subscribers[group] = handle
+        return handle
+
+
+@asynccontextmanager
+async def serving(*apps: App) -> AsyncIterator[None]:
+    async with trio.open_nursery() as nursery:
+        for app in apps:
+            await nursery.start(app.serve)
+        try:
+            yield
+        finally:
+            for app in apps:
+                app.shutdown()
+
+
+def publisher(stand: PostgresStand) -> tuple[App, SqlBroker[Any]]:
+    """Another process's broker: its publishes wake nobody here except through NOTIFY."""
+    broker = SqlBroker.postgres(stand.url, listen_notify=True)
+    app = App(AppInfo("publisher"))
+    app.add_broker(broker)
+    return app, broker
+
+
+async def test_a_notification_wakes_its_groups_subscription_only(pg: PostgresStand) -> None:
+    inboxes = Inboxes(pg, ["a", "b"])
+    producer, broker = publisher(pg)
+    async with serving(inboxes.app, producer):
+        await broker.publish(Email, Note("for a"), name="a")
+        with trio.fail_after(10):
+            await inboxes.arrived["a"].wait()
+        # b's subscription was not woken: its row waits for the hour-long poll.
+        pg.execute("INSERT INTO email_jobs (name, payload) VALUES ('b', ?)", b'{"text": "for b"}')
+        await broker.publish(Email, Note("again a"), name="a")
+        with trio.fail_after(10):
+            while len(inboxes.got["a"]) < 2:
+                inboxes.arrived["a"] = trio.Event()
+                await inboxes.arrived["a"].wait()
+        assert inboxes.got == {"a": ["for a", "again a"], "b": []}
+
+
+async def test_an_unannounced_row_waits_for_the_poll_interval(pg: PostgresStand) -> None:
+    inboxes = Inboxes(pg, ["a"])
+    async with serving(inboxes.app):
+        pg.execute("INSERT INTO email_jobs (name, payload) VALUES ('a', ?)", b'{"text": "quiet"}')
+        with trio.move_on_after(1.0):
+            await inboxes.arrived["a"].wait()
+        assert inboxes.got["a"] == []
+        # Announced by the writer itself (as a trigger would): claimed at once.
+        pg.execute("SELECT pg_notify('email_jobs', 'a')")
+        with trio.fail_after(10):
+            await inboxes.arrived["a"].wait()
+    assert inboxes.got["a"] == ["quiet"]
+
+
+async def test_an_empty_payload_wakes_every_subscription_of_the_table(pg: PostgresStand) -> None:
+    inboxes = Inboxes(pg, ["a", "b"])
+    async with serving(inboxes.app):
+        for group in ("a", "b"):
+            pg.execute(
+                "INSERT INTO email_jobs (name, payload) VALUES (?, ?)",
+                group,
+                b'{"text": "' + group.encode() + b'"}',
+            )
+        pg.execute("SELECT pg_notify('email_jobs', '')")
+        with trio.fail_after(10):
+            await inboxes.arrived["a"].wait()
+            await inboxes.arrived["b"].wait()
+    assert inboxes.got == {"a": ["a"], "b": ["b"]}
+
+
+async def test_a_publish_announces_its_row_on_the_tables_channel(pg: PostgresStand) -> None:
+    listener = psycopg.connect(pg.url, autocommit=True)
+    try:
+        listener.execute("LISTEN email_jobs")
+        producer, broker = publisher(pg)
+        async with serving(producer):
+            await broker.publish(Email, Note("hello"), name="emails")
+        heard = [(n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=1)]
+    finally:
+        listener.close()
+    assert heard == [("email_jobs", "emails")]
+
+
+async def test_a_lost_listening_connection_listens_again_and_wakes_everyone(
+    pg: PostgresStand,
+) -> None:
+    inboxes = Inboxes(pg, ["a", "b"])
+    producer, broker = publisher(pg)
+    async with serving(inboxes.app, producer):
+        killed = pg.value(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+        )
+        assert killed == 1
+        # Rows written while nobody listened: the reconnect wakes every subscription once.
+        for group in ("a", "b"):
+            pg.execute(
+                "INSERT INTO email_jobs (name, payload) VALUES (?, ?)",
+                group,
+                b'{"text": "' + group.encode() + b'"}',
+            )
+        with trio.fail_after(10):
+            await inboxes.arrived["a"].wait()
+            await inboxes.arrived["b"].wait()
+        # And it listens again: the next publish is announced and claimed at once.
+        inboxes.arrived["a"] = trio.Event()
+        await broker.publish(Email, Note("after"), name="a")
+        with trio.fail_after(10):
+            await inboxes.arrived["a"].wait()
+    assert inboxes.got == {"a": ["a", "after"], "b": ["b"]}
+
+
+async def test_shutdown_leaves_no_session_listening(pg: PostgresStand) -> None:
+    inboxes = Inboxes(pg, ["a"])
+    async with serving(inboxes.app):
+        listening = pg.value(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+        )
+        assert listening == 1
+    sessions = pg.value(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    assert sessions == 0
+
+
+def test_a_channel_over_63_bytes_stops_the_subscription_at_startup(pg: PostgresStand) -> None:
+    class LongName(Inbox[Lease], table="t" * 40, schema="s" * 30):
+        id: Annotated[int, Id(generated=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+        payload: Annotated[bytes, Payload()]
+
+    broker = SqlBroker.postgres(pg.url, listen_notify=True)
+
+    @subscriber(InboxQueue(LongName, "long"))
+    async def handle(note: Note) -> None:
+        pass
+
+    app = App(AppInfo("consumer"))
+    app.include(broker, handle)
+    channel = f"{'s' * 30}.{'t' * 40}"
+    with pytest.raises(DeclarationError) as caught:
+        trio.run(app.serve)
+    assert str(caught.value) == (
+        f"subscription 'long' ({handle!r}): a NOTIFY channel is the table's qualified name, "
+        f"at most 63 bytes, found {channel!r} (71 bytes); use a shorter table or schema "
+        f"name, or drop listen_notify"
+    )
