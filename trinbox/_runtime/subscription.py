@@ -88,6 +88,8 @@ class Subscription:
         self._handlers: trio.Nursery | None = None
         self._registered = False
         self.finished = 0
+        self._idle = False
+        self._idle_changed = trio.Event()
         self._finished_changed = trio.Event()
 
     # -- startup ----------------------------------------------------------------------------------
@@ -308,8 +310,14 @@ class Subscription:
                 self._handlers.start_soon(self._work, unit)
             self._give_slots(slots - len(units))
             if len(deliveries) < limit:
-                with trio.move_on_after(poll):
-                    await self._permit.wait()
+                self._idle = True
+                self._idle_changed.set()
+                try:
+                    with trio.move_on_after(poll):
+                        await self._permit.wait()
+                finally:
+                    self._idle = False
+                    self._idle_changed = trio.Event()
 
     def _give_slots(self, count: int) -> None:
         for _ in range(count):
@@ -325,6 +333,12 @@ class Subscription:
             self.finished += len(deliveries)
             self._finished_changed.set()
             self._finished_changed = trio.Event()
+
+    async def wait_idle(self) -> None:
+        """Wait until the claim loop waits for its poll interval or a wake (its last claim
+        found fewer rows than it could take)."""
+        while not self._idle:
+            await self._idle_changed.wait()
 
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""

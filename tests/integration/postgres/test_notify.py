@@ -78,6 +78,7 @@ class Inboxes:
     """Subscriptions of one consumer process: each group's deliveries land in an event."""
 
     def __init__(self, stand: PostgresStand, groups: list[str]) -> None:
+        self.stand = stand
         self.broker = SqlBroker.postgres(stand.url, poll_interval=HOUR, listen_notify=True)
         self.app = App(AppInfo("consumer"))
         self.got: dict[str, list[str]] = {group: [] for group in groups}
@@ -85,6 +86,26 @@ class Inboxes:
         self.subscribers: dict[str, Subscriber[Any, Any]] = {}
         for group in groups:
             self.app.include(self.broker, self._subscriber(group))
+
+    async def past_first_claims(self) -> None:
+        """Deliver one note per group and wait until every claim loop waits its hour-long
+        poll; then forget those notes."""
+        # Written and announced by hand: exactly one wake per group, none left in flight.
+        for group in self.got:
+            self.stand.execute(
+                "INSERT INTO email_jobs (name, payload) VALUES (?, ?)",
+                group,
+                b'{"text": "warm-up"}',
+            )
+            self.stand.execute("SELECT pg_notify('email_jobs', ?)", group)
+        with trio.fail_after(10):
+            for group, arrived in self.arrived.items():
+                await arrived.wait()
+                self.arrived[group] = trio.Event()
+                assert self.got[group] == ["warm-up"]
+                self.got[group].clear()
+            for handler in self.subscribers.values():
+                await self.app.subscription(handler).wait_idle()
 
     def _subscriber(self, group: str) -> Subscriber[Any, Any]:
         @subscriber(InboxQueue(Email, group))
@@ -120,6 +141,7 @@ async def test_a_notification_wakes_its_groups_subscription_only(pg: PostgresSta
     inboxes = Inboxes(pg, ["a", "b"])
     producer, broker = publisher(pg)
     async with serving(inboxes.app, producer):
+        await inboxes.past_first_claims()
         await broker.publish(Email, Note("for a"), name="a")
         with trio.fail_after(10):
             await inboxes.arrived["a"].wait()
@@ -136,6 +158,7 @@ async def test_a_notification_wakes_its_groups_subscription_only(pg: PostgresSta
 async def test_an_unannounced_row_waits_for_the_poll_interval(pg: PostgresStand) -> None:
     inboxes = Inboxes(pg, ["a"])
     async with serving(inboxes.app):
+        await inboxes.past_first_claims()
         pg.execute("INSERT INTO email_jobs (name, payload) VALUES ('a', ?)", b'{"text": "quiet"}')
         with trio.move_on_after(1.0):
             await inboxes.arrived["a"].wait()
@@ -150,6 +173,7 @@ async def test_an_unannounced_row_waits_for_the_poll_interval(pg: PostgresStand)
 async def test_an_empty_payload_wakes_every_subscription_of_the_table(pg: PostgresStand) -> None:
     inboxes = Inboxes(pg, ["a", "b"])
     async with serving(inboxes.app):
+        await inboxes.past_first_claims()
         for group in ("a", "b"):
             pg.execute(
                 "INSERT INTO email_jobs (name, payload) VALUES (?, ?)",
@@ -182,6 +206,7 @@ async def test_a_lost_listening_connection_listens_again_and_wakes_everyone(
     inboxes = Inboxes(pg, ["a", "b"])
     producer, broker = publisher(pg)
     async with serving(inboxes.app, producer):
+        await inboxes.past_first_claims()
         killed = pg.value(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
