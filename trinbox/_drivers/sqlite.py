@@ -162,6 +162,7 @@ class SqlitePool:
         self._max_size = max_size
         self._slots = trio.Semaphore(max_size)
         self._idle: list[SqliteConnection] = []
+        self._out: set[SqliteConnection] = set()
         self._closed = False
 
     @property
@@ -202,37 +203,49 @@ class SqlitePool:
 
     async def _take(self) -> SqliteConnection:
         if self._idle:
-            return self._idle.pop()
-        try:
-            with database_call():
-                raw = await trio.to_thread.run_sync(_connect, self._path, self._busy_timeout)
-        except sqlite3.Error as exc:
-            msg = f"could not open the SQLite database {self._path!r}: {exc}"
-            raise ConnectError(msg, statement="connect") from exc
-        return SqliteConnection(raw)
+            conn = self._idle.pop()
+        else:
+            try:
+                with database_call():
+                    raw = await trio.to_thread.run_sync(_connect, self._path, self._busy_timeout)
+            except sqlite3.Error as exc:
+                msg = f"could not open the SQLite database {self._path!r}: {exc}"
+                raise ConnectError(msg, statement="connect") from exc
+            conn = SqliteConnection(raw)
+        self._out.add(conn)
+        return conn
+
+    def _give_slot(self, conn: SqliteConnection) -> bool:
+        """Whether ``conn`` was out: each checkout gives its slot back once, however often
+        it is released or discarded."""
+        if conn not in self._out:
+            return False
+        self._out.remove(conn)
+        self._slots.release()
+        return True
 
     async def release(self, conn: Connection) -> None:
         assert isinstance(conn, SqliteConnection)
+        if not self._give_slot(conn):
+            return
         try:
             if conn.in_transaction:
                 with trio.CancelScope(shield=True):
                     await conn.rollback()
         except DatabaseError:
             await conn.close()
+            return
+        if self._closed:
+            await conn.close()
         else:
-            if self._closed:
-                await conn.close()
-            else:
-                self._idle.append(conn)
-        finally:
-            self._slots.release()
+            self._idle.append(conn)
 
     async def discard(self, conn: Connection) -> None:
         assert isinstance(conn, SqliteConnection)
-        try:
-            await conn.close()
-        finally:
-            self._slots.release()
+        self._give_slot(conn)
+        if conn in self._idle:
+            self._idle.remove(conn)
+        await conn.close()
 
     async def aclose(self) -> None:
         self._closed = True
