@@ -30,6 +30,8 @@ __all__ = [
     "RetryAt",
     "Step",
     "give_back",
+    "step_statements",
+    "step_values",
     "lease_expiry",
     "RELEASE_TIMEOUT",
 ]
@@ -143,6 +145,29 @@ class ClaimForm(Protocol):
     async def shutdown(self) -> tuple[int, int]:
         """Release what is still in work: (locks released, connections closed)."""
         ...
+
+
+def step_statements(statements: Statements, step: Step) -> tuple[Statement, ...]:
+    """The statements a settlement step runs, in order; none for a retry the form settles
+    without a statement (advisory: the unlock returns the row; row lock without an attempt
+    column: the rollback does)."""
+    if isinstance(step, Ack | Drop):
+        return (statements.ack,)
+    if isinstance(step, Retry):
+        return (statements.retry,) if statements.retry is not None else ()
+    if isinstance(step, RetryAt):
+        assert statements.retry_after is not None  # the subscription checked the column
+        return (statements.retry_after,)
+    return statements.dead_letter
+
+
+def step_values(step: Step) -> dict[str, object]:
+    """The values a step binds besides the row's id, token and "now"."""
+    if isinstance(step, RetryAt):
+        return {"retry_at": step.at}
+    if isinstance(step, DeadLetterStep):
+        return {"dest": step.dest.group}
+    return {}
 
 
 def lease_expiry(now: datetime, lease: timedelta) -> datetime:

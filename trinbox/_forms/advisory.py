@@ -20,17 +20,15 @@ from .._drivers._base import Connection, Record
 from .._errors import Closed
 from ._base import (
     Ack,
-    DeadLetterStep,
     Delivery,
-    Drop,
     FormContext,
-    Retry,
-    RetryAt,
     Step,
     attempt_of,
     discard,
     give_back,
     rollback_quietly,
+    step_statements,
+    step_values,
     values_of,
 )
 
@@ -219,23 +217,8 @@ class AdvisoryForm:
             await self._let_go(delivery)
 
     async def _run_step(self, delivery: Delivery, step: Step) -> None:
-        st = self._ctx.statements
-        statements: Sequence[Statement]
-        if isinstance(step, Ack | Drop):
-            statements = (st.ack,)
-        elif isinstance(step, Retry):
-            statements = ()  # the take counted the attempt; the unlock returns the row
-        elif isinstance(step, RetryAt):
-            assert st.retry_after is not None
-            statements = (st.retry_after,)
-        else:
-            assert isinstance(step, DeadLetterStep)
-            statements = st.dead_letter
-        values: dict[str, object] = {"id": delivery.id, "now": self._ctx.clock()}
-        if isinstance(step, RetryAt):
-            values["retry_at"] = step.at
-        if isinstance(step, DeadLetterStep):
-            values["dest"] = step.dest.group
+        statements = step_statements(self._ctx.statements, step)
+        values = {"id": delivery.id, "now": self._ctx.clock(), **step_values(step)}
         conn = delivery.conn
         if delivery.tx_open:
             assert conn is not None

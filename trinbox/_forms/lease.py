@@ -17,17 +17,15 @@ from .._drivers._base import Connection, Record
 from .._errors import DatabaseError, LeaseLost
 from ._base import (
     Ack,
-    DeadLetterStep,
     Delivery,
-    Drop,
     FormContext,
-    Retry,
-    RetryAt,
     Step,
     attempt_of,
     give_back,
     lease_expiry,
     rollback_quietly,
+    step_statements,
+    step_values,
     values_of,
 )
 
@@ -170,24 +168,8 @@ class LeaseForm:
         await give_back(self._ctx.pool, conn)
 
     async def _run_step(self, delivery: Delivery, step: Step) -> None:
-        st = self._ctx.statements
-        statements: Sequence[Statement]
-        if isinstance(step, Ack | Drop):
-            statements = (st.ack,)
-        elif isinstance(step, Retry):
-            assert st.retry is not None
-            statements = (st.retry,)
-        elif isinstance(step, RetryAt):
-            assert st.retry_after is not None
-            statements = (st.retry_after,)
-        else:
-            assert isinstance(step, DeadLetterStep)
-            statements = st.dead_letter
-        extra: dict[str, object] = {}
-        if isinstance(step, RetryAt):
-            extra["retry_at"] = step.at
-        if isinstance(step, DeadLetterStep):
-            extra["dest"] = step.dest.group
+        statements = step_statements(self._ctx.statements, step)
+        extra = step_values(step)
         conn = await self._ctx.pool.acquire()
         try:
             if len(statements) == 1:

@@ -9,27 +9,23 @@ them finishes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import trio
 
-from .._dialects._statement import Statement
 from .._drivers._base import Connection
 from .._errors import BatchRolledBack, DatabaseError
 from ._base import (
     Ack,
-    DeadLetterStep,
     Delivery,
-    Drop,
     FormContext,
-    Retry,
-    RetryAt,
     Step,
     attempt_of,
     discard,
     give_back,
     rollback_quietly,
+    step_statements,
+    step_values,
     values_of,
 )
 
@@ -138,23 +134,8 @@ class RowLockForm:
 
     async def _run_step(self, conn: Connection, delivery: Delivery, step: Step) -> bool:
         """Run the step's statements in the claim's transaction; whether any ran."""
-        st = self._ctx.statements
-        statements: Sequence[Statement]
-        if isinstance(step, Ack | Drop):
-            statements = (st.ack,)
-        elif isinstance(step, Retry):
-            statements = (st.retry,) if st.retry is not None else ()
-        elif isinstance(step, RetryAt):
-            assert st.retry_after is not None
-            statements = (st.retry_after,)
-        else:
-            assert isinstance(step, DeadLetterStep)
-            statements = st.dead_letter
-        values: dict[str, object] = {"id": delivery.id, "now": self._ctx.clock()}
-        if isinstance(step, RetryAt):
-            values["retry_at"] = step.at
-        if isinstance(step, DeadLetterStep):
-            values["dest"] = step.dest.group
+        statements = step_statements(self._ctx.statements, step)
+        values = {"id": delivery.id, "now": self._ctx.clock(), **step_values(step)}
         for statement in statements:
             # A statement changing no row still settles: the transaction is the lock.
             await conn.execute(statement.sql, statement.bind(values))
