@@ -13,7 +13,7 @@ period to finish, are cancelled, and every delivery still in work is released.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import trio
@@ -66,7 +66,7 @@ class Subscription:
         max_attempts: int | None,
         dead_letter: str | None,
         grace: float,
-        on_fail_fast: Any,
+        on_fail_fast: Callable[[BaseException], None],
     ) -> None:
         self.broker = broker
         self.subscriber = subscriber
@@ -86,7 +86,6 @@ class Subscription:
         self._claims_done = trio.Event()
         self._stopping = False
         self._handlers: trio.Nursery | None = None
-        self._registered = False
         self.finished = 0
         self._idle = False
         self._idle_changed = trio.Event()
@@ -175,7 +174,6 @@ class Subscription:
                 f".workers(n)"
             )
             raise AlreadySubscribed(msg)
-        self._registered = True
         broker = self.broker
         pool = broker.pool
         conn = await pool.acquire()
