@@ -262,6 +262,24 @@ class SqlBroker(Generic[D]):
         for table, group in tx.published:
             self.wakes.wake(table, group)
 
+    def insert_statement(
+        self,
+        row_type: type,
+        message: object = None,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> tuple[str, tuple[object, ...]]:
+        """The SQL text and parameters that write this row, in the broker's dialect, to run
+        on a connection of your own (inside your own transaction, beside the business write
+        it belongs to). Rows written this way wake no subscription: they are seen at the next
+        poll (or, on PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
+        """
+        spec = spec_of(row_type)
+        statement = self.dialect.insert(spec)
+        values = insert_values(spec, message, columns, self.clock(), delay, self.codec)
+        return statement.sql, statement.bind(values)
+
     async def _publish_in(
         self,
         tx: Tx,

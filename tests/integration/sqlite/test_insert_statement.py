@@ -1,0 +1,70 @@
+"""``broker.insert_statement``: a queue row written on a connection trinbox does not own, in
+the user's own transaction (REFERENCE.md §7.1 ``Insert``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+import trio
+
+from trinbox import Id, Inbox, InboxQueue, Lease, LockedUntil, Payload, RetryAfter, subscriber
+
+from .harness import Db, make_app, serving
+
+JOBS = """
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    retry_after TEXT NOT NULL,
+    locked_until TEXT,
+    payload BLOB
+);
+"""
+
+
+class Job(Inbox[Lease], table="jobs"):
+    id: Annotated[int, Id(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+@dataclass
+class Note:
+    text: str
+
+
+def sqlite_params(params: tuple[object, ...]) -> tuple[object, ...]:
+    # The user's own sqlite3 connection: times as trinbox stores them on SQLite.
+    return tuple(
+        p.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(p, datetime) else p for p in params
+    )
+
+
+async def test_the_row_commits_or_rolls_back_with_the_users_transaction(db: Db) -> None:
+    db.script(JOBS)
+    broker = db.broker(poll_interval=0.05)
+    sql, params = broker.insert_statement(Job, Note("kept"))
+    assert sql == "INSERT INTO `jobs` (`retry_after`, `locked_until`, `payload`) VALUES (?, ?, ?)"
+    assert params[1:] == (None, b'{"text":"kept"}')
+    with sqlite3.connect(db.path, isolation_level=None) as own:
+        own.execute("BEGIN")
+        own.execute(sql, sqlite_params(broker.insert_statement(Job, Note("undone"))[1]))
+        own.execute("ROLLBACK")
+        own.execute("BEGIN")
+        own.execute(sql, sqlite_params(params))
+        own.execute("COMMIT")
+    got: list[str] = []
+
+    @subscriber(InboxQueue(Job, "jobs"))
+    async def handle(note: Note) -> None:
+        got.append(note.text)
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(10):
+            await app.subscription(handle).wait_finished(1)
+    assert got == ["kept"]
