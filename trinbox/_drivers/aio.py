@@ -34,6 +34,21 @@ async def asyncio_loop(needed: bool) -> AsyncIterator[None]:
         return
     import trio_asyncio
 
-    async with trio_asyncio.open_loop() as loop:
-        loop.set_exception_handler(_log_asyncio_error)
-        yield
+    raised: list[BaseException] = []
+    try:
+        async with trio_asyncio.open_loop() as loop:
+            loop.set_exception_handler(_log_asyncio_error)
+            try:
+                yield
+            except BaseException as exc:
+                raised.append(exc)
+                raise
+    except BaseExceptionGroup as group:
+        if not raised or group.split(lambda e: e is raised[0])[1] is not None:
+            raise
+    # The loop's nurseries wrap what the block raised in exception groups; alone in them, it
+    # leaves as the block raised it (as without the loop, on SQLite): `except SchemaError`
+    # catches a startup refusal on every database. Raised here, outside the handler of the
+    # group, so that the group does not become its context.
+    if raised:
+        raise raised[0]

@@ -88,8 +88,16 @@ def _translate(exc: Exception, sql: str, *, closed: bool) -> DatabaseError:
         kind = ConnectionLost
     if closed:
         kind = ConnectionLost
-    detail = f" ({exc.detail})" if isinstance(exc, asyncpg.PostgresError) and exc.detail else ""
-    text = f"{type(exc).__name__}: {exc}{detail} (while running: {sql})"
+    message: object = exc
+    detail = ""
+    if isinstance(exc, asyncpg.PostgresError):
+        # str() of a server error appends "\nDETAIL:  .." (and "\nHINT:  .."): keep the
+        # message on one line, with the detail once, in parentheses.
+        message = exc.args[0] if exc.args else exc
+        detail = f" ({exc.detail})" if exc.detail else ""
+        if exc.hint:
+            detail += f" (hint: {exc.hint})"
+    text = f"{type(exc).__name__}: {message}{detail} (while running: {sql})"
     return kind(text, statement=sql, code=code)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -147,10 +148,26 @@ class SqliteConnection:
 
 def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
     raw = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
-    raw.execute("PRAGMA journal_mode=WAL")
+    _use_wal(raw, busy_timeout)
     raw.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
     raw.execute("PRAGMA foreign_keys=ON")
     return raw
+
+
+def _use_wal(raw: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the file to WAL (a no-op once it is). Connections of two processes that switch a
+    file at once can deadlock on the upgrade to its exclusive lock; SQLite then answers
+    "database is locked" at once, without waiting for the busy timeout, so the switch is
+    tried again until then. Runs on a worker thread."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            raw.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.005)
 
 
 class SqlitePool:

@@ -60,6 +60,9 @@ class AdvisoryForm:
         self._in_work: set[Delivery] = set()
         self._settling: set[Delivery] = set()
         self._closing = 0  # sessions being closed (unconfirmed unlocks, drops)
+        # Shutdown began: a session that held a lock and closes from now on is counted.
+        self._shutting = False
+        self.closed = 0
 
     @property
     def in_work(self) -> int:
@@ -71,6 +74,7 @@ class AdvisoryForm:
         ctx = self._ctx
         session: Connection | None = await ctx.pool.acquire()
         suspect: Connection | None = None  # a session that may hold a lock we did not record
+        suspect_key = ""
         taken: list[Delivery] = []
         try:
             assert session is not None
@@ -93,11 +97,14 @@ class AdvisoryForm:
                 else:
                     if session is None:
                         # The next candidate needs a session of its own; a full pool ends the
-                        # claim early instead of waiting.
+                        # claim early instead of waiting, and so does the pool's last
+                        # connection, which the subscription leaves to handlers and publishes.
+                        if self._sessions_held() >= ctx.pool.max_size - 1:
+                            break
                         session = await ctx.pool.try_acquire()
                         if session is None:
                             break
-                    suspect = session  # marked before the lock statement is sent
+                    suspect, suspect_key = session, key  # marked before the lock is sent
                     if not await self._lock(session, key):
                         suspect = None
                         continue  # held elsewhere: the session tries the next candidate
@@ -118,11 +125,15 @@ class AdvisoryForm:
             if ctx.transactional:
                 for delivery in taken:
                     await self._begin_transaction(delivery)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, trio.Cancelled):
+                # Only a stopping subscription cancels its claim: its closes are shutdown's.
+                self.begin_shutdown()
             # Everything taken so far is dropped: rows return, no lock stays behind.
             with trio.CancelScope(shield=True):
                 if suspect is not None:
                     session = None
+                    await self._unlock(suspect, suspect_key, held=False)
                     await self._close(suspect)
                 for delivery in taken:
                     await self.release(delivery)
@@ -131,6 +142,10 @@ class AdvisoryForm:
             if session is not None:
                 await give_back(ctx.pool, session)
         return taken
+
+    def _sessions_held(self) -> int:
+        """Sessions the deliveries in work hold (this claim's taken ones too)."""
+        return sum(1 for delivery in self._in_work if delivery.conn is not None)
 
     async def _take_registered(
         self, conn: Connection, row_id: object, key: str, now: object
@@ -309,9 +324,13 @@ class AdvisoryForm:
             await discard(self._ctx.pool, conn)
         finally:
             self._closing -= 1
-            self.closed += 1
+            # Shutdown reports the sessions it closed or waited for, not earlier ones.
+            if self._shutting:
+                self.closed += 1
 
-    closed = 0
+    def begin_shutdown(self) -> None:
+        """Shutdown began: count the sessions that close from now on."""
+        self._shutting = True
 
     # -- drop and shutdown -----------------------------------------------------------------
 
@@ -359,6 +378,7 @@ class AdvisoryForm:
         return False
 
     async def shutdown(self) -> tuple[int, int]:
+        self.begin_shutdown()
         released = 0
         with trio.CancelScope(shield=True):
             for delivery in list(self._in_work - self._settling):

@@ -21,7 +21,13 @@ import trio
 from .._declare._inbox import spec_of
 from .._declare._markers import Advisory, Exclusive, Immediate, Lease, RowLock, Transactional
 from .._dialects._base import DeadLetter
-from .._errors import AlreadySubscribed, DeclarationError, SchemaError, TrinboxError
+from .._errors import (
+    AlreadySubscribed,
+    DeclarationError,
+    SchemaError,
+    ServerTooOld,
+    TrinboxError,
+)
 from .._forms._base import (
     RELEASE_TIMEOUT,
     Ack,
@@ -181,7 +187,12 @@ class Subscription:
             version_query = broker.dialect.version_query
             if version_query is not None:
                 rows = await conn.fetch(version_query)
-                broker.dialect.check_server(str(rows[0][0]))
+                try:
+                    broker.dialect.check_server(str(rows[0][0]))
+                except ServerTooOld as exc:
+                    # Like every startup error, it names the subscription and its table.
+                    msg = f"{self.where} on {self.spec.label}: {exc}"
+                    raise ServerTooOld(msg, server=exc.server, required=exc.required) from None
             for statement in self.statements.all():
                 try:
                     await conn.prepare(statement.sql)
@@ -262,10 +273,12 @@ class Subscription:
                     task_status.started()
                     await self._claims_done.wait()
                     self._stopping = True
+                    if isinstance(self.form, AdvisoryForm):
+                        self.form.begin_shutdown()
                     handlers.cancel_scope.deadline = trio.current_time() + self.grace
                 released, closed = await self.form.shutdown()
                 self.locks_released += released
-                # The form's count already holds its sessions closed before shutdown.
+                # The form counts the sessions closed from the shutdown's start on.
                 self.connections_closed += closed
                 upkeep.cancel_scope.cancel()
 

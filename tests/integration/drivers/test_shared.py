@@ -355,6 +355,7 @@ async def test_cancel_mid_statement_in_a_transaction_frees_everything(
         assert await look.fetch("SELECT id FROM t WHERE id = 1 FOR UPDATE NOWAIT") == [(1,)]
         await look.rollback()
         # (outside a transaction: PostgreSQL's activity view is a per-transaction snapshot)
+        await backend.settle_transaction_list()
         assert await look.fetch(backend.open_transactions) == [(0,)]
         sessions = {row[0] for row in await look.fetch(backend.sessions)}
     if backend.kind == "mysql":
@@ -419,6 +420,7 @@ async def test_cancel_during_commit_leaves_no_open_transaction(
     finally:
         await pool.release(conn)
     async with using(observer) as look:
+        await backend.settle_transaction_list()
         assert await look.fetch(backend.open_transactions) == [(0,)]
         assert await look.fetch("SELECT id FROM t WHERE id = 1 FOR UPDATE NOWAIT") == [(1,)]
 

@@ -17,8 +17,10 @@ from trinbox import (
     LockedUntil,
     Payload,
     ProcessedAt,
+    RepeatableRead,
     RetryAfter,
     RowLock,
+    Serializable,
 )
 
 from ..stands import StandName
@@ -200,3 +202,152 @@ PLAIN: dict[str, type[Inbox[Any, Any]]] = {
     "lease": LeasedPlain,
     "advisory": LockedPlain,
 }
+
+
+# -- tables of the batch, transactional, wake, failure, mode, lifecycle and concurrency tests ---
+# (REFERENCE.md §10.2). `audit` takes handler writes; `email_refs` points at email_jobs, so that
+# deleting a referenced job (its ack) fails; `next_jobs` is a second queue handlers publish
+# into; `mail_jobs` is a row mode table (no payload) whose `note` may be NULL.
+
+AUDIT: dict[StandName, str] = {
+    "sqlite": """
+        CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT NOT NULL);
+    """,
+    "postgres": """
+        CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, note TEXT NOT NULL);
+    """,
+    "mariadb": """
+        CREATE TABLE audit (
+            id BIGINT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(191) NOT NULL
+        ) ENGINE=InnoDB;
+    """,
+}
+
+EMAIL_REFS: dict[StandName, str] = {
+    "sqlite": """
+        CREATE TABLE email_refs (job_id INTEGER NOT NULL REFERENCES email_jobs (job_id));
+    """,
+    "postgres": """
+        CREATE TABLE email_refs (job_id BIGINT NOT NULL REFERENCES email_jobs (job_id));
+    """,
+    "mariadb": """
+        CREATE TABLE email_refs (
+            job_id BIGINT NOT NULL,
+            CONSTRAINT email_refs_job FOREIGN KEY (job_id) REFERENCES email_jobs (job_id)
+        ) ENGINE=InnoDB;
+    """,
+}
+
+NEXT_JOBS: dict[StandName, str] = {
+    "sqlite": """
+        CREATE TABLE next_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, locked_until TEXT, payload BLOB
+        );
+    """,
+    "postgres": """
+        CREATE TABLE next_jobs (id BIGSERIAL PRIMARY KEY, locked_until TIMESTAMPTZ, payload BYTEA);
+    """,
+    "mariadb": """
+        CREATE TABLE next_jobs (
+            id BIGINT AUTO_INCREMENT PRIMARY KEY, locked_until DATETIME, payload LONGBLOB
+        ) ENGINE=InnoDB;
+    """,
+}
+
+MAIL_JOBS: dict[StandName, str] = {
+    "sqlite": """
+        CREATE TABLE mail_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            retry_after TEXT NOT NULL,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            locked_until TEXT,
+            recipient TEXT NOT NULL,
+            note TEXT
+        );
+    """,
+    "postgres": """
+        CREATE TABLE mail_jobs (
+            id BIGSERIAL PRIMARY KEY,
+            retry_after TIMESTAMPTZ NOT NULL DEFAULT now(),
+            attempt INT NOT NULL DEFAULT 1,
+            locked_until TIMESTAMPTZ,
+            recipient TEXT NOT NULL,
+            note TEXT
+        );
+    """,
+    "mariadb": """
+        CREATE TABLE mail_jobs (
+            id BIGINT AUTO_INCREMENT PRIMARY KEY,
+            retry_after DATETIME(6) NOT NULL,
+            attempt INT NOT NULL DEFAULT 1,
+            locked_until DATETIME,
+            recipient VARCHAR(191) NOT NULL,
+            note VARCHAR(191)
+        ) ENGINE=InnoDB;
+    """,
+}
+
+
+class NextJob(Inbox[Lease], table="next_jobs"):
+    """A second queue (lease form on every stand), without attempt or retry_after."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class RowLockedMail(Inbox[RowLock], table="mail_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    recipient: str
+    note: str | None
+
+
+class LeasedMail(Inbox[Lease], table="mail_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    recipient: str
+    note: str | None
+
+
+class LockedMail(Inbox[Advisory], table="mail_jobs", advisory_lock="mail_jobs-{id}"):
+    id: Annotated[int, Id(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    recipient: str
+    note: str | None
+
+
+MAIL: dict[str, type[Inbox[Any, Any]]] = {
+    "row_lock": RowLockedMail,
+    "lease": LeasedMail,
+    "advisory": LockedMail,
+}
+
+
+class RepeatableLeasedEmail(Inbox[Lease, RepeatableRead], table="email_jobs"):
+    """A lease table opened at REPEATABLE READ (a transactional handler on PostgreSQL would
+    miss the lease extensions committed after its transaction began)."""
+
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class SerializableLeasedEmail(Inbox[Lease, Serializable], table="email_jobs"):
+    """A lease table opened at SERIALIZABLE."""
+
+    job_id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    customer: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import trio
@@ -199,7 +200,7 @@ async def test_delayed_retry_without_retry_after_column_comes_back_at_once(case:
 async def test_binary_payload_arrives_byte_for_byte(case: Case, payload: bytes) -> None:
     broker = case.stand.broker()
     got: list[bytes] = []
-    stored: list[tuple[object, ...]] = []
+    stored: list[tuple[Any, ...]] = []
 
     @subscriber(InboxQueue(case.email, "blobs").codec(RawCodec()))
     async def take(data: bytes, pool: keys.Pool) -> None:
@@ -215,7 +216,7 @@ async def test_binary_payload_arrives_byte_for_byte(case: Case, payload: bytes) 
             await app.subscription(take).wait_finished(1)
     assert got == [payload]
     assert type(got[0]) is bytes
-    assert [(bytes(data), size) for data, size in stored] == [(payload, len(payload))]  # type: ignore[call-overload]
+    assert [(bytes(data), size) for data, size in stored] == [(payload, len(payload))]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
 
@@ -236,6 +237,4 @@ async def test_publish_to_one_group_is_not_delivered_to_another(case: Case) -> N
             await app.subscription(send).wait_finished(1)
     assert got == ["to-b@example.com"]
     # The row of group a was never claimed: its attempt is uncounted and it holds no lease.
-    assert case.stand.rows("SELECT name, attempt, locked_until FROM email_jobs") == [
-        ("a", 1, None)
-    ]
+    assert case.stand.rows("SELECT name, attempt, locked_until FROM email_jobs") == [("a", 1, None)]

@@ -1,21 +1,16 @@
-"""Row classes and DDL for the batch, transactional, wake, failure, mode, lifecycle and
-concurrency tests on SQLite (REFERENCE.md §10.2), raw inserts that wake nobody, and a watch
-on the claims of every subscription."""
+"""Row classes and DDL for the SQLite-only scenario tests (transaction modes, codecs, row mode
+handler and publish refusals, sqlite3 connections; REFERENCE.md §10.2), and raw inserts that wake
+nobody. The scenarios every database runs use tests/integration/matrix/schema.py."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any
-
-import pytest
-import trio
 
 from trinbox import (
     Advisory,
     Attempt,
-    Group,
     Id,
     Immediate,
     Inbox,
@@ -25,18 +20,13 @@ from trinbox import (
     RetryAfter,
     RowLock,
 )
-from trinbox._forms._base import Delivery
-from trinbox._forms.advisory import AdvisoryForm
-from trinbox._forms.lease import LeaseForm
 
 from .harness import Db
 
 # Due long before any broker clock (TrioClock starts in 2030).
 DUE = "2000-01-01 00:00:00.000000"
 
-# `jobs`: a group-less queue that deletes finished rows. `refs` points at jobs (a foreign key
-# makes deleting a referenced job, hence its ack, fail). `audit` takes handler writes.
-# `next_jobs` is a second queue that handlers publish into.
+# `jobs`: a group-less queue that deletes finished rows. `audit` takes handler writes.
 JOBS = f"""
 CREATE TABLE jobs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -45,13 +35,7 @@ CREATE TABLE jobs (
     locked_until TEXT,
     payload BLOB
 );
-CREATE TABLE refs (job_id INTEGER NOT NULL REFERENCES jobs(id));
 CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT NOT NULL);
-CREATE TABLE next_jobs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    locked_until TEXT,
-    payload BLOB
-);
 """
 
 
@@ -91,14 +75,6 @@ class ImmediateLockedJob(Inbox[Advisory, Immediate], table="jobs", advisory_lock
     payload: Annotated[bytes, Payload()]
 
 
-class NextJob(Inbox[Lease], table="next_jobs"):
-    """A second queue, without attempt or retry_after columns."""
-
-    id: Annotated[int, Id(generated=True)]
-    locked_until: Annotated[datetime | None, LockedUntil()]
-    payload: Annotated[bytes, Payload()]
-
-
 class RowLockedJob(Inbox[RowLock], table="jobs"):
     """The row lock form, which SQLite cannot serve."""
 
@@ -108,38 +84,6 @@ class RowLockedJob(Inbox[RowLock], table="jobs"):
 
 JOB_FORMS: list[type[Inbox[Any, Any]]] = [LeasedJob, LockedJob]
 IMMEDIATE_FORMS: list[type[Inbox[Any, Any]]] = [ImmediateLeasedJob, ImmediateLockedJob]
-
-# `grouped_jobs`: one queue per value of `name`.
-GROUPED_JOBS = f"""
-CREATE TABLE grouped_jobs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    retry_after TEXT NOT NULL DEFAULT '{DUE}',
-    attempt INTEGER NOT NULL DEFAULT 1,
-    locked_until TEXT,
-    payload BLOB
-);
-"""
-
-
-class LeasedGrouped(Inbox[Lease], table="grouped_jobs"):
-    id: Annotated[int, Id(generated=True)]
-    name: Annotated[str, Group()]
-    retry_after: Annotated[datetime, RetryAfter()]
-    attempt: Annotated[int, Attempt()]
-    locked_until: Annotated[datetime | None, LockedUntil()]
-    payload: Annotated[bytes, Payload()]
-
-
-class LockedGrouped(Inbox[Advisory], table="grouped_jobs", advisory_lock="grouped-{id}"):
-    id: Annotated[int, Id(generated=True)]
-    name: Annotated[str, Group()]
-    retry_after: Annotated[datetime, RetryAfter()]
-    attempt: Annotated[int, Attempt()]
-    payload: Annotated[bytes, Payload()]
-
-
-GROUPED_FORMS: list[type[Inbox[Any, Any]]] = [LeasedGrouped, LockedGrouped]
 
 # `mail_jobs`: row mode (no payload column); `note` may be NULL.
 MAIL_JOBS = f"""
@@ -210,55 +154,3 @@ def insert_jobs(db: Db, payloads: list[bytes], *, table: str = "jobs", **columns
             )
     finally:
         conn.close()
-
-
-Hook = Callable[[int], Awaitable[None]]
-
-
-class ClaimWatch:
-    """Watches every claim of the lease and advisory forms in one test.
-
-    ``before(n)`` runs as claim ``n`` (1-based, across subscriptions) begins and ``after(n)``
-    once it has read its rows, before the claim loop sees them; ``times`` holds when each
-    claim began (``trio.current_time()``).
-    """
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        self.done = 0
-        self.times: list[float] = []
-        self.failed: list[BaseException] = []
-        self.before: Hook | None = None
-        self.after: Hook | None = None
-        self._changed = trio.Event()
-        for form in (LeaseForm, AdvisoryForm):
-            monkeypatch.setattr(form, "claim", self._wrap(form.claim))
-
-    def _wrap(
-        self, original: Callable[[Any, int], Awaitable[list[Delivery]]]
-    ) -> Callable[[Any, int], Awaitable[list[Delivery]]]:
-        async def claim(form: Any, limit: int) -> list[Delivery]:
-            self.count += 1
-            n = self.count
-            self.times.append(trio.current_time())
-            try:
-                if self.before is not None:
-                    await self.before(n)
-                found = await original(form, limit)
-                if self.after is not None:
-                    await self.after(n)
-                return found
-            except Exception as exc:
-                self.failed.append(exc)
-                raise
-            finally:
-                self.done += 1
-                self._changed.set()
-                self._changed = trio.Event()
-
-        return claim
-
-    async def wait_done(self, count: int) -> None:
-        """Wait until ``count`` claims have returned (or failed)."""
-        while self.done < count:
-            await self._changed.wait()

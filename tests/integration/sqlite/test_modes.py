@@ -1,5 +1,7 @@
-"""Payload codecs, row mode and the rules of publishing, on SQLite (REFERENCE.md §6.1, §6.2,
-§7.1, §9.4; DESIGN.md §1).
+"""Payload codecs, the handler and publish refusals of row mode, and the rules of publishing,
+on SQLite (REFERENCE.md §6.1, §6.2, §7.1, §9.4; DESIGN.md §1). None of them differs between
+databases; binary payloads, row mode and delayed publishes run on every database in
+tests/integration/matrix/test_modes.py.
 
 Each payload test publishes one message through the broker and checks what the handler got.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypedDict
 
 import msgspec
@@ -18,7 +20,6 @@ import trio
 
 from trinbox import (
     DeclarationError,
-    HandlerOutcome,
     Inbox,
     InboxQueue,
     Subscriber,
@@ -37,7 +38,6 @@ from .tables2 import (
     LeasedBare,
     LeasedJob,
     LeasedMail,
-    LockedMail,
 )
 
 HOUR = 3600.0
@@ -131,22 +131,6 @@ async def test_payload_decodes_into_a_typed_dict(db: Db, row: type[Inbox[Any, An
 
 
 @pytest.mark.parametrize("row", JOB_FORMS)
-async def test_bytes_handler_gets_the_payload_byte_for_byte(
-    db: Db, row: type[Inbox[Any, Any]]
-) -> None:
-    got: list[object] = []
-    raw = b"\x00\xff not json \x80"
-
-    @subscriber(InboxQueue(row, "jobs"))
-    async def handle(payload: bytes) -> None:
-        got.append(payload)
-
-    await serve_one(db, handle, raw)
-    assert got == [raw]
-    assert type(got[0]) is bytes
-
-
-@pytest.mark.parametrize("row", JOB_FORMS)
 @pytest.mark.parametrize("payload", [b"not json", b'{"to": 5}', b"{}"])
 async def test_undecodable_payload_is_dropped_by_default(
     db: Db, row: type[Inbox[Any, Any]], payload: bytes
@@ -163,50 +147,6 @@ async def test_undecodable_payload_is_dropped_by_default(
 
 
 # -- row mode ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("row", MAIL_FORMS)
-async def test_row_mode_hands_the_row_itself(db: Db, row: type[Inbox[Any, Any]]) -> None:
-    db.script(MAIL_JOBS)
-    broker = db.broker(poll_interval=HOUR)
-    got: list[LeasedMail | LockedMail] = []
-
-    @subscriber(InboxQueue(LeasedMail, "mail"))
-    async def leased(mail: LeasedMail, attempt: keys.Attempt) -> HandlerOutcome:
-        got.append(mail)
-        return HandlerOutcome.ack()
-
-    @subscriber(InboxQueue(LockedMail, "mail"))
-    async def locked(mail: LockedMail, attempt: keys.Attempt) -> HandlerOutcome:
-        got.append(mail)
-        return HandlerOutcome.ack()
-
-    handle: Subscriber[Any, Any] = leased if row is LeasedMail else locked
-    app = make_app()
-    app.include(broker, handle)
-    async with serving(app):
-        published = broker.clock()
-        await broker.publish(row, recipient="a@example.com", note=None)
-        await broker.publish(row, recipient="b@example.com", note="hello")
-        with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(2)
-    assert db.rows("SELECT * FROM mail_jobs") == []
-    got.sort(key=lambda mail: mail.id)
-    assert [type(mail) for mail in got] == [row, row]
-    assert [(m.id, m.recipient, m.note, m.attempt) for m in got] == [
-        (1, "a@example.com", None, 1),
-        (2, "b@example.com", "hello", 1),
-    ]
-    for mail in got:
-        assert mail.retry_after.tzinfo is UTC
-        assert published <= mail.retry_after <= published + timedelta(seconds=60)
-    if row is LeasedMail:
-        for mail in got:
-            assert isinstance(mail, LeasedMail)
-            # The row as claimed: its lease (the delivery's token) is in the column.
-            assert mail.locked_until is not None
-            assert mail.locked_until.tzinfo is UTC
-            assert mail.locked_until > mail.retry_after
 
 
 @pytest.mark.parametrize("row", MAIL_FORMS)
@@ -310,22 +250,3 @@ async def test_publish_refuses_what_the_table_cannot_hold(
             await broker.publish(row_type, message, **columns)
     for table in ("jobs", "mail_jobs", "bare_jobs"):
         assert db.rows(f"SELECT * FROM {table}") == []
-
-
-async def test_publish_with_a_delay_makes_the_row_due_later(db: Db) -> None:
-    db.script(JOBS)
-    broker = db.broker(poll_interval=HOUR)
-
-    @subscriber(InboxQueue(LeasedJob, "jobs"))
-    async def handle(email: EmailClass) -> None:
-        pass
-
-    app = make_app()
-    app.include(broker, handle)
-    async with serving(app):
-        before = broker.clock()
-        await broker.publish(LeasedJob, EmailClass("a@example.com"), delay=timedelta(hours=2))
-        after = broker.clock()
-    [(retry_after,)] = db.rows("SELECT retry_after FROM jobs")
-    due = datetime.fromisoformat(str(retry_after)).replace(tzinfo=UTC)
-    assert before + timedelta(hours=2) <= due <= after + timedelta(hours=2)

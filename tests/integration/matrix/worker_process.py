@@ -1,0 +1,88 @@
+"""One worker process of the two-process test (test_processes.py).
+
+    python -m tests.integration.matrix.worker_process <stand> <form> <url> <count>
+
+serves plain_jobs of ``url`` in ``form`` (row_lock, lease, advisory) until the table is empty,
+and prints one JSON object on its last line: ``ids``, the payload numbers it handled, and
+``intervals``, one ``[tenant, start, end]`` per delivery, read with ``time.monotonic()`` (one
+clock for every process of the host). ``count`` is how many rows the test wrote; a worker never
+handles more. It prints ``ready`` once it is set up and starts serving when it reads a line on
+its standard input, so that the test can start both workers together.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+
+from .schema import PLAIN
+
+POLL = 0.02
+WORK = 0.01  # each delivery's work, long enough for an overlap to show
+DEADLINE = 60.0
+
+
+@dataclass
+class Job:
+    n: int
+    tenant: str
+
+
+def make_broker(stand: str, url: str) -> SqlBroker[Any]:
+    if stand == "sqlite":
+        return SqlBroker.sqlite(url, poll_interval=POLL)
+    if stand == "postgres":
+        return SqlBroker.postgres(url, poll_interval=POLL, pool_size=8)
+    return SqlBroker.mysql(url, poll_interval=POLL, pool_size=8)
+
+
+async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]:
+    broker = make_broker(stand, url)
+    handled: list[int] = []
+    intervals: list[tuple[str, float, float]] = []
+
+    @subscriber(InboxQueue(PLAIN[form], "plain").workers(4))
+    async def handle(job: Job) -> None:
+        start = time.monotonic()
+        await trio.sleep(WORK)
+        handled.append(job.n)
+        intervals.append((job.tenant, start, time.monotonic()))
+
+    app = App(AppInfo(f"worker-{stand}-{form}"), grace=5.0)
+    app.include(broker, handle)
+    print("ready", flush=True)
+    await trio.to_thread.run_sync(sys.stdin.readline)
+
+    async def stop_when_empty() -> None:
+        # Rows are deleted when acked: an empty table means every row was handled, here or
+        # in the other worker.
+        # A poll, not a wait for an event: the other worker's acks wake nothing here.
+        while await broker.database.fetchval("SELECT count(*) FROM plain_jobs") != 0:  # noqa: ASYNC110
+            await trio.sleep(POLL)
+        app.shutdown()
+
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.serve)
+            nursery.start_soon(stop_when_empty)
+    if len(handled) > count:
+        msg = f"handled {len(handled)} deliveries of {count} rows"
+        raise AssertionError(msg)
+    return {"ids": handled, "intervals": intervals}
+
+
+def main(argv: list[str]) -> None:
+    stand, form, url, count = argv[1], argv[2], argv[3], int(argv[4])
+    result = trio.run(work, stand, form, url, count)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
