@@ -56,8 +56,11 @@ async def test_two_brokers_on_one_database_deliver_each_row_exactly_once(case: C
     assert sorted(counts) == list(range(ROWS))
     assert set(counts.values()) == {1}, [n for n, c in counts.items() if c > 1]
     by_app = Counter(name for name, _ in seen)
-    assert by_app["first"] > 0
-    assert by_app["second"] > 0
+    if (case.name, case.form) != ("sqlite", "advisory"):
+        # (On SQLite the advisory form takes nothing while the first due row is in work, so
+        # the claimer that settles and claims again at once may take every row.)
+        assert by_app["first"] > 0
+        assert by_app["second"] > 0
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
 
