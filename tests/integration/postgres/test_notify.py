@@ -90,7 +90,10 @@ class Inboxes:
     async def past_first_claims(self) -> None:
         """Deliver one note per group and wait until every claim loop waits its hour-long
         poll; then forget those notes."""
-        # Written and announced by hand: exactly one wake per group, none left in flight.
+        # Past the first claim (run at start, before any notification could be heard)...
+        for handler in self.subscribers.values():
+            await self.app.subscription(handler).wait_idle()
+        # ...rows written and announced by hand: exactly one wake per group, none left.
         for group in self.got:
             self.stand.execute(
                 "INSERT INTO email_jobs (name, payload) VALUES (?, ?)",
