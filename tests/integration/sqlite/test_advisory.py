@@ -17,7 +17,7 @@ from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock
 
 from .harness import Db, make_app, serving
-from .tables import EMAIL_JOBS, LockedEmail, ticking
+from .tables import EMAIL_JOBS, LockedEmail
 
 
 @dataclass
@@ -65,7 +65,7 @@ async def serve_customers(db: Db, customers: Sequence[str], *, workers: int) -> 
 
     app = make_app()
     app.include(broker, send)
-    async with ticking(), serving(app):
+    async with serving(app):
         for n, customer in enumerate(customers):
             await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
         with trio.fail_after(60):
@@ -118,7 +118,7 @@ async def test_the_registry_knows_one_file_under_two_names(
     app = make_app()
     app.include(first, send_a)
     app.include(second, send_b)
-    async with ticking(), serving(app):
+    async with serving(app):
         await first.publish(LockedEmail, Email("a@x"), name="a", customer="c1")
         with trio.fail_after(60):
             await in_work.wait()
