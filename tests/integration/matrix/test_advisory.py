@@ -46,7 +46,7 @@ from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from ..stands import (
     SERVER_STANDS,
     STANDS,

@@ -14,7 +14,7 @@ import trio
 
 from trinbox import HandlerOutcome, InboxQueue, IntegrityError, Subscriber, subscriber
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 from .kit import DUE, HOUR, cells, insert_emails, insert_rows
 from .schema import EMAIL_REFS, MAIL, MAIL_JOBS, LeasedMail, LockedMail, RowLockedMail

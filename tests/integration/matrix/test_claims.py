@@ -10,7 +10,7 @@ import trio
 from trinbox import InboxQueue, subscriber
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 
 # Rows enough to fill a pool of eight twice over.

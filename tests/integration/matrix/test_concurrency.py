@@ -14,7 +14,7 @@ import trio
 
 from trinbox import App, HandlerOutcome, InboxQueue, keys, subscriber
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 from .kit import HOUR, cells, insert_emails, native
 

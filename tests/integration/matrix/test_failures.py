@@ -26,7 +26,7 @@ from trinbox import (
 from trinbox._drivers.mysql import MySqlConnection
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from ..stands import Stand
 from .conftest import Case
 from .kit import HOUR, ClaimWatch, cells, insert_emails, insert_rows, where

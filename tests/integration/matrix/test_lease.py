@@ -42,7 +42,7 @@ from trinbox._forms._base import (
 from trinbox._forms.lease import LeaseForm
 from trinbox.testing import TrioClock, VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from ..stands import STANDS, Stand
 from .conftest import Case
 from .schema import LeasedEmail, LeasedPlain

@@ -28,7 +28,7 @@ from trinbox import (
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from ..stands import Stand
 from .conftest import Case
 from .kit import HOUR, cells, insert_emails, sessions_after_close, where

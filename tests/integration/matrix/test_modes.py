@@ -15,7 +15,7 @@ import trio
 
 from trinbox import HandlerOutcome, InboxQueue, Subscriber, keys, subscriber
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 from .kit import HOUR, as_utc
 from .schema import MAIL, MAIL_JOBS, LeasedMail, LockedMail, RowLockedMail

@@ -14,7 +14,7 @@ import trio
 from trinbox import HandlerOutcome, InboxQueue, RawCodec, keys, subscriber
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 
 # Where TrioClock's "now" starts: the virtual clock's time zero.

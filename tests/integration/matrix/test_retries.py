@@ -28,7 +28,7 @@ from trinbox import (
 )
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 
 

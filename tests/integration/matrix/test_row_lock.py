@@ -36,7 +36,7 @@ from trinbox import (
     subscriber,
 )
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from ..stands import SERVER_STANDS, PostgresStand, Stand
 from .conftest import Case
 from .schema import EMAIL_REFS, RowLockedEmail

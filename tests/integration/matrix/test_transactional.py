@@ -30,7 +30,7 @@ from trinbox import (
 )
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from ..stands import Stand
 from .conftest import Case
 from .kit import HOUR, as_utc, cells, insert_emails, native, where

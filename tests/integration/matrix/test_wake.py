@@ -15,7 +15,7 @@ import trio
 from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox.testing import VirtualClock
 
-from ..sqlite.harness import make_app, serving
+from ..serving import make_app, serving
 from .conftest import Case
 from .kit import HOUR, ClaimWatch, insert_emails
 from .schema import NEXT_JOBS, NextJob

@@ -1,16 +1,12 @@
-"""Helpers for the SQLite integration tests: a fresh database file per test, an app served
-for the length of a block, and direct reads of the table."""
+"""Helpers for the SQLite integration tests: a fresh database file per test and direct reads
+of the table (an app served for a block is tests/integration/serving.py)."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-import trio
-
-from trinbox import App, AppInfo, SqlBroker, Sqlite
+from trinbox import SqlBroker, Sqlite
 from trinbox.testing import TrioClock
 
 
@@ -46,18 +42,3 @@ class Db:
             pool_size=pool_size,
             clock=TrioClock(),
         )
-
-
-def make_app(grace: float = 5.0) -> App:
-    return App(AppInfo("test"), grace=grace)
-
-
-@asynccontextmanager
-async def serving(app: App) -> AsyncIterator[App]:
-    """Serve ``app`` for the block, then shut it down gracefully."""
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.serve)
-        try:
-            yield app
-        finally:
-            app.shutdown()

@@ -16,7 +16,8 @@ from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock
 
-from .harness import Db, make_app, serving
+from ..serving import make_app, serving
+from .harness import Db
 from .tables import EMAIL_JOBS, LockedEmail
 
 

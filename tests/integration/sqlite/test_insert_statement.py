@@ -12,7 +12,8 @@ import trio
 
 from trinbox import Id, Inbox, InboxQueue, Lease, LockedUntil, Payload, RetryAfter, subscriber
 
-from .harness import Db, make_app, serving
+from ..serving import make_app, serving
+from .harness import Db
 
 JOBS = """
 CREATE TABLE jobs (

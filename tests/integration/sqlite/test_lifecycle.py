@@ -25,7 +25,8 @@ from trinbox import (
 from trinbox._drivers.sqlite import SqlitePool
 from trinbox.testing import VirtualClock
 
-from .harness import Db, make_app, serving
+from ..serving import make_app, serving
+from .harness import Db
 from .tables2 import (
     JOB_FORMS,
     JOBS,

@@ -27,7 +27,8 @@ from trinbox import (
     subscriber,
 )
 
-from .harness import Db, make_app, serving
+from ..serving import make_app, serving
+from .harness import Db
 from .tables2 import (
     BARE_FORMS,
     BARE_JOBS,

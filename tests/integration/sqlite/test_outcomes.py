@@ -10,7 +10,8 @@ import trio
 
 from trinbox import Inbox, InboxQueue, RawCodec, keys, subscriber
 
-from .harness import Db, make_app, serving
+from ..serving import make_app, serving
+from .harness import Db
 from .tables import EMAIL_FORMS, EMAIL_JOBS
 
 

@@ -18,7 +18,8 @@ import trio
 
 from trinbox import HandlerOutcome, Inbox, InboxQueue, keys, subscriber
 
-from .harness import Db, make_app, serving
+from ..serving import make_app, serving
+from .harness import Db
 from .tables2 import (
     IMMEDIATE_FORMS,
     JOBS,
