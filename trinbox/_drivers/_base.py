@@ -8,11 +8,38 @@ above this layer is pure Trio.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
-__all__ = ["Connection", "Pool", "Record"]
+__all__ = ["Connection", "Op", "Pool", "Record", "Result", "failing", "stops"]
 
 Record = tuple[object, ...]
+Result = list[Record] | int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One step of a script: ``begin`` (the dialect's begin text), ``fetch`` (rows),
+    ``execute`` (rows changed) or ``commit``."""
+
+    kind: Literal["begin", "fetch", "execute", "commit"]
+    sql: str = ""
+    params: Sequence[object] = ()
+
+
+def failing(sql: str | list[str]) -> str:
+    """The statement an error names: the one given, or the last a script started."""
+    if isinstance(sql, str):
+        return sql
+    return sql[-1] if sql else "(script)"
+
+
+def stops(result: Result) -> bool:
+    """Whether a script run ``until_empty`` stops after this result: no row, a first value
+    that is false (a lock not taken), or no row changed."""
+    if isinstance(result, list):
+        return not result or not result[0] or not result[0][0]
+    return result == 0
 
 
 class Connection(Protocol):
@@ -41,6 +68,13 @@ class Connection(Protocol):
 
     async def prepare(self, sql: str) -> None:
         """Have the server compile ``sql`` without running it (startup checks)."""
+        ...
+
+    async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
+        """Run ``ops`` in order in one round trip of the driver (one crossing into asyncio,
+        one worker-thread call): a claim's begin and select, a settlement and its commit or
+        unlock. One result per step run; with ``until_empty`` the script stops after a step
+        whose result :func:`stops` it."""
         ...
 
 

@@ -38,7 +38,7 @@ from .._errors import (
     LockNotAvailable,
 )
 from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, require_loop
-from ._base import Record
+from ._base import Op, Record, Result, failing, stops
 
 __all__ = ["MySqlConnection", "MySqlPool", "open_pool"]
 
@@ -199,6 +199,29 @@ async def _begin(raw: aiomysql.Connection, sql: str) -> None:
             await cur.execute("START TRANSACTION")
 
 
+async def _script(
+    raw: aiomysql.Connection, ops: Sequence[Op], until_empty: bool, progress: list[str]
+) -> list[Result]:
+    results: list[Result] = []
+    for op in ops:
+        progress.append(op.sql or op.kind.upper())
+        result: Result
+        if op.kind == "fetch":
+            result = await _fetch(raw, op.sql, _params(op.params))
+        elif op.kind == "begin":
+            await _begin(raw, op.sql)
+            result = None
+        elif op.kind == "commit":
+            await raw.commit()
+            result = None
+        else:
+            result = await _execute(raw, op.sql, _params(op.params))
+        results.append(result)
+        if until_empty and stops(result):
+            break
+    return results
+
+
 async def _commit(raw: aiomysql.Connection) -> None:
     await raw.commit()
 
@@ -265,18 +288,25 @@ class MySqlConnection:
         return not self._cut and not self._lost and not self._raw.closed
 
     async def _run(
-        self, sql: str, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+        self,
+        sql: str | list[str],
+        fn: Callable[P, Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
+        """One hop running ``fn``; ``sql`` names the statement in errors (for a script, the
+        list its steps append to as they start: the last is the one that failed)."""
         if self._cut:
             msg = (
                 f"this connection was cut by a cancel while running a statement and killed "
                 f"(thread {self._thread_id}); return it to the pool and take another"
             )
-            raise ConnectionLost(msg, statement=sql)
+            raise ConnectionLost(msg, statement=failing(sql))
         try:
             return await aio_on(self._loop, fn, *args, **kwargs)
         except _DRIVER_ERRORS as exc:
-            error = _translate(exc, sql, closed=self._raw.closed)
+            error = _translate(exc, failing(sql), closed=self._raw.closed)
             if isinstance(error, ConnectionLost):
                 self._lost = True
             raise error from exc
@@ -305,6 +335,10 @@ class MySqlConnection:
 
     async def commit(self) -> None:
         await self._run("COMMIT", _commit, self._raw)
+
+    async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
+        progress: list[str] = []
+        return await self._run(progress, _script, self._raw, ops, until_empty, progress)
 
     async def rollback(self) -> None:
         await self._run("ROLLBACK", _rollback, self._raw)

@@ -29,7 +29,7 @@ from .._errors import (
     LockNotAvailable,
 )
 from ._asyncio import CLEANUP_TIMEOUT, AsyncioPool, Loop, aio_on, cleanup, require_loop
-from ._base import Record
+from ._base import Op, Record, Result, failing, stops
 
 __all__ = ["PgConnection", "PgPool", "open_pool"]
 
@@ -134,6 +134,26 @@ async def _fetch(raw: RawConnection, sql: str, args: tuple[object, ...]) -> list
     return [tuple(row) for row in await raw.fetch(sql, *args)]
 
 
+async def _script(
+    raw: RawConnection, ops: Sequence[Op], until_empty: bool, progress: list[str]
+) -> list[Result]:
+    results: list[Result] = []
+    for op in ops:
+        progress.append(op.sql or op.kind.upper())
+        result: Result
+        if op.kind == "fetch":
+            result = await _fetch(raw, op.sql, _params(op.params))
+        elif op.kind == "commit":
+            await _commit(raw)
+            result = None
+        else:
+            result = await _execute(raw, op.sql, _params(op.params))
+        results.append(result)
+        if until_empty and stops(result):
+            break
+    return results
+
+
 async def _prepare(raw: RawConnection, sql: str) -> None:
     await raw.prepare(sql)
 
@@ -218,12 +238,19 @@ class PgConnection:
         return not self._lost and not self._raw.is_closed()
 
     async def _run(
-        self, sql: str, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+        self,
+        sql: str | list[str],
+        fn: Callable[P, Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
+        """One hop running ``fn``; ``sql`` names the statement in errors (for a script, the
+        list its steps append to as they start: the last is the one that failed)."""
         try:
             return await aio_on(self._loop, fn, *args, **kwargs)
         except _DRIVER_ERRORS as exc:
-            error = _translate(exc, sql, closed=self._raw.is_closed())
+            error = _translate(exc, failing(sql), closed=self._raw.is_closed())
             if isinstance(error, ConnectionLost):
                 self._lost = True
             raise error from exc
@@ -244,6 +271,10 @@ class PgConnection:
 
     async def commit(self) -> None:
         await self._run("COMMIT", _commit, self._raw)
+
+    async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
+        progress: list[str] = []
+        return await self._run(progress, _script, self._raw, ops, until_empty, progress)
 
     async def rollback(self) -> None:
         await self._run("ROLLBACK", _execute, self._raw, "ROLLBACK", ())

@@ -20,7 +20,7 @@ import trio
 
 from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
 from ._activity import database_call
-from ._base import Connection, Record
+from ._base import Connection, Op, Record, Result, failing, stops
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
 
@@ -73,11 +73,11 @@ class SqliteConnection:
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
-    async def _run(self, fn: Callable[[], T], sql: str) -> T:
+    async def _run(self, fn: Callable[[], T], sql: str | list[str]) -> T:
         async with self._lock:
             return await self._call(fn, sql)
 
-    async def _call(self, fn: Callable[[], T], sql: str) -> T:
+    async def _call(self, fn: Callable[[], T], sql: str | list[str]) -> T:
         finished = trio.Event()
         token = trio.lowlevel.current_trio_token()
         gate = threading.Lock()
@@ -110,7 +110,7 @@ class SqliteConnection:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
         except sqlite3.Error as exc:
-            raise _translate(exc, sql) from exc
+            raise _translate(exc, failing(sql)) from exc
         return result  # type: ignore[return-value]  # None only when abandoned
 
     async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
@@ -120,6 +120,30 @@ class SqliteConnection:
     async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
         bound = _params(params)
         return await self._run(lambda: [tuple(r) for r in self._raw.execute(sql, bound)], sql)
+
+    async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
+        raw = self._raw
+        steps = [(op.kind, op.sql, _params(op.params)) for op in ops]
+        progress: list[str] = []
+
+        def run() -> list[Result]:
+            results: list[Result] = []
+            for kind, sql, params in steps:
+                progress.append(sql or kind.upper())
+                result: Result
+                if kind == "fetch":
+                    result = [tuple(r) for r in raw.execute(sql, params)]
+                elif kind == "commit":
+                    raw.commit()
+                    result = None
+                else:
+                    result = raw.execute(sql, params).rowcount
+                results.append(result)
+                if until_empty and stops(result):
+                    break
+            return results
+
+        return await self._run(run, progress)
 
     async def executescript(self, script: str) -> None:
         """Run several statements (schema set-up in examples and tests)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from .._drivers._base import Connection
+from .._drivers._base import Connection, Op
 from .._errors import BatchRolledBack, DatabaseError
 from ._base import (
     Ack,
@@ -44,6 +44,7 @@ class _ClaimTransaction:
     remaining: int
     written: int = 0
     failed: bool = False
+    committed: bool = False  # the last settlement committed with its statement
     lock: trio.Lock = field(default_factory=trio.Lock)
 
 
@@ -67,14 +68,15 @@ class RowLockForm:
         conn = await ctx.pool.acquire()
         try:
             assert st.begin is not None
-            await conn.begin(st.begin.sql)
-            now = ctx.clock()
             claim = st.claim[0]
-            records = await conn.fetch(
-                claim.sql, claim.bind({"group": ctx.group, "now": now, "limit": limit})
-            )
-            if records and ctx.transactional:
-                await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+            values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
+            # One round trip: begin, select (and the handler's savepoint in transactional mode).
+            ops = [Op("begin", st.begin.sql), Op("fetch", claim.sql, claim.bind(values))]
+            if ctx.transactional:
+                ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
+            results = await conn.script(ops)
+            records = results[1]
+            assert isinstance(records, list)
         except BaseException:
             if not await rollback_quietly(conn):
                 await discard(ctx.pool, conn)
@@ -120,11 +122,7 @@ class RowLockForm:
                     )
                     raise BatchRolledBack(msg)
                 try:
-                    if delivery.tx_open and not isinstance(step, Ack):
-                        # Every outcome but ack discards the handler's writes first.
-                        await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-                    if await self._run_step(tx.conn, delivery, step):
-                        tx.written += 1
+                    await self._run_step(tx, delivery, step)
                 except BaseException:
                     tx.failed = True
                     raise
@@ -132,14 +130,26 @@ class RowLockForm:
             delivery.settled = True
             await self._finish(delivery)
 
-    async def _run_step(self, conn: Connection, delivery: Delivery, step: Step) -> bool:
-        """Run the step's statements in the claim's transaction; whether any ran."""
+    async def _run_step(self, tx: _ClaimTransaction, delivery: Delivery, step: Step) -> None:
+        """Run the step's statements in the claim's transaction, in one round trip; the last
+        delivery of the claim commits in that same round trip."""
         statements = step_statements(self._ctx.statements, step)
         values = {"id": delivery.id, "now": self._ctx.clock(), **step_values(step)}
-        for statement in statements:
-            # A statement changing no row still settles: the transaction is the lock.
-            await conn.execute(statement.sql, statement.bind(values))
-        return bool(statements)
+        ops = []
+        if delivery.tx_open and not isinstance(step, Ack):
+            # Every outcome but ack discards the handler's writes first.
+            ops.append(Op("execute", f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
+        # A statement changing no row still settles: the transaction is the lock.
+        ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
+        last = tx.remaining == 1 and not tx.failed
+        if statements and (last or (tx.written and tx.remaining == 1)):
+            ops.append(Op("commit"))
+        if ops:
+            await tx.conn.script(ops)
+        if statements:
+            tx.written += 1
+        if ops and ops[-1].kind == "commit":
+            tx.committed = True
 
     async def _finish(self, delivery: Delivery) -> None:
         """The last delivery of a claim ends its transaction: commit what was written, unless
@@ -152,8 +162,8 @@ class RowLockForm:
         if tx.remaining > 0:
             return
         with trio.CancelScope(shield=True):
-            committed = False
-            if tx.written and not tx.failed:
+            committed = tx.committed
+            if tx.written and not tx.failed and not committed:
                 with trio.move_on_after(30):
                     try:
                         await tx.conn.commit()
