@@ -100,6 +100,7 @@ class Delivery:
     released: bool = False  # shutdown released it; a later settlement fails with Closed
     lock: trio.Lock = field(default_factory=trio.Lock)
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
+    unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import trio
 
 from .._dialects._statement import Statement
-from .._drivers._base import Connection, Record
+from .._drivers._base import Connection, Op, Record, Result, stops
 from .._errors import Closed
 from ._base import (
     Ack,
@@ -105,10 +105,10 @@ class AdvisoryForm:
                         if session is None:
                             break
                     suspect, suspect_key = session, key  # marked before the lock is sent
-                    if not await self._lock(session, key):
+                    locked, record = await self._lock_and_take(session, row_id, key, now)
+                    if not locked:
                         suspect = None
                         continue  # held elsewhere: the session tries the next candidate
-                    record = await self._take(session, row_id, now)
                     if record is None:
                         # Another holder settled the row between select and lock.
                         if not await self._unlock(session, key, held=True):
@@ -165,25 +165,44 @@ class AdvisoryForm:
             return None
         return self._delivery(record, key, conn=None)
 
-    async def _lock(self, session: Connection, key: str) -> bool:
-        """Lock the key on the session without waiting."""
+    async def _lock_and_take(
+        self, session: Connection, row_id: object, key: str, now: object
+    ) -> tuple[bool, Record | None]:
+        """Lock the key on the session without waiting and, if it was taken, take the row, in
+        one round trip: (whether the key was locked, the row taken or ``None``)."""
         lock = self._ctx.statements.lock
         assert lock is not None
-        got = await session.fetch(lock.sql, lock.bind({"key": key}))
-        return bool(got and got[0][0])
+        lock_op = Op("fetch", lock.sql, lock.bind({"key": key}))
+        results = await session.script([lock_op, *self._take_ops(row_id, now)], until_empty=True)
+        if stops(results[0]):
+            return False, None
+        return True, self._taken(results[1:], row_id)
 
     async def _take(self, conn: Connection, row_id: object, now: object) -> Record | None:
         """The take counts the attempt and reads the row, and commits on its own."""
+        results = await conn.script(self._take_ops(row_id, now), until_empty=True)
+        return self._taken(results, row_id)
+
+    def _take_ops(self, row_id: object, now: object) -> list[Op]:
         values = {"id": row_id, "group": self._ctx.group, "now": now}
         take = self._ctx.statements.take
-        records: list[Record] = []
-        for statement in take:
-            if statement.sql.lstrip().upper().startswith("UPDATE") and len(take) > 1:
-                if await conn.execute(statement.sql, statement.bind(values)) == 0:
-                    return None
-            else:
-                records = await conn.fetch(statement.sql, statement.bind(values))
-        if not records:
+        # MySQL counts with an UPDATE, then reads with a SELECT; elsewhere one statement
+        # with RETURNING (or a SELECT without an attempt column) does both.
+        return [
+            Op(
+                "execute" if len(take) > 1 and i < len(take) - 1 else "fetch",
+                st.sql,
+                st.bind(values),
+            )
+            for i, st in enumerate(take)
+        ]
+
+    def _taken(self, results: list[Result], row_id: object) -> Record | None:
+        """The row a take read, or ``None`` when the row was no longer claimable."""
+        if len(results) < len(self._ctx.statements.take):
+            return None  # an UPDATE changed nothing, so the script stopped
+        records = results[-1]
+        if not isinstance(records, list) or not records:
             return None
         if len(records) != 1:
             msg = f"a take reads one row, found {len(records)} for id {row_id!r}"
@@ -245,6 +264,15 @@ class AdvisoryForm:
             delivery.tx_open = False
             if not await rollback_quietly(conn):
                 raise RuntimeError("the handler's transaction did not roll back")
+        if self._sessions and conn is not None and len(statements) <= 1:
+            # One round trip: the statement (committing on its own) and the unlock.
+            unlock = self._ctx.statements.unlock
+            assert unlock is not None
+            ops = [Op("execute", st.sql, st.bind(values)) for st in statements]
+            ops.append(Op("fetch", unlock.sql, unlock.bind({"key": str(delivery.key)})))
+            results = await conn.script(ops)
+            delivery.unlocked = not stops(results[-1])
+            return
         if not statements:
             return
         if conn is None:
@@ -293,7 +321,16 @@ class AdvisoryForm:
             return
         if conn is None:
             return
-        if await self._unlock(conn, str(delivery.key), held=True):
+        confirmed = delivery.unlocked
+        if confirmed is None:
+            confirmed = await self._unlock(conn, str(delivery.key), held=True)
+        elif not confirmed:
+            logger.warning(
+                "%s: the unlock of %r was not confirmed; closing its session",
+                self._ctx.spec.label,
+                delivery.key,
+            )
+        if confirmed:
             await give_back(self._ctx.pool, conn)
         else:
             await self._close(conn)

@@ -40,7 +40,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
-from trinbox._drivers._base import Connection, Pool, Record
+from trinbox._drivers._base import Connection, Op, Pool, Record, Result, stops
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
@@ -720,6 +720,24 @@ class GatedConnection:
 
     async def prepare(self, sql: str) -> None:
         await self.inner.prepare(sql)
+
+    async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
+        """Step by step, so that the gate sees each statement of a script."""
+        results: list[Result] = []
+        for op in ops:
+            result: Result = None
+            if op.kind == "fetch":
+                result = await self.fetch(op.sql, op.params)
+            elif op.kind == "execute":
+                result = await self.execute(op.sql, op.params)
+            elif op.kind == "begin":
+                await self.begin(op.sql)
+            else:
+                await self.commit()
+            results.append(result)
+            if until_empty and stops(result):
+                break
+        return results
 
 
 class Gate:
