@@ -1,0 +1,1 @@
+"""trinbox benchmarks: ``scripts/bench`` runs ``python -m bench`` (see bench/README.md)."""

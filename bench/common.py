@@ -1,0 +1,280 @@
+"""What every bench module shares: the bench table in each dialect, its row classes (one per
+claim form), filling it, and the one-line JSON result a bench subprocess prints last.
+
+The table is the same on every database: a group (``name``), an advisory key source
+(``tenant``: ten values), ``retry_after``, ``attempt``, ``locked_until`` and a JSON payload
+``{"n": i}``. The claim order is indexed: ``(name, retry_after, id)``, as the README says.
+
+Setup and checks run through drivers trinbox does not use (psycopg, PyMySQL, sqlite3), so
+nothing of the library runs outside the timed part.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+from urllib.parse import unquote, urlsplit
+
+from trinbox import (
+    Advisory,
+    Attempt,
+    Group,
+    Id,
+    Inbox,
+    Lease,
+    LockedUntil,
+    Payload,
+    RetryAfter,
+    RowLock,
+)
+
+TABLE = "bench_jobs"
+GROUP = "bench"
+TENANTS = 10
+WORKERS = 4
+
+# The claim forms measured, by the name the tables print.
+FORMS = ("rowlock", "lease", "adv-row", "adv-10")
+FORM_LABEL = {
+    "rowlock": "row lock",
+    "lease": "lease",
+    "adv-row": "advisory, key per row",
+    "adv-10": "advisory, 10 keys",
+}
+DB_LABEL = {"postgres": "PostgreSQL", "mysql": "MariaDB", "sqlite": "SQLite"}
+
+
+@dataclass
+class Job:
+    """The message of every bench row."""
+
+    n: int
+
+
+class RowLockJob(Inbox[RowLock], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LeaseJob(Inbox[Lease], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class RowKeyJob(Inbox[Advisory], table=TABLE, advisory_lock="bench-{id}"):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class TenantKeyJob(Inbox[Advisory], table=TABLE, advisory_lock="bench-{tenant}"):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+ROWS: dict[str, type[Inbox[Any, Any]]] = {
+    "rowlock": RowLockJob,
+    "lease": LeaseJob,
+    "adv-row": RowKeyJob,
+    "adv-10": TenantKeyJob,
+}
+
+DDL = {
+    "postgres": f"""
+        DROP TABLE IF EXISTS {TABLE};
+        CREATE TABLE {TABLE} (
+            id BIGSERIAL PRIMARY KEY,
+            name TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            retry_after TIMESTAMPTZ NOT NULL,
+            attempt INT NOT NULL DEFAULT 1,
+            locked_until TIMESTAMPTZ,
+            payload BYTEA NOT NULL
+        )
+    """,
+    # locked_until without fractions: the lease token is whole seconds.
+    "mysql": f"""
+        DROP TABLE IF EXISTS {TABLE};
+        CREATE TABLE {TABLE} (
+            id BIGINT AUTO_INCREMENT PRIMARY KEY,
+            name VARCHAR(191) NOT NULL,
+            tenant VARCHAR(191) NOT NULL,
+            retry_after DATETIME(6) NOT NULL,
+            attempt INT NOT NULL DEFAULT 1,
+            locked_until DATETIME,
+            payload LONGBLOB NOT NULL
+        ) ENGINE=InnoDB
+    """,
+    "sqlite": f"""
+        DROP TABLE IF EXISTS {TABLE};
+        CREATE TABLE {TABLE} (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            retry_after TEXT NOT NULL,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            locked_until TEXT,
+            payload BLOB NOT NULL
+        )
+    """,
+}
+INDEX = f"CREATE INDEX {TABLE}_claim ON {TABLE} (name, retry_after, id)"
+
+
+def due_time() -> datetime:
+    """When every pre-inserted row fell due: an hour ago."""
+    return datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+
+
+# -- plain database access (setup and checks) -------------------------------------------------
+
+
+def sqlite_file(url: str) -> str:
+    return url.removeprefix("sqlite:///")
+
+
+@contextmanager
+def connect(db: str, url: str) -> Iterator[Any]:
+    """A synchronous autocommit connection through a driver trinbox does not use."""
+    if db == "postgres":
+        import psycopg
+
+        pg = psycopg.connect(url, autocommit=True)
+        try:
+            yield pg
+        finally:
+            pg.close()
+    elif db == "mysql":
+        import pymysql
+
+        parts = urlsplit(url)
+        my = pymysql.connect(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 3306,
+            user=unquote(parts.username or "root"),
+            password=unquote(parts.password or ""),
+            database=unquote(parts.path.lstrip("/")),
+            autocommit=True,
+            charset="utf8mb4",
+            init_command="SET time_zone = '+00:00'",
+        )
+        try:
+            yield my
+        finally:
+            my.close()
+    else:
+        lite = sqlite3.connect(sqlite_file(url), isolation_level=None)
+        try:
+            lite.execute("PRAGMA journal_mode=WAL")
+            yield lite
+        finally:
+            lite.close()
+
+
+def run_sql(db: str, conn: Any, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
+    """Run one statement; its rows (empty for a statement that returns none)."""
+    if db == "sqlite":
+        return list(conn.execute(sql, params).fetchall())
+    with conn.cursor() as cur:
+        cur.execute(sql, params or None)
+        return list(cur.fetchall()) if cur.description else []
+
+
+def script(db: str, conn: Any, text: str) -> None:
+    for part in text.split(";"):
+        if part.strip():
+            run_sql(db, conn, part)
+
+
+def fill(db: str, url: str, n: int, *, index: bool = True) -> None:
+    """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9), index the
+    claim order, and leave the server settled (statistics, a checkpoint)."""
+    due = due_time()
+    with connect(db, url) as conn:
+        script(db, conn, DDL[db])
+        if db == "postgres":
+            run_sql(
+                db,
+                conn,
+                f"INSERT INTO {TABLE} (name, tenant, retry_after, payload) "
+                f"SELECT %s, 't' || (g %% {TENANTS}), %s, "
+                f"convert_to('{{\"n\":' || g || '}}', 'UTF8') FROM generate_series(1, %s) g",
+                (GROUP, due, n),
+            )
+            if index:
+                run_sql(db, conn, INDEX)
+            run_sql(db, conn, f"VACUUM ANALYZE {TABLE}")
+            run_sql(db, conn, "CHECKPOINT")
+        elif db == "mysql":
+            naive = due.replace(tzinfo=None)
+            done = 0
+            # MariaDB's sequence engine: seq_1_to_N is a table of 1..N.
+            while done < n:
+                step = min(100_000, n - done)
+                run_sql(
+                    db,
+                    conn,
+                    f"INSERT INTO {TABLE} (name, tenant, retry_after, payload) "
+                    f"SELECT %s, CONCAT('t', seq %% {TENANTS}), %s, "
+                    f"CONCAT('{{\"n\":', seq, '}}') FROM seq_{done + 1}_to_{done + step}",
+                    (GROUP, naive),
+                )
+                done += step
+            if index:
+                run_sql(db, conn, INDEX)
+            run_sql(db, conn, f"ANALYZE TABLE {TABLE}")
+        else:
+            text = due.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+            conn.execute("BEGIN")
+            conn.execute(  # (the recursive select yields 1 even for n = 0: LIMIT it)
+                f"WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?) "
+                f"INSERT INTO {TABLE} (name, tenant, retry_after, payload) "
+                f"SELECT ?, 't' || (x % {TENANTS}), ?, "
+                f"CAST('{{\"n\":' || x || '}}' AS BLOB) FROM g LIMIT ?",
+                (n, GROUP, text, n),
+            )
+            conn.execute("COMMIT")
+            if index:
+                conn.execute(INDEX)
+            conn.execute("ANALYZE")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def remaining(db: str, url: str) -> int:
+    with connect(db, url) as conn:
+        return int(run_sql(db, conn, f"SELECT count(*) FROM {TABLE}")[0][0])
+
+
+def emit(result: dict[str, Any]) -> None:
+    """A bench subprocess's result: one JSON line, the last of its stdout."""
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def lease_token(now: datetime, lease: timedelta) -> datetime:
+    """The lease form's token: ``now + lease`` rounded up to a whole second (as trinbox)."""
+    end = now + lease
+    whole = end.replace(microsecond=0)
+    return whole if whole == end else whole + timedelta(seconds=1)

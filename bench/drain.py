@@ -1,0 +1,102 @@
+"""Drain throughput through trinbox: N pre-inserted no-op jobs, ``workers(4)``, one form, single
+deliveries or ``.batch(k)``. Timed from ``app.serve`` starting until
+``wait_finished(N)`` returns (every delivery settled); the pre-insert is not timed.
+
+    python -m bench.drain DB URL FORM N [--batch K] [--no-fill] [--max-seconds S]
+
+Prints one JSON line: jobs/s, seconds, and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+from typing import Any
+
+import trio
+
+from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+
+from .common import GROUP, ROWS, WORKERS, Job, emit, fill, remaining
+
+SHUTDOWN_TIMEOUT = 30.0
+
+
+def make_broker(db: str, url: str, **options: Any) -> SqlBroker[Any]:
+    if db == "postgres":
+        return SqlBroker.postgres(url, **options)
+    if db == "mysql":
+        return SqlBroker.mysql(url, **options)
+    return SqlBroker.sqlite(url, **options)
+
+
+async def drain(
+    db: str, url: str, form: str, n: int, batch: int | None, max_seconds: float
+) -> dict[str, Any]:
+    queue = InboxQueue(ROWS[form], GROUP).workers(WORKERS).poll_interval(1.0)
+    handled = 0
+    if batch is not None:
+
+        @subscriber(queue.batch(batch))
+        async def handler_batch(jobs: list[Job]) -> None:
+            nonlocal handled
+            handled += len(jobs)
+
+        sub: Any = handler_batch
+    else:
+
+        @subscriber(queue)
+        async def handler(job: Job) -> None:
+            nonlocal handled
+            handled += 1
+
+        sub = handler
+    broker = make_broker(db, url)
+    app = App(AppInfo("bench-drain"), grace=5.0)
+    app.include(broker, sub)
+    with trio.fail_after(max_seconds + SHUTDOWN_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            started = time.perf_counter()
+            await nursery.start(app.serve)
+            subscription = app.subscription(sub)
+            # A run that cannot drain in time reports the rate it kept up to then.
+            with trio.move_on_after(max_seconds):
+                await subscription.wait_finished(n)
+            seconds = time.perf_counter() - started
+            finished = subscription.finished
+            app.shutdown()
+    return {
+        "jobs_per_s": finished / seconds,
+        "seconds": seconds,
+        "finished": finished,
+        "drained": finished >= n,
+        "handled": handled,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("db", choices=["postgres", "mysql", "sqlite"])
+    parser.add_argument("url")
+    parser.add_argument("form", choices=sorted(ROWS))
+    parser.add_argument("n", type=int)
+    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--no-fill", action="store_true", help="the table is filled already")
+    parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
+    args = parser.parse_args()
+    if not args.no_fill:
+        fill(args.db, args.url, args.n)
+    result = trio.run(drain, args.db, args.url, args.form, args.n, args.batch, args.max_seconds)
+    left = remaining(args.db, args.url)
+    result["left"] = left
+    # Every handled row was acked exactly once (handlers in work when a window ended finish in
+    # the grace period); a run stopped undrained leaves the rest in the table.
+    result["ok"] = left == args.n - result["handled"]
+    # ru_maxrss: kilobytes on Linux
+    result["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
