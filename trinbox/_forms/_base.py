@@ -115,12 +115,16 @@ class FormContext:
     group: str | None
     lease: timedelta = timedelta(seconds=30)
     transactional: bool = False
+    # Wakes the claim loop: an advisory settlement that hands back its session frees room.
+    wake: Callable[[], None] = lambda: None
 
 
 class ClaimForm(Protocol):
     """Claim, settle and release rows by one form."""
 
     holds_connections: bool
+    # The last claim's select found fewer rows than it asked for: nothing more is due now.
+    exhausted: bool
     closed: int  # sessions closed because their release was not confirmed
 
     async def claim(self, limit: int) -> list[Delivery]: ...

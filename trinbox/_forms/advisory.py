@@ -58,6 +58,7 @@ class AdvisoryForm:
         self.holds_connections = self._sessions
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
         self._in_work: set[Delivery] = set()
+        self.exhausted = False
         self._settling: set[Delivery] = set()
         self._closing = 0  # sessions being closed (unconfirmed unlocks, drops)
         # Shutdown began: a session that held a lock and closes from now on is counted.
@@ -83,6 +84,11 @@ class AdvisoryForm:
             rows = await session.fetch(
                 candidates.sql, candidates.bind({"group": ctx.group, "now": now, "limit": limit})
             )
+            # With session locks the select passes over keys in work, so a full select means
+            # more is due even when a claim took fewer rows (keys held elsewhere, the pool's
+            # sessions in use). SQLite's select reads the first due rows alone (seed): there,
+            # a claim that took fewer rows waits its poll interval.
+            self.exhausted = len(rows) < limit
             seen: set[str] = set()
             for row_id, key in rows:
                 if len(taken) >= limit:
@@ -141,6 +147,8 @@ class AdvisoryForm:
         finally:
             if session is not None:
                 await give_back(ctx.pool, session)
+        if self._registry is not None:
+            self.exhausted = len(taken) < limit
         return taken
 
     def _sessions_held(self) -> int:
@@ -334,6 +342,7 @@ class AdvisoryForm:
             await give_back(self._ctx.pool, conn)
         else:
             await self._close(conn)
+        self._ctx.wake()  # a session is free again: a claim waiting for one may go on
 
     async def _unlock(self, conn: Connection, key: str, *, held: bool) -> bool:
         """Whether the session confirmed the unlock."""

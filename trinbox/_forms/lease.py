@@ -43,6 +43,7 @@ class LeaseForm:
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
+        self.exhausted = False
 
     @property
     def in_work(self) -> int:
@@ -69,6 +70,7 @@ class LeaseForm:
                 records = await self._select_and_stamp(conn, claim, values)
         finally:
             await give_back(ctx.pool, conn)
+        self.exhausted = len(records) < limit
         deliveries = [self._delivery(record, token) for record in records]
         self._in_work.update(deliveries)
         if ctx.transactional:

@@ -57,6 +57,7 @@ class RowLockForm:
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
+        self.exhausted = False
 
     @property
     def in_work(self) -> int:
@@ -77,6 +78,7 @@ class RowLockForm:
             results = await conn.script(ops)
             records = results[1]
             assert isinstance(records, list)
+            self.exhausted = len(records) < limit
         except BaseException:
             if not await rollback_quietly(conn):
                 await discard(ctx.pool, conn)

@@ -207,6 +207,7 @@ class Subscription:
                     ) from exc
         finally:
             await give_back(pool, conn)
+        self._permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         ctx = FormContext(
             spec=self.spec,
             dialect=broker.dialect,
@@ -216,6 +217,7 @@ class Subscription:
             group=self.group,
             lease=self.queue.lease_for or broker.lease,
             transactional=self.queue.mode is Transactional,
+            wake=self._permit.set,
         )
         if self.spec.form is Lease:
             ctx.lease = whole_seconds(ctx.lease)
@@ -225,7 +227,6 @@ class Subscription:
         else:
             assert self.spec.form is RowLock
             self.form = RowLockForm(ctx)
-        self._permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         workers = self.queue.worker_count
         if self.form.holds_connections:
             # A subscription never takes the pool's last connection.
@@ -320,7 +321,7 @@ class Subscription:
             for unit in units:
                 self._handlers.start_soon(self._work, unit)
             self._give_slots(slots - len(units))
-            if len(deliveries) < limit:
+            if not deliveries or self.form.exhausted:
                 self._idle = True
                 self._idle_changed.set()
                 try:
