@@ -16,7 +16,9 @@ from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock
 
+from ..matrix.test_advisory import pass_over_each_others_key
 from ..serving import make_app, serving
+from ..stands import SqliteStand
 from .harness import Db
 from .tables import EMAIL_JOBS, LockedEmail
 
@@ -97,43 +99,8 @@ async def test_the_registry_knows_one_file_under_two_names(
     # The second broker names the same file another way; the registry keys it by its real
     # path, so the brokers still pass over each other's key.
     (tmp_path / "sub").mkdir()
-    first = db.broker(poll_interval=0.25)
     second = SqlBroker.sqlite(
         f"sqlite:///{tmp_path}/sub/../{db.path.name}", poll_interval=0.25, clock=TrioClock()
     )
-    in_work = trio.Event()
-    finish = trio.Event()
-    seen: list[str] = []
-
-    @subscriber(InboxQueue(LockedEmail, "a"))
-    async def send_a(email: Email) -> None:
-        seen.append(email.to)
-        in_work.set()
-        await finish.wait()
-
-    # Group b's row has the same key (customer c1) as group a's.
-    @subscriber(InboxQueue(LockedEmail, "b"))
-    async def send_b(email: Email) -> None:
-        seen.append(email.to)
-
-    app = make_app()
-    app.include(first, send_a)
-    app.include(second, send_b)
-    async with serving(app):
-        await first.publish(LockedEmail, Email("a@x"), name="a", customer="c1")
-        with trio.fail_after(60):
-            await in_work.wait()
-        await second.publish(LockedEmail, Email("b@x"), name="b", customer="c1")
-        # Eight claims of group b pass over its row while group a's holds the key.
-        await trio.sleep(2)
-        assert seen == ["a@x"]
-        assert db.rows("SELECT name, attempt FROM email_jobs ORDER BY job_id") == [
-            ("a", 2),
-            ("b", 1),
-        ]
-        finish.set()
-        with trio.fail_after(60):
-            await app.subscription(send_b).wait_finished(1)
-    assert seen == ["a@x", "b@x"]
-    assert db.rows("SELECT * FROM email_jobs") == []
+    await pass_over_each_others_key(SqliteStand(db.path), db.broker(poll_interval=0.25), second)
     assert keys_in_work(db) == set()
