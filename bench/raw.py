@@ -29,7 +29,7 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import Dialect, Statements
 from trinbox._dialects._statement import Statement
 
-from .common import GROUP, ROWS, TABLE, WORKERS, emit, fill, lease_token, remaining, sqlite_file
+from .common import GROUP, ROWS, WORKERS, emit, fill, lease_token, remaining, sqlite_file
 
 LEASE = timedelta(seconds=30)
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
@@ -66,23 +66,14 @@ async def pg_lease(conn: Any, st: Statements, limit: int) -> int:
     token = lease_token(now, LEASE)
     claim = st.claim[0]
     rows = await conn.fetch(claim.sql, *args(claim, group=GROUP, now=now, limit=limit, lease=token))
+    many = st.batch_statement("ack")
+    if limit > 1 and many is not None and rows:
+        # A batch's rows settled alike: one statement for all of them, as trinbox does.
+        ids = [row[0] for row in rows]
+        await conn.fetch(many.sql, *args(many, ids=ids, token=token, now=now))
+        return len(rows)
     for row in rows:
         await conn.execute(st.ack.sql, *args(st.ack, id=row[0], token=token, now=now))
-    return len(rows)
-
-
-# Not trinbox's SQL: the settlement this bench proposes for a batch, one statement for every
-# row of the claim (the claim's rows share its token). Measured beside the rest, marked so.
-ONE_ACK = f"DELETE FROM {TABLE} WHERE id = ANY($1::bigint[]) AND locked_until = $2"
-
-
-async def pg_lease_one_ack(conn: Any, st: Statements, limit: int) -> int:
-    now = datetime.now(UTC)
-    token = lease_token(now, LEASE)
-    claim = st.claim[0]
-    rows = await conn.fetch(claim.sql, *args(claim, group=GROUP, now=now, limit=limit, lease=token))
-    if rows:
-        await conn.execute(ONE_ACK, [row[0] for row in rows], token)
     return len(rows)
 
 
@@ -150,7 +141,9 @@ async def my_begin(conn: Any, statement: Statement) -> None:
     await my_execute(conn, "START TRANSACTION")
 
 
-async def my_lease(conn: Any, st: Statements, limit: int, begin: Statement) -> int:
+async def my_lease(
+    conn: Any, st: Statements, limit: int, begin: Statement, plain_begin: Statement
+) -> int:
     now = naive_now()
     token = lease_token(now, LEASE)
     select, stamp = st.claim
@@ -167,8 +160,14 @@ async def my_lease(conn: Any, st: Statements, limit: int, begin: Statement) -> i
     except BaseException:
         await conn.rollback()
         raise
+    # A batch's acks share one transaction, as trinbox settles a batch; one delivery's ack
+    # commits on its own.
+    if limit > 1 and kept:
+        await my_begin(conn, plain_begin)
     for row in kept:
         await my_execute(conn, st.ack.sql, args(st.ack, id=row[0], token=token, now=now))
+    if limit > 1 and kept:
+        await conn.commit()
     return len(kept)
 
 
@@ -254,8 +253,12 @@ def lite_lease(conn: sqlite3.Connection, st: Statements, limit: int) -> int:
     rows = conn.execute(
         claim.sql, args(claim, group=GROUP, now=lite_time(now), limit=limit, lease=token)
     ).fetchall()
+    if limit > 1 and rows:
+        conn.execute("BEGIN")  # a batch's acks share one transaction, as in trinbox
     for row in rows:
         conn.execute(st.ack.sql, args(st.ack, id=row[0], token=token))
+    if limit > 1 and rows:
+        conn.execute("COMMIT")
     return len(rows)
 
 
@@ -332,7 +335,6 @@ async def run_raw(
     n: int,
     batch: int | None,
     max_seconds: float,
-    one_ack: bool = False,
 ) -> dict[str, Any]:
     dialect, st = statements_for(db, form)
     limit = batch or 1
@@ -363,9 +365,6 @@ async def run_raw(
 
             conns: list[Any] = [await aio_as_trio(pg_connect)() for _ in range(WORKERS)]
             pg_unit = {"lease": pg_lease, "rowlock": pg_rowlock}.get(form, pg_advisory)
-            if one_ack:
-                assert form == "lease", "--one-ack is measured for the lease form"
-                pg_unit = pg_lease_one_ack
 
             def unit(conn: Any) -> Callable[[], Awaitable[int]]:
                 hop = aio_as_trio(pg_unit)
@@ -374,11 +373,12 @@ async def run_raw(
         else:
             conns = [await aio_as_trio(my_connect)(url) for _ in range(WORKERS)]
             begin = dialect.lease_claim_begin()
+            plain = dialect.plain_begin()
 
             def unit(conn: Any) -> Callable[[], Awaitable[int]]:
                 if form == "lease":
                     lease_hop = aio_as_trio(my_lease)
-                    return lambda: lease_hop(conn, st, limit, begin)
+                    return lambda: lease_hop(conn, st, limit, begin, plain)
                 hop = aio_as_trio(my_rowlock if form == "rowlock" else my_advisory)
                 return lambda: hop(conn, st, limit)
 
@@ -402,15 +402,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--no-fill", action="store_true")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
-    parser.add_argument(
-        "--one-ack",
-        action="store_true",
-        help="PostgreSQL lease: ack each claim's rows with one DELETE .. = ANY (not trinbox's SQL)",
-    )
     a = parser.parse_args()
     if not a.no_fill:
         fill(a.db, a.url, a.n)
-    result = trio.run(run_raw, a.db, a.url, a.form, a.n, a.batch, a.max_seconds, a.one_ack)
+    result = trio.run(run_raw, a.db, a.url, a.form, a.n, a.batch, a.max_seconds)
     left = remaining(a.db, a.url)
     result["left"] = left
     result["drained"] = result["finished"] >= a.n

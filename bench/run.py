@@ -200,31 +200,6 @@ class Bench:
             if result is not None:
                 self.peers[label] = result["jobs_per_s"]
             self.rows.append(Row("peers", f"PostgreSQL · {label}", rate(result)))
-        # What settling a batch in one statement would give (not trinbox's SQL): the raw lease
-        # loop with one DELETE .. = ANY per claim.
-        one = self.sub(
-            "raw     PostgreSQL · lease · .batch(100), one DELETE per batch",
-            "raw",
-            "postgres",
-            url,
-            "lease",
-            str(plan.jobs),
-            "--batch",
-            str(BATCH),
-            "--one-ack",
-            "--max-seconds",
-            str(plan.window),
-            timeout=plan.window + 180,
-        )
-        self.rows.append(
-            Row(
-                "peers",
-                f"PostgreSQL · raw lease loop, .batch({BATCH}), each batch acked by ONE "
-                "`DELETE .. id = ANY($1)` (the proposed settlement; info)",
-                "—",
-                f"raw {rate(one)}",
-            )
-        )
         lease = next(
             (
                 lib["jobs_per_s"]

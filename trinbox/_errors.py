@@ -99,14 +99,16 @@ class AlreadySubscribed(StartupError):
 class DatabaseError(TrinboxError):
     """A statement failed while running.
 
-    ``statement`` names what was running (an event such as ``"ack"`` or the SQL text) and
-    ``code`` carries the driver's SQLSTATE / errno / result code when there is one.
+    ``statement`` names what was running (an event such as ``"ack"`` or the SQL text),
+    ``code`` carries the driver's SQLSTATE / errno / result code when there is one, and
+    ``step`` is the index of the failing step when a script of several steps failed.
     """
 
     def __init__(self, message: str, *, statement: str = "", code: str | None = None) -> None:
         super().__init__(message)
         self.statement = statement
         self.code = code
+        self.step: int | None = None
 
 
 class ConnectError(DatabaseError):

@@ -187,6 +187,27 @@ def test_lease_claim_is_one_statement_returning_the_rows_as_before_the_stamp() -
             '"locked_until" = $3',
             ("lease", "id", "token"),
         ),
+        # A batch's rows settled alike: one statement, the rows it settled returned.
+        batch=(
+            Statement(
+                "ack",
+                'UPDATE "email_jobs" SET "processed_at" = $1, "locked_until" = NULL WHERE '
+                '"job_id" = ANY($2) AND "locked_until" = $3 RETURNING "job_id"',
+                ("now", "ids", "token"),
+            ),
+            Statement(
+                "retry",
+                'UPDATE "email_jobs" SET "locked_until" = NULL WHERE "job_id" = ANY($1) AND '
+                '"locked_until" = $2 RETURNING "job_id"',
+                ("ids", "token"),
+            ),
+            Statement(
+                "retry_after",
+                'UPDATE "email_jobs" SET "retry_after" = $1, "locked_until" = NULL WHERE '
+                '"job_id" = ANY($2) AND "locked_until" = $3 RETURNING "job_id"',
+                ("retry_at", "ids", "token"),
+            ),
+        ),
     )
 
 
@@ -241,6 +262,20 @@ def test_lease_table_in_a_schema_moves_a_dead_letter_with_its_lease_cleared() ->
             '"locked_until" = $3',
             ("lease", "id", "token"),
         ),
+        batch=(
+            Statement(
+                "ack",
+                'DELETE FROM "app"."plain_jobs" WHERE "id" = ANY($1) AND "locked_until" = $2 '
+                'RETURNING "id"',
+                ("ids", "token"),
+            ),
+            Statement(
+                "retry",
+                'UPDATE "app"."plain_jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND '
+                '"locked_until" = $2 RETURNING "id"',
+                ("ids", "token"),
+            ),
+        ),
     )
 
 
@@ -275,6 +310,19 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
             "extend",
             'UPDATE "tickets" SET "locked_until" = $1 WHERE "id" = $2 AND "locked_until" = $3',
             ("lease", "id", "token"),
+        ),
+        batch=(
+            Statement(
+                "ack",
+                'DELETE FROM "tickets" WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"',
+                ("ids", "token"),
+            ),
+            Statement(
+                "retry",
+                'UPDATE "tickets" SET "locked_until" = NULL WHERE "id" = ANY($1) AND '
+                '"locked_until" = $2 RETURNING "id"',
+                ("ids", "token"),
+            ),
         ),
     )
 

@@ -7,7 +7,7 @@ Parameter names used across dialects:
     limit     rows the claim may take          lease      the new lease expiry (the token)
     id        the row's id                     token      the lease the delivery holds
     retry_at  when a delayed retry is due      dest       the dead letter group
-    key       a rendered advisory key
+    key       a rendered advisory key          ids        the ids of a batch's rows
 """
 
 from __future__ import annotations
@@ -54,10 +54,24 @@ class Statements:
     take: tuple[Statement, ...] = ()
     lock: Statement | None = None
     unlock: Statement | None = None
+    # One statement settling several rows of one claim alike, by event (``ack``, ``retry``,
+    # ``retry_after``), returning the ids it settled; where the dialect has none, a batch runs
+    # the single-row statements in one transaction.
+    batch: tuple[Statement, ...] = ()
+
+    def batch_statement(self, event: str) -> Statement | None:
+        return next((st for st in self.batch if st.event == event), None)
 
     def all(self) -> list[Statement]:
         """Every statement, for the startup prepare check."""
-        found: list[Statement] = [*self.claim, self.ack, self.insert, *self.take, *self.dead_letter]
+        found: list[Statement] = [
+            *self.claim,
+            self.ack,
+            self.insert,
+            *self.take,
+            *self.dead_letter,
+            *self.batch,
+        ]
         for one in (self.retry, self.retry_after, self.extend, self.lock, self.unlock):
             if one is not None:
                 found.append(one)
@@ -349,6 +363,7 @@ class Dialect:
                 f"UPDATE {self.table(spec)} SET {locked} = {P('lease')}"
                 f"{self.by_id(spec, token=True)}",
             ),
+            batch=self.lease_batch(spec),
         )
 
     def advisory_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
@@ -379,6 +394,10 @@ class Dialect:
 
     def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         raise NotImplementedError
+
+    def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """Settlements of many rows in one statement each (PostgreSQL); none elsewhere."""
+        return ()
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         raise NotImplementedError

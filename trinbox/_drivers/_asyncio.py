@@ -169,6 +169,11 @@ class AsyncioPool(ABC, Generic[C]):
     def idle(self) -> int:
         return len(self._idle)
 
+    @property
+    def spare(self) -> int:
+        """Connections a caller could take now without waiting: idle ones and room to grow."""
+        return self._slots.value
+
     async def acquire(self) -> C:
         self._check_open()
         await self._slots.acquire()

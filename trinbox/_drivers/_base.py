@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-__all__ = ["Connection", "Op", "Pool", "Record", "Result", "failing", "stops"]
+__all__ = ["Connection", "Op", "Pool", "Record", "Result", "failed_step", "failing", "stops"]
 
 Record = tuple[object, ...]
 Result = list[Record] | int | None
@@ -32,6 +32,13 @@ def failing(sql: str | list[str]) -> str:
     if isinstance(sql, str):
         return sql
     return sql[-1] if sql else "(script)"
+
+
+def failed_step(sql: str | list[str]) -> int | None:
+    """The index of the step a failed script was running (``None`` for one statement)."""
+    if isinstance(sql, str) or not sql:
+        return None
+    return len(sql) - 1
 
 
 def stops(result: Result) -> bool:
@@ -83,6 +90,11 @@ class Pool(Protocol):
 
     @property
     def max_size(self) -> int: ...
+
+    @property
+    def spare(self) -> int:
+        """Connections a caller could take now without waiting: idle ones and room to grow."""
+        ...
 
     @property
     def identity(self) -> str:

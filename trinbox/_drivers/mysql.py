@@ -38,7 +38,7 @@ from .._errors import (
     LockNotAvailable,
 )
 from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, require_loop
-from ._base import Op, Record, Result, failing, stops
+from ._base import Op, Record, Result, failed_step, failing, stops
 
 __all__ = ["MySqlConnection", "MySqlPool", "open_pool"]
 
@@ -307,6 +307,7 @@ class MySqlConnection:
             return await aio_on(self._loop, fn, *args, **kwargs)
         except _DRIVER_ERRORS as exc:
             error = _translate(exc, failing(sql), closed=self._raw.closed)
+            error.step = failed_step(sql)
             if isinstance(error, ConnectionLost):
                 self._lost = True
             raise error from exc

@@ -20,7 +20,7 @@ import trio
 
 from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
 from ._activity import database_call
-from ._base import Connection, Op, Record, Result, failing, stops
+from ._base import Connection, Op, Record, Result, failed_step, failing, stops
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
 
@@ -62,20 +62,33 @@ def _translate(exc: sqlite3.Error, sql: str) -> DatabaseError:
     return DatabaseError(text, statement=sql, code=code)
 
 
-class SqliteConnection:
-    """One ``sqlite3`` connection driven from Trio."""
+def _reads(sql: str) -> bool:
+    return sql.lstrip()[:6].upper() in ("SELECT", "EXPLAI")
 
-    def __init__(self, raw: sqlite3.Connection) -> None:
+
+class SqliteConnection:
+    """One ``sqlite3`` connection driven from Trio.
+
+    A call that may write waits for ``writes``, the lock its pool's connections share, unless
+    the connection is inside a transaction (it may hold SQLite's write lock already, and its
+    commit must never wait behind a writer that waits for it). SQLite has one writer per file;
+    a writer it turns away sleeps in the busy handler, so writers queue in Trio instead."""
+
+    def __init__(self, raw: sqlite3.Connection, writes: trio.Lock | None = None) -> None:
         self._raw = raw
         self._lock = trio.Lock()  # one call at a time on this connection
+        self._writes = writes
 
     @property
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
-    async def _run(self, fn: Callable[[], T], sql: str | list[str]) -> T:
+    async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
         async with self._lock:
-            return await self._call(fn, sql)
+            if reads or self._writes is None or self._raw.in_transaction:
+                return await self._call(fn, sql)
+            async with self._writes:
+                return await self._call(fn, sql)
 
     async def _call(self, fn: Callable[[], T], sql: str | list[str]) -> T:
         finished = trio.Event()
@@ -110,16 +123,22 @@ class SqliteConnection:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
         except sqlite3.Error as exc:
-            raise _translate(exc, failing(sql)) from exc
+            error = _translate(exc, failing(sql))
+            error.step = failed_step(sql)
+            raise error from exc
         return result  # type: ignore[return-value]  # None only when abandoned
 
     async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
         bound = _params(params)
-        return await self._run(lambda: self._raw.execute(sql, bound).rowcount, sql)
+        return await self._run(
+            lambda: self._raw.execute(sql, bound).rowcount, sql, reads=_reads(sql)
+        )
 
     async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
         bound = _params(params)
-        return await self._run(lambda: [tuple(r) for r in self._raw.execute(sql, bound)], sql)
+        return await self._run(
+            lambda: [tuple(r) for r in self._raw.execute(sql, bound)], sql, reads=_reads(sql)
+        )
 
     async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
         raw = self._raw
@@ -143,7 +162,8 @@ class SqliteConnection:
                     break
             return results
 
-        return await self._run(run, progress)
+        reads = all(op.kind == "fetch" and _reads(op.sql) for op in ops)
+        return await self._run(run, progress, reads=reads)
 
     async def executescript(self, script: str) -> None:
         """Run several statements (schema set-up in examples and tests)."""
@@ -161,7 +181,9 @@ class SqliteConnection:
     async def prepare(self, sql: str) -> None:
         # EXPLAIN compiles the statement against the schema without running it.
         count = sql.count("?")
-        await self._run(lambda: self._raw.execute("EXPLAIN " + sql, (None,) * count), sql)
+        await self._run(
+            lambda: self._raw.execute("EXPLAIN " + sql, (None,) * count), sql, reads=True
+        )
 
     async def close(self) -> None:
         with trio.CancelScope(shield=True):
@@ -205,6 +227,7 @@ class SqlitePool:
         self._idle: list[SqliteConnection] = []
         self._out: set[SqliteConnection] = set()
         self._closed = False
+        self._writes = trio.Lock()  # shared by this pool's connections (SqliteConnection)
 
     @property
     def max_size(self) -> int:
@@ -217,6 +240,11 @@ class SqlitePool:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def spare(self) -> int:
+        """Connections a caller could take now without waiting: idle ones and room to grow."""
+        return self._slots.value
 
     async def open(self) -> None:
         """Open one connection now, so a bad path fails at startup."""
@@ -252,7 +280,7 @@ class SqlitePool:
             except sqlite3.Error as exc:
                 msg = f"could not open the SQLite database {self._path!r}: {exc}"
                 raise ConnectError(msg, statement="connect") from exc
-            conn = SqliteConnection(raw)
+            conn = SqliteConnection(raw, self._writes)
         self._out.add(conn)
         return conn
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -16,10 +16,11 @@ from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect, Statements
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Pool, Record
-from .._errors import ConnectionLost
+from .._errors import ConnectionLost, TrinboxError
 
 __all__ = [
     "Ack",
+    "Claimed",
     "Clock",
     "DeadLetterStep",
     "Delivery",
@@ -29,6 +30,7 @@ __all__ = [
     "Retry",
     "RetryAt",
     "Step",
+    "batch_event",
     "give_back",
     "step_statements",
     "step_values",
@@ -103,6 +105,15 @@ class Delivery:
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
 
 
+class Claimed(list[Delivery]):
+    """The deliveries of one claim. ``exhausted``: its select found fewer rows than it asked
+    for, so nothing more is due now and the claim loop waits for its poll interval."""
+
+    def __init__(self, deliveries: Iterable[Delivery] = (), *, exhausted: bool) -> None:
+        super().__init__(deliveries)
+        self.exhausted = exhausted
+
+
 @dataclass
 class FormContext:
     """What a form needs from its subscription."""
@@ -123,13 +134,20 @@ class ClaimForm(Protocol):
     """Claim, settle and release rows by one form."""
 
     holds_connections: bool
-    # The last claim's select found fewer rows than it asked for: nothing more is due now.
-    exhausted: bool
     closed: int  # sessions closed because their release was not confirmed
 
-    async def claim(self, limit: int) -> list[Delivery]: ...
+    async def claim(self, limit: int) -> Claimed:
+        """Claim up to ``limit`` rows; claims of one form may run side by side."""
+        ...
 
     async def settle(self, delivery: Delivery, step: Step) -> None: ...
+
+    async def settle_batch(
+        self, items: Sequence[tuple[Delivery, Step]]
+    ) -> list[TrinboxError | None]:
+        """Settle the deliveries of one claim, each by its step, in as few round trips as
+        the form allows; for each, the error its settlement met (``None``: it took effect)."""
+        ...
 
     async def release(self, delivery: Delivery) -> None:
         """A delivery dropped unsettled: return its row at once (bounded by the caller)."""
@@ -164,6 +182,18 @@ def step_statements(statements: Statements, step: Step) -> tuple[Statement, ...]
         assert statements.retry_after is not None  # the subscription checked the column
         return (statements.retry_after,)
     return statements.dead_letter
+
+
+def batch_event(step: Step) -> str | None:
+    """The event under which rows settled by ``step`` may share one statement (a batch
+    statement is by event); ``None`` for a step that settles each row alone."""
+    if isinstance(step, Ack | Drop):
+        return "ack"
+    if isinstance(step, Retry):
+        return "retry"
+    if isinstance(step, RetryAt):
+        return "retry_after"
+    return None
 
 
 def step_values(step: Step) -> dict[str, object]:

@@ -17,9 +17,10 @@ import trio
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record, Result, stops
-from .._errors import Closed
+from .._errors import Closed, TrinboxError
 from ._base import (
     Ack,
+    Claimed,
     Delivery,
     FormContext,
     Step,
@@ -58,7 +59,7 @@ class AdvisoryForm:
         self.holds_connections = self._sessions
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
         self._in_work: set[Delivery] = set()
-        self.exhausted = False
+        self._claiming = 0  # claims in flight
         self._settling: set[Delivery] = set()
         self._closing = 0  # sessions being closed (unconfirmed unlocks, drops)
         # Shutdown began: a session that held a lock and closes from now on is counted.
@@ -71,7 +72,14 @@ class AdvisoryForm:
 
     # -- claim ---------------------------------------------------------------------------
 
-    async def claim(self, limit: int) -> list[Delivery]:
+    async def claim(self, limit: int) -> Claimed:
+        self._claiming += 1
+        try:
+            return await self._claim(limit)
+        finally:
+            self._claiming -= 1
+
+    async def _claim(self, limit: int) -> Claimed:
         ctx = self._ctx
         session: Connection | None = await ctx.pool.acquire()
         suspect: Connection | None = None  # a session that may hold a lock we did not record
@@ -81,14 +89,17 @@ class AdvisoryForm:
             assert session is not None
             candidates = ctx.statements.claim[0]
             now = ctx.clock()
+            # Claims of this subscription running side by side read the same first rows; one
+            # candidate more for each of the others leaves this one something to lock.
+            wanted = limit + self._claiming - 1
             rows = await session.fetch(
-                candidates.sql, candidates.bind({"group": ctx.group, "now": now, "limit": limit})
+                candidates.sql, candidates.bind({"group": ctx.group, "now": now, "limit": wanted})
             )
             # With session locks the select passes over keys in work, so a full select means
             # more is due even when a claim took fewer rows (keys held elsewhere, the pool's
             # sessions in use). SQLite's select reads the first due rows alone (seed): there,
             # a claim that took fewer rows waits its poll interval.
-            self.exhausted = len(rows) < limit
+            exhausted = len(rows) < wanted
             seen: set[str] = set()
             for row_id, key in rows:
                 if len(taken) >= limit:
@@ -148,8 +159,8 @@ class AdvisoryForm:
             if session is not None:
                 await give_back(ctx.pool, session)
         if self._registry is not None:
-            self.exhausted = len(taken) < limit
-        return taken
+            exhausted = len(taken) < limit
+        return Claimed(taken, exhausted=exhausted)
 
     def _sessions_held(self) -> int:
         """Sessions the deliveries in work hold (this claim's taken ones too)."""
@@ -241,6 +252,28 @@ class AdvisoryForm:
         return delivery.conn
 
     # -- settle --------------------------------------------------------------------------
+
+    async def settle_batch(
+        self, items: Sequence[tuple[Delivery, Step]]
+    ) -> list[TrinboxError | None]:
+        """Each delivery settles on its own; with session locks they settle side by side,
+        each on the session that holds its key."""
+        errors: list[TrinboxError | None] = [None] * len(items)
+
+        async def settle_one(i: int) -> None:
+            try:
+                await self.settle(*items[i])
+            except TrinboxError as exc:
+                errors[i] = exc
+
+        if self._sessions:
+            async with trio.open_nursery() as nursery:
+                for i in range(len(items)):
+                    nursery.start_soon(settle_one, i)
+        else:
+            for i in range(len(items)):
+                await settle_one(i)
+        return errors
 
     async def settle(self, delivery: Delivery, step: Step) -> None:
         if delivery.released:

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 
 import trio
 
 from .._dialects._statement import Statement
-from .._drivers._base import Connection, Record
-from .._errors import DatabaseError, LeaseLost
+from .._drivers._base import Connection, Op, Record
+from .._errors import DatabaseError, LeaseLost, TrinboxError
 from ._base import (
     Ack,
+    Claimed,
     Delivery,
     FormContext,
     Step,
     attempt_of,
+    batch_event,
     give_back,
     lease_expiry,
     rollback_quietly,
@@ -43,13 +46,12 @@ class LeaseForm:
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
-        self.exhausted = False
 
     @property
     def in_work(self) -> int:
         return len(self._in_work)
 
-    async def claim(self, limit: int) -> list[Delivery]:
+    async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
         conn = await ctx.pool.acquire()
         try:
@@ -70,8 +72,10 @@ class LeaseForm:
                 records = await self._select_and_stamp(conn, claim, values)
         finally:
             await give_back(ctx.pool, conn)
-        self.exhausted = len(records) < limit
-        deliveries = [self._delivery(record, token) for record in records]
+        deliveries = Claimed(
+            (self._delivery(record, token) for record in records),
+            exhausted=len(records) < limit,
+        )
         self._in_work.update(deliveries)
         if ctx.transactional:
             await self._open_transactions(deliveries)
@@ -145,6 +149,105 @@ class LeaseForm:
         finally:
             delivery.settled = True
             self._in_work.discard(delivery)
+
+    async def settle_batch(
+        self, items: Sequence[tuple[Delivery, Step]]
+    ) -> list[TrinboxError | None]:
+        """Rows settled alike share a statement (PostgreSQL) or a transaction of single-row
+        statements (MySQL, SQLite); each row still settles only while its lease holds, and a
+        row whose lease is gone fails alone. A group whose statement fails is settled again
+        row by row, so one bad row leaves the others' settlements in place."""
+        errors: list[TrinboxError | None] = [None] * len(items)
+        groups: dict[tuple[str, object], list[int]] = {}
+        alone: list[int] = []
+        for i, (delivery, step) in enumerate(items):
+            event = batch_event(step)
+            if event is None or delivery.tx_open:
+                alone.append(i)
+            else:
+                groups.setdefault((event, step_values(step).get("retry_at")), []).append(i)
+        for members in groups.values():
+            if len(members) == 1:
+                alone.extend(members)
+                continue
+            step = items[members[0]][1]
+            outcome, again = await self._settle_alike([items[i][0] for i in members], step)
+            for i, error in zip(members, outcome, strict=True):
+                errors[i] = error
+            alone.extend(members[k] for k in again)
+        for i in sorted(alone):
+            try:
+                await self.settle(*items[i])
+            except TrinboxError as exc:
+                errors[i] = exc
+        return errors
+
+    async def _settle_alike(
+        self, deliveries: list[Delivery], step: Step
+    ) -> tuple[list[TrinboxError | None], list[int]]:
+        """One step for several deliveries, while no extension moves their tokens: the error
+        of each, and the deliveries left to settle one by one (their statement failed)."""
+        errors: list[TrinboxError | None] = [None] * len(deliveries)
+        again: list[int] = []
+        async with AsyncExitStack() as held:
+            for delivery in deliveries:
+                await held.enter_async_context(delivery.lock)
+            by_token: dict[object, list[int]] = {}
+            for i, delivery in enumerate(deliveries):
+                if delivery.lease_lost:
+                    errors[i] = self._lost(delivery)
+                else:
+                    by_token.setdefault(delivery.token, []).append(i)
+            for members in by_token.values():
+                try:
+                    kept = await self._run_alike([deliveries[i] for i in members], step)
+                except TrinboxError:
+                    logger.warning(
+                        "%s: settling %d rows in one statement failed; settling them one by one",
+                        self._ctx.spec.label,
+                        len(members),
+                        exc_info=True,
+                    )
+                    again.extend(members)
+                    continue
+                for i, settled in zip(members, kept, strict=True):
+                    if not settled:
+                        errors[i] = self._lost(deliveries[i])
+        for i, delivery in enumerate(deliveries):
+            if i not in again:
+                delivery.settled = True
+                self._in_work.discard(delivery)
+        return errors, again
+
+    async def _run_alike(self, deliveries: list[Delivery], step: Step) -> list[bool]:
+        """Run one step for deliveries holding the same token; which of them it settled."""
+        ctx = self._ctx
+        extra = step_values(step)
+        event = batch_event(step)
+        assert event is not None
+        batch = ctx.statements.batch_statement(event)
+        conn = await ctx.pool.acquire()
+        try:
+            if batch is not None:
+                values = {
+                    "ids": [d.id for d in deliveries],
+                    "token": deliveries[0].token,
+                    "now": ctx.clock(),
+                    **extra,
+                }
+                settled = {record[0] for record in await conn.fetch(batch.sql, batch.bind(values))}
+                return [d.id in settled for d in deliveries]
+            (single,) = step_statements(ctx.statements, step)
+            ops = [
+                Op("begin", ctx.dialect.plain_begin().sql),
+                *(Op("execute", *self._bound(single, d, extra)) for d in deliveries),
+                Op("commit"),
+            ]
+            results = await conn.script(ops)
+            return [changed != 0 for changed in results[1:-1]]
+        finally:
+            # A transaction the script left open (it failed) is rolled back here.
+            await give_back(ctx.pool, conn)
 
     async def _ack_in_transaction(self, delivery: Delivery) -> None:
         conn = delivery.conn

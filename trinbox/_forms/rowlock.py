@@ -9,14 +9,16 @@ them finishes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import trio
 
 from .._drivers._base import Connection, Op
-from .._errors import BatchRolledBack, DatabaseError
+from .._errors import BatchRolledBack, DatabaseError, TrinboxError
 from ._base import (
     Ack,
+    Claimed,
     Delivery,
     FormContext,
     Step,
@@ -57,13 +59,12 @@ class RowLockForm:
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
-        self.exhausted = False
 
     @property
     def in_work(self) -> int:
         return len(self._in_work)
 
-    async def claim(self, limit: int) -> list[Delivery]:
+    async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
         st = ctx.statements
         conn = await ctx.pool.acquire()
@@ -78,7 +79,6 @@ class RowLockForm:
             results = await conn.script(ops)
             records = results[1]
             assert isinstance(records, list)
-            self.exhausted = len(records) < limit
         except BaseException:
             if not await rollback_quietly(conn):
                 await discard(ctx.pool, conn)
@@ -90,9 +90,9 @@ class RowLockForm:
                 await give_back(ctx.pool, conn)
             else:
                 await discard(ctx.pool, conn)
-            return []
+            return Claimed(exhausted=True)
         tx = _ClaimTransaction(conn, remaining=len(records))
-        deliveries = []
+        deliveries = Claimed(exhausted=len(records) < limit)
         for record in records:
             values = values_of(claim, record, ctx.spec)
             delivery = Delivery(
@@ -117,12 +117,7 @@ class RowLockForm:
         try:
             async with tx.lock:
                 if tx.failed:
-                    msg = (
-                        f"{self._ctx.spec.label}: the rows of a row lock batch commit together, "
-                        f"found an earlier settlement of the batch failed; row {delivery.id!r} "
-                        f"returns to the queue with the rest of the batch"
-                    )
-                    raise BatchRolledBack(msg)
+                    raise self._rolled_back(delivery)
                 try:
                     await self._run_step(tx, delivery, step)
                 except BaseException:
@@ -131,6 +126,62 @@ class RowLockForm:
         finally:
             delivery.settled = True
             await self._finish(delivery)
+
+    async def settle_batch(
+        self, items: Sequence[tuple[Delivery, Step]]
+    ) -> list[TrinboxError | None]:
+        """Every delivery of the claim at once: their statements and the commit in one round
+        trip. A failing statement fails its delivery, the ones after it run nothing
+        (``BatchRolledBack``), and the rollback undoes the ones before it."""
+        tx = items[0][0].batch
+        assert isinstance(tx, _ClaimTransaction)
+        assert all(delivery.batch is tx for delivery, _ in items)
+        errors: list[TrinboxError | None] = [None] * len(items)
+        try:
+            async with tx.lock:
+                if tx.failed:
+                    return [self._rolled_back(delivery) for delivery, _ in items]
+                ops: list[Op] = []
+                owners: list[int] = []  # the item each statement settles
+                now = self._ctx.clock()
+                for i, (delivery, step) in enumerate(items):
+                    values = {"id": delivery.id, "now": now, **step_values(step)}
+                    for st in step_statements(self._ctx.statements, step):
+                        ops.append(Op("execute", st.sql, st.bind(values)))
+                        owners.append(i)
+                last = tx.remaining == len(items)
+                if ops and last:
+                    ops.append(Op("commit"))
+                try:
+                    if ops:
+                        await tx.conn.script(ops)
+                except TrinboxError as exc:
+                    tx.failed = True
+                    at = exc.step if isinstance(exc, DatabaseError) else None
+                    failed = owners[at] if at is not None and at < len(owners) else None
+                    if failed is None:  # the commit (or the round trip itself) failed
+                        failed = owners[-1]
+                    tx.written += len(set(owners[: owners.index(failed)]))
+                    errors[failed] = exc
+                    for i in range(failed + 1, len(items)):
+                        errors[i] = self._rolled_back(items[i][0])
+                    return errors
+                tx.written += len(set(owners))
+                if ops and last:
+                    tx.committed = True
+            return errors
+        finally:
+            for delivery, _ in items:
+                delivery.settled = True
+                await self._finish(delivery)
+
+    def _rolled_back(self, delivery: Delivery) -> BatchRolledBack:
+        msg = (
+            f"{self._ctx.spec.label}: the rows of a row lock batch commit together, found an "
+            f"earlier settlement of the batch failed; row {delivery.id!r} returns to the queue "
+            f"with the rest of the batch"
+        )
+        return BatchRolledBack(msg)
 
     async def _run_step(self, tx: _ClaimTransaction, delivery: Delivery, step: Step) -> None:
         """Run the step's statements in the claim's transaction, in one round trip; the last

@@ -96,6 +96,13 @@ class Subscription:
         self._idle = False
         self._idle_changed = trio.Event()
         self._finished_changed = trio.Event()
+        self._in_flight = 0  # claims running
+        self._claim_ended = trio.Event()
+        # When the last claim ran dry (trio time): the next one waits the poll interval from
+        # then, or a wake. ``None``: rows were found, claim on.
+        self._dry_at: float | None = None
+        self._failed_at: float | None = None  # when the last claim failed
+        self._found_rows = False  # the last claim took all it asked for: more may be due
 
     # -- startup ----------------------------------------------------------------------------------
 
@@ -284,52 +291,98 @@ class Subscription:
                 upkeep.cancel_scope.cancel()
 
     async def _claim_loop(self) -> None:
+        """Claim while a worker is free, one claim per free worker at most (REFERENCE.md
+        §3.1): a second claim runs beside the first only where the dialect allows claims side
+        by side, the last claim found rows, and the pool has two connections to spare."""
         queue = self.queue
-        poll = (queue.poll_every or self.broker.poll_interval).total_seconds()
-        per_claim = queue.batch_size or 1
+        self._poll = (queue.poll_every or self.broker.poll_interval).total_seconds()
+        self._per_claim = queue.batch_size or 1
         # A claim of the lease or advisory form can feed every free worker at once; a row lock
         # claim is one transaction, so it feeds one; SQLite's key registry takes one at a time.
-        spread = (
+        self._spread = (
             queue.batch_size is None
             and not isinstance(self.form, RowLockForm)
             and not (isinstance(self.form, AdvisoryForm) and not self.form.holds_connections)
         )
-        while True:
-            await self._slots.acquire()
-            slots = 1
-            if spread:
-                while self._slots.value > 0:
-                    self._slots.acquire_nowait()
-                    slots += 1
-            limit = slots * per_claim if spread else per_claim
-            try:
-                deliveries = await self.form.claim(limit)
-            except TrinboxError:
-                self._give_slots(slots)
-                logger.warning("%s: a claim failed; next claim in 1 s", self.where, exc_info=True)
-                await trio.sleep(CLAIM_ERROR_WAIT)
-                continue
-            except BaseException:
-                self._give_slots(slots)
-                raise
-            units: list[list[Delivery]] = (
-                [deliveries]
-                if queue.batch_size is not None and deliveries
-                else [[d] for d in deliveries]
-            )
-            assert self._handlers is not None
-            for unit in units:
-                self._handlers.start_soon(self._work, unit)
-            self._give_slots(slots - len(units))
-            if not deliveries or self.form.exhausted:
-                self._idle = True
-                self._idle_changed.set()
+        self._side_by_side = not self.broker.dialect.claims_one_at_a_time(self.spec)
+        async with trio.open_nursery() as claims:
+            while True:
+                await self._slots.acquire()
                 try:
-                    with trio.move_on_after(poll):
-                        await self._permit.wait()
-                finally:
-                    self._idle = False
-                    self._idle_changed = trio.Event()
+                    while not self._may_claim():
+                        await self._claim_ended.wait()
+                    if self._failed_at is not None:
+                        await trio.sleep_until(self._failed_at + CLAIM_ERROR_WAIT)
+                        self._failed_at = None
+                    if self._dry_at is not None:
+                        await self._wait_for_rows(self._dry_at)
+                except BaseException:
+                    self._slots.release()
+                    raise
+                slots = 1
+                if self._spread:
+                    while self._slots.value > 0:
+                        self._slots.acquire_nowait()
+                        slots += 1
+                self._in_flight += 1
+                claims.start_soon(self._claim, slots)
+
+    def _may_claim(self) -> bool:
+        if self._in_flight == 0:
+            return True
+        # One claim probes until one takes rows: at first, and after one ran dry or failed.
+        if not self._side_by_side or not self._found_rows:
+            return False
+        return self.broker.pool.spare >= 2
+
+    async def _wait_for_rows(self, dry_at: float) -> None:
+        """The last claim ran dry: wait out the poll interval counted from then, or a wake."""
+        self._idle = True
+        self._idle_changed.set()
+        try:
+            with trio.move_on_at(dry_at + self._poll):
+                await self._permit.wait()
+        finally:
+            self._dry_at = None
+            self._idle = False
+            self._idle_changed = trio.Event()
+
+    async def _claim(self, slots: int) -> None:
+        limit = slots * self._per_claim if self._spread else self._per_claim
+        try:
+            deliveries = await self.form.claim(limit)
+        except TrinboxError:
+            self._give_slots(slots)
+            logger.warning("%s: a claim failed; next claim in 1 s", self.where, exc_info=True)
+            # The next claim waits the fixed second, whatever the poll interval.
+            self._failed_at = trio.current_time()
+            self._found_rows = False
+            self._claim_done()
+            return
+        except BaseException:
+            self._give_slots(slots)
+            self._claim_done()
+            raise
+        units: list[list[Delivery]] = (
+            [deliveries]
+            if self.queue.batch_size is not None and deliveries
+            else [[d] for d in deliveries]
+        )
+        assert self._handlers is not None
+        for unit in units:
+            self._handlers.start_soon(self._work, unit)
+        self._give_slots(slots - len(units))
+        self._found_rows = bool(deliveries) and not deliveries.exhausted
+        if not self._found_rows:
+            self._dry_at = trio.current_time()
+            self._idle = True
+            self._idle_changed.set()
+        self._claim_done()
+
+    def _claim_done(self) -> None:
+        self._in_flight -= 1
+        self._claim_ended.set()
+        self._claim_ended = trio.Event()
 
     def _give_slots(self, count: int) -> None:
         for _ in range(count):
@@ -402,11 +455,19 @@ class Subscription:
                 policy.handler.value,
                 exc_info=True,
             )
+            steps: list[Step] = []
             for delivery in ready:
                 step = self._policy_step(delivery, policy.handler)
                 if isinstance(step, Ack) and delivery.tx_open:
                     step = Drop()  # same SQL as ack, and the handler's writes never commit
-                await self._settle(delivery, step)
+                steps.append(step)
+            await self._settle_all(list(zip(ready, steps, strict=True)))
+            return
+        if len(ready) > 1:
+            # A batch (never transactional): its rows settle together.
+            await self._settle_all(
+                [(d, self._step(d, o)) for d, o in zip(ready, outcomes, strict=True)]
+            )
             return
         for delivery, outcome in zip(ready, outcomes, strict=True):
             step = self._step(delivery, outcome)
@@ -513,6 +574,28 @@ class Subscription:
                 logger.warning("%s: settling row %r took too long", self.where, delivery.id)
                 await self._drop([delivery])
         return False
+
+    async def _settle_all(self, items: list[tuple[Delivery, Step]]) -> None:
+        """Settle the deliveries of one claim together, shielded and bounded like one."""
+        if len(items) == 1:
+            await self._settle(*items[0])
+            return
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(SETTLE_TIMEOUT) as scope:
+                errors = await self.form.settle_batch(items)
+                for (delivery, step), error in zip(items, errors, strict=True):
+                    if error is not None:
+                        self.settle_errors.append(error)
+                        logger.warning(
+                            "%s: settling row %r (%s) failed: %s",
+                            self.where,
+                            delivery.id,
+                            step.event,
+                            error,
+                        )
+            if scope.cancelled_caught:
+                logger.warning("%s: settling a batch took too long", self.where)
+                await self._drop([d for d, _ in items if not d.settled])
 
     async def _drop(self, deliveries: list[Delivery]) -> None:
         """Deliveries left unsettled: return their rows, each within five seconds."""

@@ -778,6 +778,10 @@ class GatedPool:
         return self.inner.max_size
 
     @property
+    def spare(self) -> int:
+        return self.inner.spare
+
+    @property
     def identity(self) -> str:
         return self.inner.identity
 

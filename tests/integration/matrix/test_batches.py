@@ -12,7 +12,14 @@ from typing import Any
 
 import trio
 
-from trinbox import HandlerOutcome, InboxQueue, IntegrityError, Subscriber, subscriber
+from trinbox import (
+    HandlerOutcome,
+    InboxQueue,
+    IntegrityError,
+    LeaseLost,
+    Subscriber,
+    subscriber,
+)
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -113,6 +120,35 @@ async def test_failed_settlement_leaves_the_others_of_its_batch(case: Case) -> N
     }[stand.name]
     assert [type(e) for e in errors] == [IntegrityError]
     assert re.fullmatch(re.escape(f"{refused} (while running: {ack})"), str(errors[0]))
+
+
+@cells(forms=["lease"])
+async def test_rows_of_a_lease_batch_settle_together_and_a_lost_lease_fails_alone(
+    case: Case,
+) -> None:
+    stand = case.stand
+    insert_emails(stand, payloads(1, 2, 3, 4))
+    broker = stand.broker(poll_interval=HOUR)
+
+    @subscriber(InboxQueue(case.email, "emails").batch(4))
+    async def handle(jobs: list[Job]) -> list[HandlerOutcome]:
+        # Row 2's lease is gone (as if it ran out and another claim took the row).
+        stand.execute("UPDATE email_jobs SET locked_until = retry_after WHERE job_id = 2")
+        return [HandlerOutcome.ack()] * 2 + [HandlerOutcome.retry()] * 2
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        sub = app.subscription(handle)
+        with trio.fail_after(10):
+            await sub.wait_finished(4)
+        errors = list(sub.settle_errors)
+    # The two acks and the two retries each ran as one group: row 1 is gone, rows 3 and 4 are
+    # back with their leases cleared; row 2's settlement alone failed and changed nothing.
+    assert [(type(e), e.id) for e in errors] == [(LeaseLost, 2)]  # type: ignore[attr-defined]
+    remaining = stand.rows("SELECT job_id, attempt, locked_until FROM email_jobs ORDER BY job_id")
+    assert [(job, attempt) for job, attempt, _ in remaining] == [(2, 2), (3, 2), (4, 2)]
+    assert [locked is None for _, _, locked in remaining] == [False, True, True]
 
 
 async def test_undecodable_rows_leave_their_batch_alone(case: Case) -> None:

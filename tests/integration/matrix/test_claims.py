@@ -1,10 +1,13 @@
-"""A subscription's claims never take the pool's last connection, in every form, on every stand
-(REFERENCE.md §3.1 Workers (b), §10.2 forms/claims.rs)."""
+"""A subscription's claims: they never take the pool's last connection, and they run side by
+side only where the dialect allows and only once a claim found rows, in every form, on every
+stand (REFERENCE.md §3.1 Workers, §10.2 forms/claims.rs)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
+import pytest
 import trio
 
 from trinbox import InboxQueue, subscriber
@@ -12,6 +15,7 @@ from trinbox.testing import VirtualClock
 
 from ..serving import make_app, serving
 from .conftest import Case
+from .kit import ClaimWatch, insert_emails
 
 # Rows enough to fill a pool of eight twice over.
 ROWS = 16
@@ -21,6 +25,11 @@ POOL = 8
 @dataclass
 class Email:
     to: str
+
+
+@dataclass
+class Job:
+    n: int
 
 
 def expected_in_work(case: Case) -> int:
@@ -91,3 +100,84 @@ async def test_a_subscription_leaves_the_pool_its_last_connection(
         with trio.fail_after(ROWS * 60 + 60):
             await sub.wait_finished(ROWS)
     assert stand.rows("SELECT * FROM plain_jobs") == []
+
+
+# -- claims side by side (REFERENCE.md §3.1 Workers) ---------------------------------------------
+
+# Where claims of one subscription may run at once: not SQLite (one writer), not the MySQL lease
+# claim (a transaction that locks the rows it reads).
+SIDE_BY_SIDE = {
+    ("postgres", "row_lock"),
+    ("postgres", "lease"),
+    ("postgres", "advisory"),
+    ("mariadb", "row_lock"),
+    ("mariadb", "advisory"),
+}
+
+
+async def test_a_free_worker_gets_a_claim_of_its_own_once_rows_were_found(
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    insert_emails(case.stand, [b'{"n": 0}'] * 8)
+    # Virtual time: SQLite's advisory claims take nothing while the first rows are in work,
+    # and the next claim waits a poll interval (the seed's rule).
+    broker = case.stand.broker(poll_interval=1)
+    watch = ClaimWatch(monkeypatch)
+    most_in_flight = 0
+    third_began = trio.Event()
+    side_by_side = (case.name, case.form) in SIDE_BY_SIDE
+
+    async def before(n: int) -> None:
+        nonlocal most_in_flight
+        most_in_flight = max(most_in_flight, watch.count - watch.done)
+        if n == 3:
+            third_began.set()
+        elif n == 2 and side_by_side:
+            # The first claim found rows; the second holds on until a third runs beside it.
+            with trio.fail_after(10):
+                await third_began.wait()
+
+    watch.before = before
+
+    @subscriber(InboxQueue(case.email, "emails").workers(4).batch(2))
+    async def handle(jobs: list[Job]) -> None:
+        pass
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(60):
+            await app.subscription(handle).wait_finished(8)
+    if side_by_side:
+        assert 2 <= most_in_flight <= 4  # one claim per free worker at most
+    else:
+        assert most_in_flight == 1
+    assert case.stand.rows("SELECT * FROM email_jobs") == []
+
+
+async def test_claims_that_find_nothing_run_one_at_a_time(
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = case.stand.broker(poll_interval=1)
+    watch = ClaimWatch(monkeypatch)
+    most_in_flight = 0
+
+    async def before(n: int) -> None:
+        nonlocal most_in_flight
+        most_in_flight = max(most_in_flight, watch.count - watch.done)
+
+    watch.before = before
+
+    @subscriber(InboxQueue(case.email, "emails").workers(4))
+    async def handle(job: Job) -> None:
+        pass
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(60):
+            await watch.wait_done(5)
+        # Each empty claim waited its poll interval before the next one.
+        gaps = [b - a for a, b in itertools.pairwise(watch.times)]
+    assert most_in_flight == 1
+    assert all(gap >= 1 for gap in gaps[:4]), gaps
