@@ -567,7 +567,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         *[f"  - {line}" for line in settings],
         f'- drains: {plan.jobs:,} pre-inserted no-op jobs (payload `{{"n": i}}`, JSON-decoded '
         f"into a dataclass), 4 workers (trinbox `workers(4)`, raw: 4 connections), timed from "
-        f"serve start (raw: first claim) until all are settled, or at most {plan.window:.0f} s; "
+        f"the moment trinbox serves, pools open and statements prepared (raw: from the first "
+        f"claim, connections open) until all are settled, or at most {plan.window:.0f} s; "
         f"`*` = the window ended first (rows settled in it / its length, queue never empty)",
         "- peers: same server, same job count and window, asyncio-native, each in a subprocess",
         f"- latency: {plan.latency_count} publishes, lease form, poll interval 1 s",

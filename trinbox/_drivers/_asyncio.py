@@ -129,6 +129,11 @@ class AsyncioPool(ABC, Generic[C]):
         """Whether ``conn`` may still serve (open, never cut or lost). No I/O."""
 
     @abstractmethod
+    def _clean(self, conn: C) -> bool:
+        """Whether ``conn`` has nothing to undo before its next user (no transaction, no
+        listener, no cut statement), so it returns to the pool without I/O. No I/O."""
+
+    @abstractmethod
     async def _reset(self, conn: C) -> bool:
         """Ready ``conn`` for its next user (roll back, stop listening); whether it may
         serve again. Called shielded and bounded; must not raise."""
@@ -210,6 +215,11 @@ class AsyncioPool(ABC, Generic[C]):
         if own not in self._out:
             return
         self._out.remove(own)
+        if not self._closed and self._alive(own) and self._clean(own):
+            # The common case: back to the pool at once, no cleanup to shield or bound.
+            self._idle.append(own)
+            self._slots.release()
+            return
         try:
             with trio.CancelScope(shield=True):
                 reusable = False

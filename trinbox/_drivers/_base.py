@@ -111,7 +111,8 @@ class Pool(Protocol):
         ...
 
     async def release(self, conn: Connection) -> None:
-        """Return a connection (rolled back first if a transaction is still open)."""
+        """Return a connection (rolled back first if a transaction is still open). Safe in a
+        cancelled scope: the pool shields and bounds its cleanup, and never leaks a slot."""
         ...
 
     async def discard(self, conn: Connection) -> None:

@@ -413,6 +413,9 @@ class MySqlPool(AsyncioPool[MySqlConnection]):
     def _alive(self, conn: MySqlConnection) -> bool:
         return conn.alive
 
+    def _clean(self, conn: MySqlConnection) -> bool:
+        return not conn.in_transaction
+
     async def _reset(self, conn: MySqlConnection) -> bool:
         return await conn._reset()
 

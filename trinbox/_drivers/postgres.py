@@ -306,6 +306,11 @@ class PgConnection:
         self._listeners = [(c, cb) for c, cb in self._listeners if c != channel]
         await self._run(f"UNLISTEN {channel}", _remove_listeners, self._raw, mine)
 
+    @property
+    def clean(self) -> bool:
+        """Nothing to undo before the next user: no transaction, listener or cut statement."""
+        return not (self._interrupted or self._listeners or self._raw.is_in_transaction())
+
     async def _reset(self) -> bool:
         listeners, self._listeners = self._listeners, []
         rollback = self._interrupted or self._raw.is_in_transaction()
@@ -359,6 +364,9 @@ class PgPool(AsyncioPool[PgConnection]):
 
     def _alive(self, conn: PgConnection) -> bool:
         return conn.alive
+
+    def _clean(self, conn: PgConnection) -> bool:
+        return conn.clean
 
     async def _reset(self, conn: PgConnection) -> bool:
         return await conn._reset()

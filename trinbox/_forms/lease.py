@@ -31,6 +31,7 @@ from ._base import (
     step_values,
     values_of,
 )
+from ._coalesce import SettleTogether
 
 __all__ = ["LeaseForm"]
 
@@ -46,6 +47,7 @@ class LeaseForm:
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
+        self._together = SettleTogether(self.settle_batch)
 
     @property
     def in_work(self) -> int:
@@ -135,6 +137,13 @@ class LeaseForm:
         return delivery.conn
 
     async def settle(self, delivery: Delivery, step: Step) -> None:
+        if delivery.tx_open or batch_event(step) is None:
+            await self._settle_one(delivery, step)
+        else:
+            # Settlements that finish together go to the database together.
+            await self._together.settle(delivery, step)
+
+    async def _settle_one(self, delivery: Delivery, step: Step) -> None:
         try:
             if delivery.tx_open and isinstance(step, Ack):
                 # Takes the token ahead of a running extension: that extension may wait on
@@ -177,7 +186,7 @@ class LeaseForm:
             alone.extend(members[k] for k in again)
         for i in sorted(alone):
             try:
-                await self.settle(*items[i])
+                await self._settle_one(*items[i])
             except TrinboxError as exc:
                 errors[i] = exc
         return errors
