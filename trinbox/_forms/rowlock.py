@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from .._drivers._base import Connection, Op
+from .._drivers._base import Connection, Op, Record
 from .._errors import BatchRolledBack, DatabaseError, TrinboxError
 from ._base import (
     Ack,
@@ -66,17 +66,10 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        st = ctx.statements
         conn = await ctx.pool.acquire()
         try:
-            assert st.begin is not None
-            claim = st.claim[0]
-            values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
-            ops = [Op("begin", st.begin.sql), Op("fetch", claim.sql, claim.bind(values))]
-            if ctx.transactional:
-                ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
-            results = await conn.script(ops)
+            results = await conn.script(self._claim_ops(limit))
             records = results[1]
             assert isinstance(records, list)
         except BaseException:
@@ -85,6 +78,23 @@ class RowLockForm:
             else:
                 await give_back(ctx.pool, conn)
             raise
+        return await self._claimed(conn, records, limit)
+
+    def _claim_ops(self, limit: int) -> list[Op]:
+        ctx = self._ctx
+        st = ctx.statements
+        assert st.begin is not None
+        claim = st.claim[0]
+        values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
+        ops = [Op("begin", st.begin.sql), Op("fetch", claim.sql, claim.bind(values))]
+        if ctx.transactional:
+            ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
+        return ops
+
+    async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
+        """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
+        transaction rolled back, the connection given back) when it took no row."""
+        ctx = self._ctx
         if not records:
             if await rollback_quietly(conn):
                 await give_back(ctx.pool, conn)
@@ -93,6 +103,7 @@ class RowLockForm:
             return Claimed(exhausted=True)
         tx = _ClaimTransaction(conn, remaining=len(records))
         deliveries = Claimed(exhausted=len(records) < limit)
+        claim = ctx.statements.claim[0]
         for record in records:
             values = values_of(claim, record, ctx.spec)
             delivery = Delivery(
@@ -106,6 +117,51 @@ class RowLockForm:
             deliveries.append(delivery)
         self._in_work.update(deliveries)
         return deliveries
+
+    async def settle_and_claim(
+        self, delivery: Delivery, step: Step, limit: int
+    ) -> Claimed | TrinboxError | None:
+        """Settle a single delivery and, in the same round trip on its connection, begin the
+        next claim's transaction and select: the worker that frees up claims for itself.
+
+        The rows that claim took; ``None`` when the step has nothing to commit (it settled
+        alone, by rollback); an error *returned* when the settlement committed and only the
+        claim failed. A failed settlement raises, as :meth:`settle` does."""
+        tx = delivery.batch
+        assert isinstance(tx, _ClaimTransaction)
+        if tx.remaining != 1 or tx.failed or not step_statements(self._ctx.statements, step):
+            await self.settle(delivery, step)
+            return None
+        settling = [*self._step_ops(delivery, step), Op("commit")]
+        try:
+            results = await tx.conn.script([*settling, *self._claim_ops(limit)])
+        except TrinboxError as exc:
+            at = exc.step if isinstance(exc, DatabaseError) else None
+            if at is not None and at >= len(settling):
+                # Committed; only the claim failed, and its transaction is rolled back when
+                # the connection goes back to the pool.
+                tx.written += 1
+                tx.committed = True
+                delivery.settled = True
+                await self._finish(delivery)
+                return exc
+            tx.failed = True
+            delivery.settled = True
+            await self._finish(delivery)
+            raise
+        except BaseException:
+            tx.failed = True
+            delivery.settled = True
+            await self._finish(delivery)
+            raise
+        # The claim's transaction carries on, on the same connection.
+        delivery.settled = True
+        delivery.conn = None
+        tx.remaining = 0
+        self._in_work.discard(delivery)
+        records = results[len(settling) + 1]
+        assert isinstance(records, list)
+        return await self._claimed(tx.conn, records, limit)
 
     async def open_transaction(self, delivery: Delivery) -> Connection:
         assert delivery.conn is not None
@@ -187,13 +243,7 @@ class RowLockForm:
         """Run the step's statements in the claim's transaction, in one round trip; the last
         delivery of the claim commits in that same round trip."""
         statements = step_statements(self._ctx.statements, step)
-        values = {"id": delivery.id, "now": self._ctx.clock(), **step_values(step)}
-        ops = []
-        if delivery.tx_open and not isinstance(step, Ack):
-            # Every outcome but ack discards the handler's writes first.
-            ops.append(Op("execute", f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
-        # A statement changing no row still settles: the transaction is the lock.
-        ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
+        ops = self._step_ops(delivery, step)
         last = tx.remaining == 1 and not tx.failed
         if statements and (last or (tx.written and tx.remaining == 1)):
             ops.append(Op("commit"))
@@ -203,6 +253,17 @@ class RowLockForm:
             tx.written += 1
         if ops and ops[-1].kind == "commit":
             tx.committed = True
+
+    def _step_ops(self, delivery: Delivery, step: Step) -> list[Op]:
+        values = {"id": delivery.id, "now": self._ctx.clock(), **step_values(step)}
+        ops = []
+        if delivery.tx_open and not isinstance(step, Ack):
+            # Every outcome but ack discards the handler's writes first.
+            ops.append(Op("execute", f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
+        # A statement changing no row still settles: the transaction is the lock.
+        statements = step_statements(self._ctx.statements, step)
+        ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
+        return ops
 
     async def _finish(self, delivery: Delivery) -> None:
         """The last delivery of a claim ends its transaction: commit what was written, unless

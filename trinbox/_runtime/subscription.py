@@ -31,6 +31,7 @@ from .._errors import (
 from .._forms._base import (
     RELEASE_TIMEOUT,
     Ack,
+    Claimed,
     ClaimForm,
     DeadLetterStep,
     Delivery,
@@ -372,12 +373,27 @@ class Subscription:
         for unit in units:
             self._handlers.start_soon(self._work, unit)
         self._give_slots(slots - len(units))
+        self._after_claim(deliveries)
+        self._claim_done()
+
+    def _after_claim(self, deliveries: Claimed) -> None:
+        """A claim that took fewer rows than it asked for ran dry: the next one waits."""
         self._found_rows = bool(deliveries) and not deliveries.exhausted
         if not self._found_rows:
             self._dry_at = trio.current_time()
             self._idle = True
             self._idle_changed.set()
-        self._claim_done()
+
+    def _may_chain(self) -> bool:
+        """Whether a settling row lock delivery claims the next row for its worker, in the
+        same round trip: single deliveries, while claims find rows and claiming goes on."""
+        return (
+            isinstance(self.form, RowLockForm)
+            and self.queue.batch_size is None
+            and self._found_rows
+            and not self._stopping
+            and not self._claim_scope.cancel_called
+        )
 
     def _claim_done(self) -> None:
         self._in_flight -= 1
@@ -391,13 +407,18 @@ class Subscription:
     # -- one unit of work --------------------------------------------------------------------------
 
     async def _work(self, deliveries: list[Delivery]) -> None:
+        """Handle a unit of work, and the units its settlements claimed for this worker."""
         try:
-            await self._handle(deliveries)
+            while deliveries:
+                try:
+                    chained = await self._handle(deliveries)
+                finally:
+                    self.finished += len(deliveries)
+                    self._finished_changed.set()
+                    self._finished_changed = trio.Event()
+                deliveries = chained or []
         finally:
             self._slots.release()
-            self.finished += len(deliveries)
-            self._finished_changed.set()
-            self._finished_changed = trio.Event()
 
     async def wait_idle(self) -> None:
         """Wait until the claim loop waits for its poll interval or a wake (its last claim
@@ -415,7 +436,8 @@ class Subscription:
         """Deliveries claimed and not yet settled or released."""
         return int(getattr(self.form, "in_work", 0))
 
-    async def _handle(self, deliveries: list[Delivery]) -> None:
+    async def _handle(self, deliveries: list[Delivery]) -> list[Delivery] | None:
+        """Decode, run the handler, settle; the rows a settlement claimed for this worker."""
         policy = self.queue.failure
         ready: list[Delivery] = []
         messages: list[object] = []
@@ -435,7 +457,7 @@ class Subscription:
                 )
                 await self._settle(delivery, self._policy_step(delivery, policy.decode))
         if not ready:
-            return
+            return None
         try:
             args = await self._arguments(ready, messages)
             result = await self.subscriber.handler(*args)
@@ -448,7 +470,7 @@ class Subscription:
                 logger.error("%s: the handler raised; shutting down", self.where, exc_info=True)
                 await self._drop(ready)
                 self._on_fail_fast(exc)
-                return
+                return None
             logger.warning(
                 "%s: the handler raised; policy %s",
                 self.where,
@@ -462,21 +484,27 @@ class Subscription:
                     step = Drop()  # same SQL as ack, and the handler's writes never commit
                 steps.append(step)
             await self._settle_all(list(zip(ready, steps, strict=True)))
-            return
+            return None
         if len(ready) > 1:
             # A batch (never transactional): its rows settle together.
             await self._settle_all(
                 [(d, self._step(d, o)) for d, o in zip(ready, outcomes, strict=True)]
             )
-            return
-        for delivery, outcome in zip(ready, outcomes, strict=True):
-            step = self._step(delivery, outcome)
-            if await self._settle(delivery, step) and isinstance(step, Ack):
-                # Rows the handler published through its transaction committed with the ack:
-                # wake their subscriptions, as a publish through broker.transaction() does.
-                for tx in (arg for arg in args if isinstance(arg, Tx)):
-                    for table, group in tx.published:
-                        self.broker.wakes.wake(table, group)
+            return None
+        (delivery,) = ready
+        step = self._step(delivery, outcomes[0])
+        chained: Claimed | None = None
+        if self._may_chain():
+            settled, chained = await self._settle_and_claim(delivery, step)
+        else:
+            settled = await self._settle(delivery, step)
+        if settled and isinstance(step, Ack):
+            # Rows the handler published through its transaction committed with the ack:
+            # wake their subscriptions, as a publish through broker.transaction() does.
+            for tx in (arg for arg in args if isinstance(arg, Tx)):
+                for table, group in tx.published:
+                    self.broker.wakes.wake(table, group)
+        return chained
 
     async def _arguments(self, ready: list[Delivery], messages: list[object]) -> list[object]:
         args: list[object] = [messages if self.plan.batch else messages[0]]
@@ -574,6 +602,39 @@ class Subscription:
                 logger.warning("%s: settling row %r took too long", self.where, delivery.id)
                 await self._drop([delivery])
         return False
+
+    async def _settle_and_claim(
+        self, delivery: Delivery, step: Step
+    ) -> tuple[bool, Claimed | None]:
+        """:meth:`_settle`, with the next claim in the same round trip (row lock form): whether
+        the settlement took effect, and what the claim took."""
+        form = self.form
+        assert isinstance(form, RowLockForm)
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(SETTLE_TIMEOUT):
+                try:
+                    claimed = await form.settle_and_claim(delivery, step, self._per_claim)
+                except TrinboxError as exc:
+                    self.settle_errors.append(exc)
+                    logger.warning(
+                        "%s: settling row %r (%s) failed: %s",
+                        self.where,
+                        delivery.id,
+                        step.event,
+                        exc,
+                    )
+                    return False, None
+                if isinstance(claimed, TrinboxError):
+                    logger.warning("%s: a claim failed: %s; next claim in 1 s", self.where, claimed)
+                    self._failed_at = trio.current_time()
+                    self._found_rows = False
+                    return True, None
+                if claimed is not None:
+                    self._after_claim(claimed)
+                return True, claimed
+            logger.warning("%s: settling row %r took too long", self.where, delivery.id)
+            await self._drop([delivery])
+        return False, None
 
     async def _settle_all(self, items: list[tuple[Delivery, Step]]) -> None:
         """Settle the deliveries of one claim together, shielded and bounded like one."""

@@ -39,6 +39,7 @@ from trinbox import (
 from ..serving import make_app, serving
 from ..stands import SERVER_STANDS, PostgresStand, Stand
 from .conftest import Case
+from .kit import ClaimWatch
 from .schema import EMAIL_REFS, RowLockedEmail
 
 # The row lock form on the servers.
@@ -329,3 +330,37 @@ async def test_the_claim_transaction_opens_at_the_declared_level(
             await app.subscription(send).wait_finished(1)
     assert levels == [level]
     assert stand.rows("SELECT * FROM email_jobs") == []
+
+
+async def test_a_settling_worker_claims_its_next_row_on_the_same_connection(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand = case.stand
+    broker = stand.broker(poll_interval=3600)
+    watch = ClaimWatch(monkeypatch)
+    handled: list[tuple[str, int]] = []
+
+    @subscriber(InboxQueue(RowLockedEmail, "emails"))
+    async def send(email: Email) -> None:
+        # Each row in work holds the one transaction open on its connection.
+        handled.append((email.to, open_transactions(stand)))
+
+    app = make_app()
+    app.include(broker, send)
+
+    @app.on_startup
+    async def publish() -> None:
+        for n in range(5):
+            await broker.publish(RowLockedEmail, Email(f"{n}@x"), name="emails", customer="c1")
+
+    async with serving(app):
+        sub = app.subscription(send)
+        with trio.fail_after(10):
+            await sub.wait_finished(5)
+            await sub.wait_idle()
+    # The claim loop claimed the first row; each settlement claimed the next in the same round
+    # trip, until one found the queue empty (then the loop waits its hour).
+    assert handled == [(f"{n}@x", 1) for n in range(5)]
+    assert watch.count == 1
+    assert stand.rows("SELECT * FROM email_jobs") == []
+    assert open_transactions(stand) == 0
