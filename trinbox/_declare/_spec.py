@@ -78,12 +78,18 @@ class TableSpec:
     key: tuple[KeyPart, ...] = ()
     key_template: str = ""
     row_type: type | None = field(default=None, compare=False)
+    # Columns by role, looked up on every delivery.
+    _by_role: dict[str, ColumnSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_role: dict[str, ColumnSpec] = {}
+        for col in self.columns:
+            if col.role:
+                by_role.setdefault(col.role, col)
+        object.__setattr__(self, "_by_role", by_role)
 
     def role(self, role: str) -> ColumnSpec | None:
-        for col in self.columns:
-            if col.role == role:
-                return col
-        return None
+        return self._by_role.get(role)
 
     @property
     def id(self) -> ColumnSpec:

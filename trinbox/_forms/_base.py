@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -86,7 +86,7 @@ class DeadLetterStep:
 Step = Ack | Drop | Retry | RetryAt | DeadLetterStep
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Delivery:
     """One claimed row in work: its column values as read, and what holds it."""
 
@@ -100,7 +100,6 @@ class Delivery:
     lease_lost: bool = False
     settled: bool = False
     released: bool = False  # shutdown released it; a later settlement fails with Closed
-    lock: trio.Lock = field(default_factory=trio.Lock)
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
 

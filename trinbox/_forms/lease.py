@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 
 import trio
 
@@ -38,6 +37,32 @@ __all__ = ["LeaseForm"]
 logger = logging.getLogger("trinbox")
 
 
+class _Tokens:
+    """The deliveries whose token is in use right now, by a settlement or an extension: each
+    waits for the other, so a settlement always binds the current token. One set per form
+    instead of a lock per delivery: a batch takes its hundred rows without a checkpoint."""
+
+    def __init__(self) -> None:
+        self._in_use: set[Delivery] = set()
+        self._waiting = 0
+        self._freed = trio.Event()
+
+    async def take(self, delivery: Delivery) -> None:
+        while delivery in self._in_use:
+            self._waiting += 1
+            try:
+                await self._freed.wait()
+            finally:
+                self._waiting -= 1
+        self._in_use.add(delivery)
+
+    def give(self, delivery: Delivery) -> None:
+        self._in_use.discard(delivery)
+        if self._waiting:
+            self._freed.set()
+            self._freed = trio.Event()
+
+
 class LeaseForm:
     """Claims and settles rows of one lease table for one subscription."""
 
@@ -48,6 +73,7 @@ class LeaseForm:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)
+        self._tokens = _Tokens()
 
     @property
     def in_work(self) -> int:
@@ -151,10 +177,13 @@ class LeaseForm:
                 await self._ack_in_transaction(delivery)
                 return
             await self._end_transaction(delivery)
-            async with delivery.lock:
+            await self._tokens.take(delivery)
+            try:
                 if delivery.lease_lost:
                     raise self._lost(delivery)
                 await self._run_step(delivery, step)
+            finally:
+                self._tokens.give(delivery)
         finally:
             delivery.settled = True
             self._in_work.discard(delivery)
@@ -198,9 +227,11 @@ class LeaseForm:
         of each, and the deliveries left to settle one by one (their statement failed)."""
         errors: list[TrinboxError | None] = [None] * len(deliveries)
         again: list[int] = []
-        async with AsyncExitStack() as held:
+        taken: list[Delivery] = []
+        try:
             for delivery in deliveries:
-                await held.enter_async_context(delivery.lock)
+                await self._tokens.take(delivery)
+                taken.append(delivery)
             by_token: dict[object, list[int]] = {}
             for i, delivery in enumerate(deliveries):
                 if delivery.lease_lost:
@@ -222,6 +253,9 @@ class LeaseForm:
                 for i, settled in zip(members, kept, strict=True):
                     if not settled:
                         errors[i] = self._lost(deliveries[i])
+        finally:
+            for delivery in taken:
+                self._tokens.give(delivery)
         for i, delivery in enumerate(deliveries):
             if i not in again:
                 delivery.settled = True
@@ -329,7 +363,8 @@ class LeaseForm:
         self._in_work.discard(delivery)
         await self._end_transaction(delivery)
         # An extension in flight may move the token: wait for it, then clear by the current one.
-        async with delivery.lock:
+        await self._tokens.take(delivery)
+        try:
             if delivery.lease_lost:
                 return
             st = self._ctx.statements
@@ -339,6 +374,8 @@ class LeaseForm:
                 await conn.execute(*self._bound(st.retry, delivery))
             finally:
                 await give_back(self._ctx.pool, conn)
+        finally:
+            self._tokens.give(delivery)
 
     async def release_for_shutdown(self, delivery: Delivery) -> bool:
         """Shutdown stopped the handler: return the row as a drop would."""
@@ -372,7 +409,8 @@ class LeaseForm:
         try:
             new = lease_expiry(ctx.clock(), ctx.lease)
             for delivery in list(self._in_work):
-                async with delivery.lock:
+                await self._tokens.take(delivery)
+                try:
                     if delivery.settled or delivery.lease_lost:
                         continue
                     values = {"lease": new, "id": delivery.id, "token": delivery.token}
@@ -385,6 +423,8 @@ class LeaseForm:
                             ctx.spec.label,
                             delivery.id,
                         )
+                finally:
+                    self._tokens.give(delivery)
         finally:
             await give_back(ctx.pool, conn)
 

@@ -7,6 +7,7 @@ pydantic model, a TypedDict, plain JSON values, or ``bytes`` (passed through unt
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import json
 from typing import Any, Protocol, TypeVar, cast, is_typeddict
@@ -28,6 +29,7 @@ class Codec(Protocol):
     def decode(self, data: bytes, into: type[T]) -> T: ...
 
 
+@functools.cache
 def _msgspec() -> Any:
     try:
         return importlib.import_module("msgspec")
@@ -37,6 +39,17 @@ def _msgspec() -> Any:
 
 def _is_pydantic(tp: object) -> bool:
     return isinstance(tp, type) and hasattr(tp, "model_validate_json")
+
+
+_DECODERS: dict[object, Any] = {}
+
+
+def _msgspec_decoder(into: object) -> Any:
+    """One decoder per message type: msgspec compiles the type once."""
+    decoder = _DECODERS.get(into)
+    if decoder is None:
+        decoder = _DECODERS[into] = _msgspec().json.Decoder(type=into)
+    return decoder
 
 
 class JsonCodec:
@@ -60,9 +73,8 @@ class JsonCodec:
         try:
             if _is_pydantic(into):
                 return cast("T", into.model_validate_json(data))  # type: ignore[attr-defined]
-            msgspec = _msgspec()
-            if msgspec is not None:
-                return cast("T", msgspec.json.decode(data, type=into))
+            if _msgspec() is not None:
+                return cast("T", _msgspec_decoder(into).decode(data))
             value = json.loads(data)
             if dataclasses.is_dataclass(into):
                 return cast("T", into(**value))
