@@ -100,8 +100,9 @@ class DatabaseError(TrinboxError):
     """A statement failed while running.
 
     ``statement`` names what was running (an event such as ``"ack"`` or the SQL text),
-    ``code`` carries the driver's SQLSTATE / errno / result code when there is one, and
-    ``step`` is the index of the failing step when a script of several steps failed.
+    ``code`` carries the driver's SQLSTATE / errno / result code when there is one, and when
+    a script of several steps failed, ``step`` is the index of the failing step and
+    ``results`` holds the results of the steps before it.
     """
 
     def __init__(self, message: str, *, statement: str = "", code: str | None = None) -> None:
@@ -109,6 +110,7 @@ class DatabaseError(TrinboxError):
         self.statement = statement
         self.code = code
         self.step: int | None = None
+        self.results: list[object] = []  # a failed script: the results of the steps before
 
 
 class ConnectError(DatabaseError):

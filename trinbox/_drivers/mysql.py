@@ -200,9 +200,12 @@ async def _begin(raw: aiomysql.Connection, sql: str) -> None:
 
 
 async def _script(
-    raw: aiomysql.Connection, ops: Sequence[Op], until_empty: bool, progress: list[str]
+    raw: aiomysql.Connection,
+    ops: Sequence[Op],
+    until_empty: bool,
+    progress: list[str],
+    results: list[Result],
 ) -> list[Result]:
-    results: list[Result] = []
     for op in ops:
         progress.append(op.sql or op.kind.upper())
         result: Result
@@ -339,7 +342,14 @@ class MySqlConnection:
 
     async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
         progress: list[str] = []
-        return await self._run(progress, _script, self._raw, ops, until_empty, progress)
+        results: list[Result] = []
+        try:
+            return await self._run(
+                progress, _script, self._raw, ops, until_empty, progress, results
+            )
+        except DatabaseError as exc:
+            exc.results = list(results)
+            raise
 
     async def rollback(self) -> None:
         await self._run("ROLLBACK", _rollback, self._raw)

@@ -135,9 +135,12 @@ async def _fetch(raw: RawConnection, sql: str, args: tuple[object, ...]) -> list
 
 
 async def _script(
-    raw: RawConnection, ops: Sequence[Op], until_empty: bool, progress: list[str]
+    raw: RawConnection,
+    ops: Sequence[Op],
+    until_empty: bool,
+    progress: list[str],
+    results: list[Result],
 ) -> list[Result]:
-    results: list[Result] = []
     for op in ops:
         progress.append(op.sql or op.kind.upper())
         result: Result
@@ -275,7 +278,14 @@ class PgConnection:
 
     async def script(self, ops: Sequence[Op], *, until_empty: bool = False) -> list[Result]:
         progress: list[str] = []
-        return await self._run(progress, _script, self._raw, ops, until_empty, progress)
+        results: list[Result] = []
+        try:
+            return await self._run(
+                progress, _script, self._raw, ops, until_empty, progress, results
+            )
+        except DatabaseError as exc:
+            exc.results = list(results)
+            raise
 
     async def rollback(self) -> None:
         await self._run("ROLLBACK", _execute, self._raw, "ROLLBACK", ())

@@ -144,9 +144,9 @@ class SqliteConnection:
         raw = self._raw
         steps = [(op.kind, op.sql, _params(op.params)) for op in ops]
         progress: list[str] = []
+        results: list[Result] = []
 
         def run() -> list[Result]:
-            results: list[Result] = []
             for kind, sql, params in steps:
                 progress.append(sql or kind.upper())
                 result: Result
@@ -163,7 +163,11 @@ class SqliteConnection:
             return results
 
         reads = all(op.kind == "fetch" and _reads(op.sql) for op in ops)
-        return await self._run(run, progress, reads=reads)
+        try:
+            return await self._run(run, progress, reads=reads)
+        except DatabaseError as exc:
+            exc.results = list(results)
+            raise
 
     async def executescript(self, script: str) -> None:
         """Run several statements (schema set-up in examples and tests)."""

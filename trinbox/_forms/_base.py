@@ -20,6 +20,7 @@ from .._errors import ConnectionLost, TrinboxError
 
 __all__ = [
     "Ack",
+    "Chained",
     "Claimed",
     "Clock",
     "DeadLetterStep",
@@ -111,6 +112,18 @@ class Claimed(list[Delivery]):
     def __init__(self, deliveries: Iterable[Delivery] = (), *, exhausted: bool) -> None:
         super().__init__(deliveries)
         self.exhausted = exhausted
+
+
+@dataclass(slots=True)
+class Chained:
+    """A settlement that also claimed for its worker, in the same round trip. ``error``: the
+    settlement's (``None``: it took effect). ``claimed``: the claim's rows; ``None`` when no
+    claim ran (the step settled alone). ``claim_error``: the claim failed, the settlement
+    stands."""
+
+    error: TrinboxError | None = None
+    claimed: Claimed | None = None
+    claim_error: TrinboxError | None = None
 
 
 @dataclass

@@ -17,6 +17,7 @@ from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, LeaseLost, TrinboxError
 from ._base import (
     Ack,
+    Chained,
     Claimed,
     Delivery,
     FormContext,
@@ -168,6 +169,59 @@ class LeaseForm:
         else:
             # Settlements that finish together go to the database together.
             await self._together.settle(delivery, step)
+
+    async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
+        """Settle a single delivery and claim the next rows for its worker in the same round
+        trip: the settlement's statement, then the one-statement claim (PostgreSQL, SQLite).
+        Dead letters, transactional mode and the MySQL claim of several statements settle
+        alone."""
+        ctx = self._ctx
+        event = batch_event(step)
+        if ctx.transactional or event is None or len(ctx.statements.claim) != 1:
+            try:
+                await self.settle(delivery, step)
+            except TrinboxError as exc:
+                return Chained(error=exc)
+            return Chained()
+        (single,) = step_statements(ctx.statements, step)
+        claim = ctx.statements.claim[0]
+        await self._tokens.take(delivery)
+        try:
+            if delivery.lease_lost:
+                self._close(delivery)
+                return Chained(error=self._lost(delivery))
+            conn = await ctx.pool.acquire()
+            try:
+                settle_op = Op("execute", *self._bound(single, delivery, step_values(step)))
+                # "now" is read after the connection is acquired, as in claim().
+                now = ctx.clock()
+                token = lease_expiry(now, ctx.lease)
+                values = {"group": ctx.group, "now": now, "limit": limit, "lease": token}
+                claim_op = Op("fetch", claim.sql, claim.bind(values))
+                try:
+                    changed, records = await conn.script([settle_op, claim_op])
+                except DatabaseError as exc:
+                    if exc.step != 1:
+                        return Chained(error=exc)
+                    # The settlement ran; only the claim failed.
+                    error = None if exc.results[0] else self._lost(delivery)
+                    return Chained(error=error, claim_error=exc)
+            finally:
+                self._close(delivery)
+                await give_back(ctx.pool, conn)
+        finally:
+            self._tokens.give(delivery)
+        assert isinstance(records, list)
+        claimed = Claimed(
+            (self._delivery(record, token) for record in records),
+            exhausted=len(records) < limit,
+        )
+        self._in_work.update(claimed)
+        return Chained(error=None if changed else self._lost(delivery), claimed=claimed)
+
+    def _close(self, delivery: Delivery) -> None:
+        delivery.settled = True
+        self._in_work.discard(delivery)
 
     async def _settle_one(self, delivery: Delivery, step: Step) -> None:
         try:

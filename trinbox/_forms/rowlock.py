@@ -18,6 +18,7 @@ from .._drivers._base import Connection, Op, Record
 from .._errors import BatchRolledBack, DatabaseError, TrinboxError
 from ._base import (
     Ack,
+    Chained,
     Claimed,
     Delivery,
     FormContext,
@@ -118,37 +119,34 @@ class RowLockForm:
         self._in_work.update(deliveries)
         return deliveries
 
-    async def settle_and_claim(
-        self, delivery: Delivery, step: Step, limit: int
-    ) -> Claimed | TrinboxError | None:
+    async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
         """Settle a single delivery and, in the same round trip on its connection, begin the
-        next claim's transaction and select: the worker that frees up claims for itself.
-
-        The rows that claim took; ``None`` when the step has nothing to commit (it settled
-        alone, by rollback); an error *returned* when the settlement committed and only the
-        claim failed. A failed settlement raises, as :meth:`settle` does."""
+        next claim's transaction and select: the worker that frees up claims for itself. A
+        step with nothing to commit (it settles by rollback) settles alone."""
         tx = delivery.batch
         assert isinstance(tx, _ClaimTransaction)
         if tx.remaining != 1 or tx.failed or not step_statements(self._ctx.statements, step):
-            await self.settle(delivery, step)
-            return None
+            try:
+                await self.settle(delivery, step)
+            except TrinboxError as exc:
+                return Chained(error=exc)
+            return Chained()
         settling = [*self._step_ops(delivery, step), Op("commit")]
         try:
             results = await tx.conn.script([*settling, *self._claim_ops(limit)])
         except TrinboxError as exc:
             at = exc.step if isinstance(exc, DatabaseError) else None
+            delivery.settled = True
             if at is not None and at >= len(settling):
                 # Committed; only the claim failed, and its transaction is rolled back when
                 # the connection goes back to the pool.
                 tx.written += 1
                 tx.committed = True
-                delivery.settled = True
                 await self._finish(delivery)
-                return exc
+                return Chained(claim_error=exc)
             tx.failed = True
-            delivery.settled = True
             await self._finish(delivery)
-            raise
+            return Chained(error=exc)
         except BaseException:
             tx.failed = True
             delivery.settled = True
@@ -161,7 +159,7 @@ class RowLockForm:
         self._in_work.discard(delivery)
         records = results[len(settling) + 1]
         assert isinstance(records, list)
-        return await self._claimed(tx.conn, records, limit)
+        return Chained(claimed=await self._claimed(tx.conn, records, limit))
 
     async def open_transaction(self, delivery: Delivery) -> Connection:
         assert delivery.conn is not None

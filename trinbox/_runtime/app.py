@@ -145,6 +145,10 @@ class App:
         """Stop claiming and shut down gracefully; ``serve`` then returns its report."""
         if self._stop is not None:
             self._stop.set()
+            # Claiming stops now, not when serve next runs: a settlement that would claim
+            # its worker's next row sees it at once.
+            for sub in self.subscriptions:
+                sub.stop()
 
     def _fail_fast(self, exc: BaseException) -> None:
         if self._failure is None:

@@ -385,10 +385,14 @@ class Subscription:
             self._idle_changed.set()
 
     def _may_chain(self) -> bool:
-        """Whether a settling row lock delivery claims the next row for its worker, in the
-        same round trip: single deliveries, while claims find rows and claiming goes on."""
+        """Whether a settling delivery claims the next row for its worker in the same round
+        trip: single deliveries of the row lock form, and of the lease form where claims run
+        side by side, while claims find rows and claiming goes on."""
         return (
-            isinstance(self.form, RowLockForm)
+            (
+                isinstance(self.form, RowLockForm)
+                or (isinstance(self.form, LeaseForm) and self._side_by_side)
+            )
             and self.queue.batch_size is None
             and self._found_rows
             and not self._stopping
@@ -606,32 +610,31 @@ class Subscription:
     async def _settle_and_claim(
         self, delivery: Delivery, step: Step
     ) -> tuple[bool, Claimed | None]:
-        """:meth:`_settle`, with the next claim in the same round trip (row lock form): whether
-        the settlement took effect, and what the claim took."""
+        """:meth:`_settle`, with the next claim for this worker in the same round trip:
+        whether the settlement took effect, and what the claim took."""
         form = self.form
-        assert isinstance(form, RowLockForm)
+        assert isinstance(form, RowLockForm | LeaseForm)
         with trio.CancelScope(shield=True):
             with trio.move_on_after(SETTLE_TIMEOUT):
-                try:
-                    claimed = await form.settle_and_claim(delivery, step, self._per_claim)
-                except TrinboxError as exc:
-                    self.settle_errors.append(exc)
+                chained = await form.settle_and_claim(delivery, step, self._per_claim)
+                if chained.error is not None:
+                    self.settle_errors.append(chained.error)
                     logger.warning(
                         "%s: settling row %r (%s) failed: %s",
                         self.where,
                         delivery.id,
                         step.event,
-                        exc,
+                        chained.error,
                     )
-                    return False, None
-                if isinstance(claimed, TrinboxError):
-                    logger.warning("%s: a claim failed: %s; next claim in 1 s", self.where, claimed)
+                if chained.claim_error is not None:
+                    logger.warning(
+                        "%s: a claim failed: %s; next claim in 1 s", self.where, chained.claim_error
+                    )
                     self._failed_at = trio.current_time()
                     self._found_rows = False
-                    return True, None
-                if claimed is not None:
-                    self._after_claim(claimed)
-                return True, claimed
+                elif chained.claimed is not None:
+                    self._after_claim(chained.claimed)
+                return chained.error is None, chained.claimed
             logger.warning("%s: settling row %r took too long", self.where, delivery.id)
             await self._drop([delivery])
         return False, None

@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from trinbox._drivers import mysql, postgres
+from trinbox._drivers._base import Op
 from trinbox._errors import (
     Closed,
     ConnectError,
@@ -444,3 +445,20 @@ async def test_repeated_cancels_never_leak(pool: TestPool, backend: Backend) -> 
     async with using(pool) as conn:
         assert await conn.fetch("SELECT count(*) FROM t") == [(3,)]
     assert pool.size <= pool.max_size
+
+
+async def test_a_failed_script_names_its_step_and_keeps_the_results_before_it(
+    pool: TestPool, backend: Backend
+) -> None:
+    await _table(pool, backend)
+    ops = [
+        Op("execute", backend.q("UPDATE t SET v = ? WHERE id = ?"), ["x", 1]),
+        Op("fetch", "SELECT id FROM t ORDER BY id"),
+        Op("execute", backend.q("INSERT INTO t (id, v) VALUES (?, ?)"), [1, "taken"]),
+        Op("fetch", "SELECT 1"),
+    ]
+    async with using(pool) as conn:
+        with pytest.raises(IntegrityError) as caught:
+            await conn.script(ops)
+        assert caught.value.step == 2
+        assert caught.value.results == [1, [(1,), (2,), (3,)]]

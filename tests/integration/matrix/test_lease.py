@@ -45,6 +45,7 @@ from trinbox.testing import TrioClock, VirtualClock
 from ..serving import make_app, serving
 from ..stands import STANDS, Stand
 from .conftest import Case
+from .kit import ClaimWatch
 from .schema import LeasedEmail, LeasedPlain
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -383,3 +384,79 @@ async def test_a_dropped_unsettled_delivery_returns_its_row_at_once(case: Case) 
     assert isinstance(caught.value.__cause__, RuntimeError)
     assert attempts == [1]
     assert case.stand.rows("SELECT attempt, locked_until FROM email_jobs") == [(2, None)]
+
+
+# -- the settling worker's next claim ------------------------------------------------------------
+
+
+@LEASE_CELLS
+async def test_a_settling_worker_claims_its_next_row_in_the_same_round_trip_on_postgres(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = case.stand.broker(poll_interval=3600)
+    watch = ClaimWatch(monkeypatch)
+    handled: list[tuple[str, int]] = []
+
+    @subscriber(InboxQueue(LeasedEmail, "emails"))
+    async def send(email: Email, attempt: keys.Attempt) -> None:
+        handled.append((email.to, attempt))
+
+    app = make_app()
+    app.include(broker, send)
+
+    @app.on_startup
+    async def publish() -> None:
+        for n in range(5):
+            await broker.publish(LeasedEmail, Email(f"{n}@x"), name="emails", customer="c1")
+
+    async with serving(app):
+        sub = app.subscription(send)
+        with trio.fail_after(10):
+            await sub.wait_finished(5)
+            await sub.wait_idle()
+    assert handled == [(f"{n}@x", 1) for n in range(5)]
+    assert case.stand.rows("SELECT * FROM email_jobs") == []
+    if case.name == "postgres":
+        # The claim loop claimed the first row; each ack claimed the next with it, until one
+        # found the queue empty.
+        assert watch.count == 1
+    else:
+        # SQLite (one writer) and MySQL (a claim of several statements) claim one at a time,
+        # from the claim loop only: five rows, then the claim that found none.
+        assert watch.count == 6
+
+
+@LEASE_CELLS
+async def test_a_lost_lease_fails_its_settlement_and_the_next_row_still_comes(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand = case.stand
+    broker = stand.broker(poll_interval=3600)
+    handled: list[str] = []
+
+    @subscriber(InboxQueue(LeasedEmail, "emails"))
+    async def send(email: Email) -> None:
+        handled.append(email.to)
+        if email.to == "0@x":
+            # Row 1's lease is gone: another claim took the row, for a long time.
+            stand.execute(
+                "UPDATE email_jobs SET locked_until = '2999-01-01 00:00:00' WHERE job_id = 1"
+            )
+
+    app = make_app()
+    app.include(broker, send)
+
+    @app.on_startup
+    async def publish() -> None:
+        for n in range(2):
+            await broker.publish(LeasedEmail, Email(f"{n}@x"), name="emails", customer="c1")
+
+    async with serving(app):
+        sub = app.subscription(send)
+        with trio.fail_after(10):
+            await sub.wait_finished(2)
+        errors = list(sub.settle_errors)
+    assert handled == ["0@x", "1@x"]
+    assert [(type(e), getattr(e, "id", None)) for e in errors] == [(LeaseLost, 1)]
+    # Row 1's ack changed nothing; row 2 was acked.
+    assert stand.rows("SELECT job_id FROM email_jobs") == [(1,)]

@@ -1,0 +1,34 @@
+"""The SQLite driver's one-call scripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trinbox._drivers._base import Op
+from trinbox._drivers.sqlite import SqlitePool
+from trinbox._errors import IntegrityError
+
+
+async def test_a_failed_script_names_its_step_and_keeps_the_results_before_it(
+    tmp_path: Path,
+) -> None:
+    pool = SqlitePool(str(tmp_path / "q.db"))
+    conn = await pool.acquire()
+    await conn.executescript(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);"
+        "INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')"
+    )
+    ops = [
+        Op("execute", "UPDATE t SET v = ? WHERE id = ?", ["x", 1]),
+        Op("fetch", "SELECT id FROM t ORDER BY id"),
+        Op("execute", "INSERT INTO t (id, v) VALUES (?, ?)", [1, "taken"]),
+        Op("fetch", "SELECT 1"),
+    ]
+    with pytest.raises(IntegrityError) as caught:
+        await conn.script(ops)
+    assert caught.value.step == 2
+    assert caught.value.results == [1, [(1,), (2,), (3,)]]
+    await pool.release(conn)
+    await pool.aclose()
