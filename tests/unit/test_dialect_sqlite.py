@@ -100,6 +100,29 @@ def test_lease_claim_is_one_update_returning_the_attempt_before_its_count() -> N
             "UPDATE `email_jobs` SET `locked_until` = ? WHERE `job_id` = ? AND `locked_until` = ?",
             ("lease", "id", "token"),
         ),
+        # A batch's rows settled alike: one statement, the ids as one JSON array.
+        batch=(
+            Statement(
+                "ack",
+                "UPDATE `email_jobs` SET `processed_at` = ?, `locked_until` = NULL WHERE "
+                "`job_id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? "
+                "RETURNING `job_id`",
+                ("now", "ids", "token"),
+            ),
+            Statement(
+                "retry",
+                "UPDATE `email_jobs` SET `locked_until` = NULL WHERE `job_id` IN (SELECT value "
+                "FROM json_each(?)) AND `locked_until` = ? RETURNING `job_id`",
+                ("ids", "token"),
+            ),
+            Statement(
+                "retry_after",
+                "UPDATE `email_jobs` SET `retry_after` = ?, `locked_until` = NULL WHERE "
+                "`job_id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? "
+                "RETURNING `job_id`",
+                ("retry_at", "ids", "token"),
+            ),
+        ),
     )
 
 
@@ -157,6 +180,20 @@ def test_lease_table_in_a_schema_moves_a_dead_letter_in_two_statements() -> None
             "`locked_until` = ?",
             ("lease", "id", "token"),
         ),
+        batch=(
+            Statement(
+                "ack",
+                "DELETE FROM `app`.`plain_jobs` WHERE `id` IN (SELECT value FROM "
+                "json_each(?)) AND `locked_until` = ? RETURNING `id`",
+                ("ids", "token"),
+            ),
+            Statement(
+                "retry",
+                "UPDATE `app`.`plain_jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT "
+                "value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`",
+                ("ids", "token"),
+            ),
+        ),
     )
 
 
@@ -189,6 +226,20 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
             "extend",
             "UPDATE `tickets` SET `locked_until` = ? WHERE `id` = ? AND `locked_until` = ?",
             ("lease", "id", "token"),
+        ),
+        batch=(
+            Statement(
+                "ack",
+                "DELETE FROM `tickets` WHERE `id` IN (SELECT value FROM json_each(?)) AND "
+                "`locked_until` = ? RETURNING `id`",
+                ("ids", "token"),
+            ),
+            Statement(
+                "retry",
+                "UPDATE `tickets` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM "
+                "json_each(?)) AND `locked_until` = ? RETURNING `id`",
+                ("ids", "token"),
+            ),
         ),
     )
 

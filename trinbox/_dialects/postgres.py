@@ -107,26 +107,7 @@ class PostgresDialect(Dialect):
         )
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
-        """Ack, retry and retry_after for every row of a claim in one statement: the rows
-        whose lease the token still holds are settled, and their ids returned (a row left out
-        lost its lease)."""
-        t = self.table(spec)
-        ident = self.c(spec.id)
-        where = f" WHERE {ident} = ANY({P('ids')}) AND {self.c(spec.locked_until)} = {P('token')}"
-        returning = f" RETURNING {ident}"
-        free = f"{self.c(spec.locked_until)} = NULL"
-        if spec.processed_at is not None:
-            ack = f"UPDATE {t} SET {self.c(spec.processed_at)} = {P('now')}, {free}{where}"
-        else:
-            ack = f"DELETE FROM {t}{where}"
-        found = [
-            self.r("ack", ack + returning),
-            self.r("retry", f"UPDATE {t} SET {free}{where}{returning}"),
-        ]
-        if spec.retry_after is not None:
-            later = f"{self.c(spec.retry_after)} = {P('retry_at')}"
-            found.append(self.r("retry_after", f"UPDATE {t} SET {later}, {free}{where}{returning}"))
-        return tuple(found)
+        return self.lease_batch_where(spec, f"= ANY({P('ids')})")
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order whose keys no other session holds. The shared

@@ -80,6 +80,10 @@ class SqliteDialect(Dialect):
             ),
         )
 
+    def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
+        # The ids travel as one JSON array: one statement text whatever the batch's size.
+        return self.lease_batch_where(spec, f"IN (SELECT value FROM json_each({P('ids')}))")
+
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order with their keys. No probe: the process registry
         knows the keys in work, and the select reads no further than ``limit``."""

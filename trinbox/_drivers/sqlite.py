@@ -8,6 +8,7 @@ back what it left open; one cancelled before it began never touches the connecti
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -41,10 +42,15 @@ def sqlite_path(url: str) -> str:
 
 
 def _param(value: object) -> object:
+    if isinstance(value, list):
+        return json.dumps(value)  # read back with json_each (a batch's ids)
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(UTC).replace(tzinfo=None)
-        return value.strftime(TIME_FORMAT)
+            if value.utcoffset():
+                value = value.astimezone(UTC)
+            value = value.replace(tzinfo=None)
+        # TIME_FORMAT, written the fast way (a batch binds a token per row).
+        return value.isoformat(" ", "microseconds")
     return value
 
 

@@ -80,6 +80,11 @@ class LeaseForm:
     def in_work(self) -> int:
         return len(self._in_work)
 
+    @property
+    def claims_in_one_statement(self) -> bool:
+        """PostgreSQL and SQLite claim with one statement; MySQL selects, then stamps."""
+        return len(self._ctx.statements.claim) == 1
+
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
         conn = await ctx.pool.acquire()

@@ -386,12 +386,13 @@ class Subscription:
 
     def _may_chain(self) -> bool:
         """Whether a settling delivery claims the next row for its worker in the same round
-        trip: single deliveries of the row lock form, and of the lease form where claims run
-        side by side, while claims find rows and claiming goes on."""
+        trip: single deliveries of the row lock form, and of the lease form where its claim is
+        one statement (not MySQL's), while claims find rows and claiming goes on. On SQLite
+        the chained claim and the claim loop's still take the one write lock in turn."""
         return (
             (
                 isinstance(self.form, RowLockForm)
-                or (isinstance(self.form, LeaseForm) and self._side_by_side)
+                or (isinstance(self.form, LeaseForm) and self.form.claims_in_one_statement)
             )
             and self.queue.batch_size is None
             and self._found_rows

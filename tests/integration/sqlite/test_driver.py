@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from trinbox._drivers._base import Op
-from trinbox._drivers.sqlite import SqlitePool
+from trinbox._drivers.sqlite import TIME_FORMAT, SqlitePool, _param
 from trinbox._errors import IntegrityError
 
 
@@ -32,3 +33,17 @@ async def test_a_failed_script_names_its_step_and_keeps_the_results_before_it(
     assert caught.value.results == [1, [(1,), (2,), (3,)]]
     await pool.release(conn)
     await pool.aclose()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(2026, 11, 29, 20, 37, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=timezone(timedelta(hours=2))),
+        datetime(2000, 1, 1),
+        datetime(2030, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ],
+)
+def test_a_time_is_stored_as_utc_text_that_sorts_as_time(value: datetime) -> None:
+    utc = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    assert _param(value) == utc.strftime(TIME_FORMAT)
