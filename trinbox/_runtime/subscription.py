@@ -2,9 +2,11 @@
 
     run()                       the subscription's nursery
     ├── claim loop              claims while a worker is free; waits poll interval or a wake
+    │   └── claims              one per free worker, side by side where the dialect allows
     └── work area (shielded)    lives through the grace period after the claim loop stops
         ├── upkeep              the lease keeper
-        └── handlers            at most workers(n) at once; each settles its own delivery
+        └── handlers            at most workers(n) at once; each settles its own delivery,
+                                and (row lock, lease) claims its next row in that round trip
 
 Cancelling ``run`` (or ``stop()``) ends the claim loop at once; handlers then get the grace
 period to finish, are cancelled, and every delivery still in work is released.
@@ -595,18 +597,17 @@ class Subscription:
                     await self.form.settle(delivery, step)
                     return True
                 except TrinboxError as exc:
-                    self.settle_errors.append(exc)
-                    logger.warning(
-                        "%s: settling row %r (%s) failed: %s",
-                        self.where,
-                        delivery.id,
-                        step.event,
-                        exc,
-                    )
+                    self._settle_failed(delivery, step, exc)
             if scope.cancelled_caught:
                 logger.warning("%s: settling row %r took too long", self.where, delivery.id)
                 await self._drop([delivery])
         return False
+
+    def _settle_failed(self, delivery: Delivery, step: Step, error: TrinboxError) -> None:
+        self.settle_errors.append(error)
+        logger.warning(
+            "%s: settling row %r (%s) failed: %s", self.where, delivery.id, step.event, error
+        )
 
     async def _settle_and_claim(
         self, delivery: Delivery, step: Step
@@ -619,14 +620,7 @@ class Subscription:
             with trio.move_on_after(SETTLE_TIMEOUT):
                 chained = await form.settle_and_claim(delivery, step, self._per_claim)
                 if chained.error is not None:
-                    self.settle_errors.append(chained.error)
-                    logger.warning(
-                        "%s: settling row %r (%s) failed: %s",
-                        self.where,
-                        delivery.id,
-                        step.event,
-                        chained.error,
-                    )
+                    self._settle_failed(delivery, step, chained.error)
                 if chained.claim_error is not None:
                     logger.warning(
                         "%s: a claim failed: %s; next claim in 1 s", self.where, chained.claim_error
@@ -650,14 +644,7 @@ class Subscription:
                 errors = await self.form.settle_batch(items)
                 for (delivery, step), error in zip(items, errors, strict=True):
                     if error is not None:
-                        self.settle_errors.append(error)
-                        logger.warning(
-                            "%s: settling row %r (%s) failed: %s",
-                            self.where,
-                            delivery.id,
-                            step.event,
-                            error,
-                        )
+                        self._settle_failed(delivery, step, error)
             if scope.cancelled_caught:
                 logger.warning("%s: settling a batch took too long", self.where)
                 await self._drop([d for d, _ in items if not d.settled])
