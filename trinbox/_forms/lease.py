@@ -119,24 +119,31 @@ class LeaseForm:
         self, conn: Connection, claim: Sequence[Statement], values: dict[str, object]
     ) -> list[Record]:
         """MySQL: select with SKIP LOCKED, stamp each row while its lease is still free, and
-        commit; a row the stamp did not change is left out of the claim."""
+        commit; a row the stamp did not change is left out of the claim. Two round trips: the
+        begin and the select, then every stamp and the commit."""
         select, stamp = claim
-        await conn.begin(self._ctx.dialect.lease_claim_begin().sql)
         try:
-            records = await conn.fetch(select.sql, select.bind(values))
+            opened = await conn.script(
+                [
+                    Op("begin", self._ctx.dialect.lease_claim_begin().sql),
+                    Op("fetch", select.sql, select.bind(values)),
+                ]
+            )
+            records = opened[1]
+            assert isinstance(records, list)
+            if not records:
+                await conn.commit()
+                return []
             id_index = [c.role for c in self._ctx.spec.columns].index("id")
-            kept = []
-            for record in records:
-                stamped = await conn.execute(
-                    stamp.sql, stamp.bind({**values, "id": record[id_index]})
-                )
-                if stamped == 1:
-                    kept.append(record)
-            await conn.commit()
+            stamps = [
+                Op("execute", stamp.sql, stamp.bind({**values, "id": record[id_index]}))
+                for record in records
+            ]
+            stamped = await conn.script([*stamps, Op("commit")])
         except BaseException:
             await rollback_quietly(conn)
             raise
-        return kept
+        return [record for record, n in zip(records, stamped, strict=False) if n == 1]
 
     def _delivery(self, record: Record, token: object) -> Delivery:
         spec = self._ctx.spec
