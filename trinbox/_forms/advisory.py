@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 
 import trio
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record, Result, stops
-from .._errors import Closed, TrinboxError
+from .._errors import Closed, DatabaseError, TrinboxError
 from ._base import (
     Ack,
+    Chained,
     Claimed,
     Delivery,
     FormContext,
@@ -81,20 +83,42 @@ class AdvisoryForm:
 
     async def _claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        session: Connection | None = await ctx.pool.acquire()
+        session = await ctx.pool.acquire()
+        try:
+            candidates, now, wanted = self._candidates(limit)
+            rows = await session.fetch(candidates.sql, candidates.params)
+        except BaseException:
+            await give_back(ctx.pool, session)
+            raise
+        return await self._take_rows(session, rows, limit, wanted, now)
+
+    def _candidates(self, limit: int) -> tuple[Op, datetime, int]:
+        """The candidate select of a claim of ``limit`` rows, its "now", and how many rows
+        it reads: claims of this subscription running side by side read the same first
+        rows, so one candidate more for each of the others leaves this one something to
+        lock."""
+        ctx = self._ctx
+        candidates = ctx.statements.claim[0]
+        now = ctx.clock()
+        wanted = limit + self._claiming - 1
+        values = {"group": ctx.group, "now": now, "limit": wanted}
+        return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted
+
+    async def _take_rows(
+        self,
+        session: Connection | None,
+        rows: list[Record],
+        limit: int,
+        wanted: int,
+        now: datetime,
+    ) -> Claimed:
+        """Lock and take candidates, the first on ``session`` (which this consumes), each next
+        on a session of its own."""
+        ctx = self._ctx
         suspect: Connection | None = None  # a session that may hold a lock we did not record
         suspect_key = ""
         taken: list[Delivery] = []
         try:
-            assert session is not None
-            candidates = ctx.statements.claim[0]
-            now = ctx.clock()
-            # Claims of this subscription running side by side read the same first rows; one
-            # candidate more for each of the others leaves this one something to lock.
-            wanted = limit + self._claiming - 1
-            rows = await session.fetch(
-                candidates.sql, candidates.bind({"group": ctx.group, "now": now, "limit": wanted})
-            )
             # With session locks the select passes over keys in work, so a full select means
             # more is due even when a claim took fewer rows (keys held elsewhere, the pool's
             # sessions in use). SQLite's select reads the first due rows alone (seed): there,
@@ -274,6 +298,69 @@ class AdvisoryForm:
             for i in range(len(items)):
                 await settle_one(i)
         return errors
+
+    async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
+        """Settle a single delivery and unlock its key, then read the next claim's candidates,
+        in one round trip on the delivery's session; the session goes on to lock the first
+        of them. Transactional mode, SQLite's key registry, and moves into another table
+        settle alone."""
+        ctx = self._ctx
+        statements = step_statements(ctx.statements, step)
+        session = delivery.conn
+        if (
+            not self._sessions
+            or ctx.transactional
+            or session is None
+            or delivery.released
+            or len(statements) > 1
+        ):
+            try:
+                await self.settle(delivery, step)
+            except TrinboxError as exc:
+                return Chained(error=exc)
+            return Chained()
+        unlock = ctx.statements.unlock
+        assert unlock is not None
+        values = {"id": delivery.id, "now": ctx.clock(), **step_values(step)}
+        settling = [Op("execute", st.sql, st.bind(values)) for st in statements]
+        unlocking = Op("fetch", unlock.sql, unlock.bind({"key": str(delivery.key)}))
+        self._settling.add(delivery)
+        self._claiming += 1
+        try:
+            candidates, now, wanted = self._candidates(limit)
+            try:
+                results = await session.script([*settling, unlocking, candidates])
+            except TrinboxError as exc:
+                if (
+                    not isinstance(exc, DatabaseError)
+                    or exc.step is None
+                    or exc.step < len(settling)
+                ):
+                    return Chained(error=exc)  # the session is unlocked (or closed) below
+                if exc.step == len(settling):
+                    delivery.unlocked = False  # the unlock itself failed: close the session
+                    return Chained()
+                unlocked = exc.results[len(settling)]
+                delivery.unlocked = isinstance(unlocked, list) and not stops(unlocked)
+                return Chained(claim_error=exc)
+            delivery.unlocked = not stops(results[len(settling)])
+            rows = results[-1]
+            assert isinstance(rows, list)
+            if not delivery.unlocked:
+                return Chained()
+            # The key is unlocked and the session free: it carries on into the claim.
+            delivery.conn = None
+        finally:
+            self._claiming -= 1
+            delivery.settled = True
+            self._settling.discard(delivery)
+            self._in_work.discard(delivery)
+            if delivery.conn is not None:
+                await self._let_go(delivery)
+        claimed = await self._take_rows(session, rows, limit, wanted, now)
+        if not claimed:
+            ctx.wake()  # the session went back to the pool: a claim waiting for one may go on
+        return Chained(claimed=claimed)
 
     async def settle(self, delivery: Delivery, step: Step) -> None:
         if delivery.released:

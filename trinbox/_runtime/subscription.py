@@ -6,7 +6,7 @@
     └── work area (shielded)    lives through the grace period after the claim loop stops
         ├── upkeep              the lease keeper
         └── handlers            at most workers(n) at once; each settles its own delivery,
-                                and (row lock, lease) claims its next row in that round trip
+                                and claims its next row in that round trip where it can
 
 Cancelling ``run`` (or ``stop()``) ends the claim loop at once; handlers then get the grace
 period to finish, are cancelled, and every delivery still in work is released.
@@ -388,13 +388,15 @@ class Subscription:
 
     def _may_chain(self) -> bool:
         """Whether a settling delivery claims the next row for its worker in the same round
-        trip: single deliveries of the row lock form, and of the lease form where its claim is
-        one statement (not MySQL's), while claims find rows and claiming goes on. On SQLite
-        the chained claim and the claim loop's still take the one write lock in turn."""
+        trip: single deliveries of the row lock form, of the lease form where its claim is one
+        statement (not MySQL's), and of the advisory form where keys are session locks, while
+        claims find rows and claiming goes on. On SQLite the chained lease claim and the claim
+        loop's still take the one write lock in turn."""
         return (
             (
                 isinstance(self.form, RowLockForm)
                 or (isinstance(self.form, LeaseForm) and self.form.claims_in_one_statement)
+                or (isinstance(self.form, AdvisoryForm) and self.form.holds_connections)
             )
             and self.queue.batch_size is None
             and self._found_rows
@@ -615,7 +617,7 @@ class Subscription:
         """:meth:`_settle`, with the next claim for this worker in the same round trip:
         whether the settlement took effect, and what the claim took."""
         form = self.form
-        assert isinstance(form, RowLockForm | LeaseForm)
+        assert isinstance(form, RowLockForm | LeaseForm | AdvisoryForm)
         with trio.CancelScope(shield=True):
             with trio.move_on_after(SETTLE_TIMEOUT):
                 chained = await form.settle_and_claim(delivery, step, self._per_claim)

@@ -57,6 +57,7 @@ from ..stands import (
     fresh_stand,
 )
 from .conftest import Case
+from .kit import ClaimWatch
 from .schema import EMAIL_JOBS, LockedEmail, LockedPlain
 
 
@@ -1047,3 +1048,41 @@ async def test_a_key_naming_a_missing_column_stops_serve(case: Case) -> None:
     assert caught.value.table == "email_jobs"
     assert caught.value.statement == candidates.sql
     assert held(case.stand, "email_jobs-") == set()
+
+
+# -- the settling worker's next claim ------------------------------------------------------------
+
+
+@ON_SERVERS
+async def test_a_settling_worker_unlocks_and_reads_its_next_candidates_in_one_round_trip(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = case.stand.broker(poll_interval=3600)
+    watch = ClaimWatch(monkeypatch)
+    handled: list[tuple[str, set[str]]] = []
+    keys = [f"email_jobs-c{n}" for n in range(5)]
+
+    @subscriber(InboxQueue(LockedEmail, "emails"))
+    async def send(email: Email) -> None:
+        # The row's key is locked, and no other.
+        handled.append((email.to, held(case.stand, *keys)))
+
+    app = make_app()
+    app.include(broker, send)
+
+    @app.on_startup
+    async def publish() -> None:
+        for n in range(5):
+            await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=f"c{n}")
+
+    async with serving(app):
+        sub = app.subscription(send)
+        with trio.fail_after(10):
+            await sub.wait_finished(5)
+            await sub.wait_idle()
+        assert held(case.stand, *keys) == set()
+    # The claim loop claimed the first row; each settlement unlocked its key and read the next
+    # candidates on the same session, which then locked the next row.
+    assert handled == [(f"{n}@x", {f"email_jobs-c{n}"}) for n in range(5)]
+    assert watch.count == 1
+    assert case.stand.rows("SELECT * FROM email_jobs") == []
