@@ -4,10 +4,11 @@ long claims, settlements and whole deliveries take. A diagnostic beside the prof
 
     python -m bench.breakdown DB URL FORM N [--batch K] [--max-seconds 20]
 
-It wraps the forms' ``claim`` and ``settle`` and the subscription's ``_handle`` with timers at
-run time (trinbox's files are not touched). "busy" is the summed time over the wall time: a
-claim loop near 100% is the bottleneck (one claim in flight per subscription); handlers near
-400% with workers(4) mean the workers are the bottleneck.
+It wraps the forms' ``claim``, ``settle``, ``settle_batch`` and ``settle_and_claim`` (a
+settlement that claims its worker's next row in the same round trip) and the subscription's
+``_handle`` with timers at run time (trinbox's files are not touched). "busy" is the summed
+time over the wall time: claims near 100% are the bottleneck; handlers near 400% with
+workers(4) mean the workers are the bottleneck.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def main() -> None:
     for cls in (RowLockForm, LeaseForm, AdvisoryForm):
         timed(cls, "claim")
         timed(cls, "settle")
+        timed(cls, "settle_batch")
+        timed(cls, "settle_and_claim")
     timed(Subscription, "_handle")
     fill(a.db, a.url, a.n)
     trio.run(run, a.db, a.url, a.form, a.n, a.batch, a.max_seconds)
