@@ -357,7 +357,12 @@ class AdvisoryForm:
             self._in_work.discard(delivery)
             if delivery.conn is not None:
                 await self._let_go(delivery)
-        claimed = await self._take_rows(session, rows, limit, wanted, now)
+        try:
+            claimed = await self._take_rows(session, rows, limit, wanted, now)
+        except TrinboxError as exc:
+            # Settled and unlocked; the claim failed (it released what it had taken).
+            ctx.wake()
+            return Chained(claim_error=exc)
         if not claimed:
             ctx.wake()  # the session went back to the pool: a claim waiting for one may go on
         return Chained(claimed=claimed)

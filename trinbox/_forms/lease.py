@@ -200,9 +200,11 @@ class LeaseForm:
         await self._tokens.take(delivery)
         try:
             if delivery.lease_lost:
-                self._close(delivery)
                 return Chained(error=self._lost(delivery))
-            conn = await ctx.pool.acquire()
+            try:
+                conn = await ctx.pool.acquire()
+            except TrinboxError as exc:
+                return Chained(error=exc)  # nothing ran: the lease ends by itself
             try:
                 settle_op = Op("execute", *self._bound(single, delivery, step_values(step)))
                 # "now" is read after the connection is acquired, as in claim().
@@ -212,16 +214,17 @@ class LeaseForm:
                 claim_op = Op("fetch", claim.sql, claim.bind(values))
                 try:
                     changed, records = await conn.script([settle_op, claim_op])
-                except DatabaseError as exc:
-                    if exc.step != 1:
+                except TrinboxError as exc:
+                    if not isinstance(exc, DatabaseError) or exc.step != 1:
                         return Chained(error=exc)
                     # The settlement ran; only the claim failed.
                     error = None if exc.results[0] else self._lost(delivery)
                     return Chained(error=error, claim_error=exc)
             finally:
-                self._close(delivery)
                 await give_back(ctx.pool, conn)
         finally:
+            # Settled, or failed for good: either way out of work (and out of the keeper).
+            self._close(delivery)
             self._tokens.give(delivery)
         assert isinstance(records, list)
         claimed = Claimed(

@@ -33,6 +33,7 @@ from .._errors import (
 from .._forms._base import (
     RELEASE_TIMEOUT,
     Ack,
+    Chained,
     Claimed,
     ClaimForm,
     DeadLetterStep,
@@ -620,7 +621,10 @@ class Subscription:
         assert isinstance(form, RowLockForm | LeaseForm | AdvisoryForm)
         with trio.CancelScope(shield=True):
             with trio.move_on_after(SETTLE_TIMEOUT):
-                chained = await form.settle_and_claim(delivery, step, self._per_claim)
+                try:
+                    chained = await form.settle_and_claim(delivery, step, self._per_claim)
+                except TrinboxError as exc:  # the forms report their errors; never lose a worker
+                    chained = Chained(error=exc)
                 if chained.error is not None:
                     self._settle_failed(delivery, step, chained.error)
                 if chained.claim_error is not None:

@@ -5,17 +5,23 @@ stand (REFERENCE.md §3.1 Workers, §10.2 forms/claims.rs)."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 import trio
 
-from trinbox import InboxQueue, subscriber
+from trinbox import DatabaseError, InboxQueue, subscriber
+from trinbox._declare._inbox import spec_of
+from trinbox._drivers.aio import asyncio_loop
+from trinbox._forms._base import Ack, FormContext, whole_seconds
+from trinbox._forms.advisory import AdvisoryForm
+from trinbox._forms.lease import LeaseForm
+from trinbox._forms.rowlock import RowLockForm
 from trinbox.testing import VirtualClock
 
 from ..serving import make_app, serving
 from .conftest import Case
-from .kit import ClaimWatch, insert_emails
+from .kit import ClaimWatch, cells, insert_emails
 
 # Rows enough to fill a pool of eight twice over.
 ROWS = 16
@@ -181,3 +187,48 @@ async def test_claims_that_find_nothing_run_one_at_a_time(
         gaps = [b - a for a, b in itertools.pairwise(watch.times)]
     assert most_in_flight == 1
     assert all(gap >= 1 for gap in gaps[:4]), gaps
+
+
+# Where a settlement claims its worker's next row in the same round trip.
+CHAINING = cells(leave_out=[("mariadb", "lease"), ("sqlite", "advisory")])
+
+
+@CHAINING
+async def test_a_chained_claim_that_fails_leaves_its_settlement_standing(case: Case) -> None:
+    stand = case.stand
+    insert_emails(stand, [b'{"n": 1}', b'{"n": 2}'])
+    form_class: dict[str, type[RowLockForm | LeaseForm | AdvisoryForm]] = {
+        "row_lock": RowLockForm,
+        "lease": LeaseForm,
+        "advisory": AdvisoryForm,
+    }
+    async with asyncio_loop(stand.name != "sqlite"):
+        broker = stand.broker()
+        await broker.open()
+        try:
+            spec = spec_of(case.email)
+            statements = broker.dialect.statements(spec)
+            ctx = FormContext(
+                spec=spec,
+                dialect=broker.dialect,
+                statements=statements,
+                pool=broker.pool,
+                clock=broker.clock,
+                group="emails",
+                lease=whole_seconds(broker.lease),
+            )
+            form = form_class[case.form](ctx)
+            (delivery,) = await form.claim(1)
+            # From now on every claim fails: its select reads a column that is not there.
+            claim = statements.claim[0]
+            broken = replace(claim, sql=claim.sql.replace("customer", "no_such_column"))
+            ctx.statements = replace(statements, claim=(broken, *statements.claim[1:]))
+            chained = await form.settle_and_claim(delivery, Ack(), 1)
+            assert chained.error is None
+            assert isinstance(chained.claim_error, DatabaseError)
+            assert chained.claimed is None
+            assert form.in_work == 0
+        finally:
+            await broker.aclose()
+    # Row 1's ack took effect; row 2 waits for the next claim.
+    assert stand.rows("SELECT job_id FROM email_jobs") == [(2,)]
