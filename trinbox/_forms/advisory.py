@@ -6,6 +6,9 @@ its key, with no transaction open, until it settles; then the key is unlocked an
 goes back to the pool (or is closed when the unlock is not confirmed). SQLite has no session
 locks, so the process keeps the keys in work in a registry, keyed by database file; one process
 serves a database file.
+
+With session locks, a settling worker unlocks its key and reads the next claim's candidates in
+one round trip, and its session goes on to lock the first of them (settle_and_claim).
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@ the expiry is the delivery's token, and every settlement holds only while the to
 
 While a handler runs, the keeper moves every in-work lease forward each half lease. A delivery
 dropped unsettled clears its lease at once; after a crash the row returns when the lease ends.
+
+Rows settled alike go to the database together (a batch's rows, and single settlements that
+finish at the same time), each still conditioned on its own token; where the claim is one
+statement, a settling worker claims its next row in the same round trip.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The claim's transaction is the lock: settlements run in it and commit; a dropped delivery
 rolls back and its row returns at once. The attempt is counted when a retry settles. The rows
 of one claim (a batch) share the transaction, which commits all-or-nothing when the last of
-them finishes.
+them finishes; a batch settles in one round trip. A settling worker may begin its next claim's
+transaction on the same connection, in the round trip that commits (settle_and_claim).
 """
 
 from __future__ import annotations
