@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-__all__ = ["Connection", "Op", "Pool", "Record", "Result", "failed_step", "failing", "stops"]
+from .._errors import DatabaseError
+
+__all__ = ["Connection", "Op", "Pool", "Record", "Result", "failing", "script_failed", "stops"]
 
 Record = tuple[object, ...]
 Result = list[Record] | int | None
@@ -34,11 +36,11 @@ def failing(sql: str | list[str]) -> str:
     return sql[-1] if sql else "(script)"
 
 
-def failed_step(sql: str | list[str]) -> int | None:
-    """The index of the step a failed script was running (``None`` for one statement)."""
-    if isinstance(sql, str) or not sql:
-        return None
-    return len(sql) - 1
+def script_failed(error: DatabaseError, progress: list[str], results: list[Result]) -> None:
+    """Mark the error of a failed script: the step it was running (the last one started) and
+    the results of the steps before it."""
+    error.step = len(progress) - 1 if progress else None
+    error.results = list(results)
 
 
 def stops(result: Result) -> bool:

@@ -38,7 +38,7 @@ from .._errors import (
     LockNotAvailable,
 )
 from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, require_loop
-from ._base import Op, Record, Result, failed_step, failing, stops
+from ._base import Op, Record, Result, failing, script_failed, stops
 
 __all__ = ["MySqlConnection", "MySqlPool", "open_pool"]
 
@@ -310,7 +310,6 @@ class MySqlConnection:
             return await aio_on(self._loop, fn, *args, **kwargs)
         except _DRIVER_ERRORS as exc:
             error = _translate(exc, failing(sql), closed=self._raw.closed)
-            error.step = failed_step(sql)
             if isinstance(error, ConnectionLost):
                 self._lost = True
             raise error from exc
@@ -348,7 +347,7 @@ class MySqlConnection:
                 progress, _script, self._raw, ops, until_empty, progress, results
             )
         except DatabaseError as exc:
-            exc.results = list(results)
+            script_failed(exc, progress, results)
             raise
 
     async def rollback(self) -> None:

@@ -21,7 +21,7 @@ import trio
 
 from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
 from ._activity import database_call
-from ._base import Connection, Op, Record, Result, failed_step, failing, stops
+from ._base import Connection, Op, Record, Result, failing, script_failed, stops
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
 
@@ -129,9 +129,7 @@ class SqliteConnection:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
         except sqlite3.Error as exc:
-            error = _translate(exc, failing(sql))
-            error.step = failed_step(sql)
-            raise error from exc
+            raise _translate(exc, failing(sql)) from exc
         return result  # type: ignore[return-value]  # None only when abandoned
 
     async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
@@ -172,7 +170,7 @@ class SqliteConnection:
         try:
             return await self._run(run, progress, reads=reads)
         except DatabaseError as exc:
-            exc.results = list(results)
+            script_failed(exc, progress, results)
             raise
 
     async def executescript(self, script: str) -> None:
