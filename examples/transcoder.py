@@ -108,8 +108,10 @@ def service(broker: SqlBroker[Sqlite], studio: Studio, *, fail_rate: float = 0.2
         done = len(studio.encoded)
         if done % 8 == 0 or done == studio.expected:
             bar = "#" * (done * 30 // studio.expected)
-            print(f"  [{bar:<30}] {done:3}/{studio.expected} encoded, "
-                  f"{studio.failed_encodes} failed encodes retried")
+            print(
+                f"  [{bar:<30}] {done:3}/{studio.expected} encoded, "
+                f"{studio.failed_encodes} failed encodes retried"
+            )
         if done == studio.expected:
             studio.all_encoded.set()
         return HandlerOutcome.ack()
@@ -137,13 +139,20 @@ async def main(path: Path, *, videos: int = 36, channels: int = 6) -> int:
     for channel in sorted(studio.most_at_once):
         print(f"  {channel}: most videos in work at once = {studio.most_at_once[channel]}")
     worst = max(studio.most_at_once.values())
-    print(f"  most videos in work at once over all channels: {studio.busiest} "
-          f"(on SQLite the advisory form keeps one delivery in work per subscription)")
-    print(f"  encoded {len(studio.encoded)}/{videos}, failed encodes retried: "
-          f"{studio.failed_encodes}, rows left in the queue: {left}")
+    print(
+        f"  most videos in work at once over all channels: {studio.busiest} "
+        f"(on SQLite the advisory form keeps one delivery in work per subscription)"
+    )
+    print(
+        f"  encoded {len(studio.encoded)}/{videos}, failed encodes retried: "
+        f"{studio.failed_encodes}, rows left in the queue: {left}"
+    )
     ok = worst == 1 and len(set(studio.encoded)) == videos and left == 0
-    print("no channel ever had two videos in work at once" if worst == 1
-          else "a channel had two videos in work at once!")
+    print(
+        "no channel ever had two videos in work at once"
+        if worst == 1
+        else "a channel had two videos in work at once!"
+    )
     return 0 if ok else 1
 
 

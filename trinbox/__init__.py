@@ -61,6 +61,7 @@ from ._errors import SchemaError as SchemaError
 from ._errors import ServerTooOld as ServerTooOld
 from ._errors import SettlementError as SettlementError
 from ._errors import StartupError as StartupError
+from ._errors import TransactionHeld as TransactionHeld
 from ._errors import TrinboxError as TrinboxError
 from ._errors import UnsupportedForm as UnsupportedForm
 from ._errors import UnsupportedOpening as UnsupportedOpening
@@ -130,6 +131,7 @@ __all__ = [
     "JsonCodec",
     "RawCodec",
     # errors
+    "TransactionHeld",
     "TrinboxError",
     "DeclarationError",
     "UnsupportedForm",

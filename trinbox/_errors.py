@@ -149,6 +149,11 @@ class AlreadySettled(SettlementError):
     """A delivery is settled once."""
 
 
+class TransactionHeld(TrinboxError):
+    """A delivery's ``keys.Tx`` was used after its delivery settled (a handler kept it); the
+    transaction ended with the delivery, and nothing ran."""
+
+
 class HandlerFailed(TrinboxError):
     """A handler raised under the fail-fast policy; the app shut down. The cause is chained."""
 

@@ -21,6 +21,7 @@ ROOT = Path(trinbox.__file__).parent
 LAYERS: dict[str, int] = {
     "_errors": 0,
     "_util": 0,
+    "_bounds": 0,
     "_declare": 1,
     "_dialects": 2,
     "_drivers": 2,

@@ -22,6 +22,7 @@ import trio
 import trio_asyncio
 from trio_asyncio import aio_as_trio
 
+from .._bounds import CLEANUP, cleanup_scope
 from .._errors import Closed
 from ._activity import database_call
 from ._base import Connection
@@ -35,8 +36,9 @@ T = TypeVar("T")
 Loop = trio_asyncio.BaseTrioEventLoop
 C = TypeVar("C")
 
-#: Seconds a rollback, close or kill may take before the connection is given up on.
-CLEANUP_TIMEOUT = 5.0
+#: Seconds a rollback, close or kill may take outside any bound of the runtime (inside one,
+#: its deadline holds: see trinbox._bounds).
+CLEANUP_TIMEOUT = CLEANUP
 
 
 async def aio(fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -81,18 +83,18 @@ def require_loop(driver: str) -> None:
 async def cleanup(
     what: str, fn: Callable[P, Awaitable[object]], /, *args: P.args, **kwargs: P.kwargs
 ) -> bool:
-    """Run ``fn`` shielded from the caller's cancellation, bounded by
-    :data:`CLEANUP_TIMEOUT`; whether it finished without error. Never raises an
-    ``Exception``: a failed cleanup is logged, and the caller falls back to something
-    harsher (terminate, kill)."""
-    with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_TIMEOUT) as scope:
+    """Run ``fn`` shielded from the caller's cancellation, within the deadline of the
+    runtime's bound around it (or :data:`CLEANUP_TIMEOUT`); whether it finished without
+    error. Never raises an ``Exception``: a failed cleanup is logged, and the caller falls
+    back to something harsher (terminate, kill)."""
+    with cleanup_scope() as scope:
         try:
             await fn(*args, **kwargs)
         except Exception:  # reported; the caller falls back
             logger.warning("%s failed", what, exc_info=True)
             return False
     if scope.cancelled_caught:
-        logger.warning("%s took over %ss; giving up on it", what, CLEANUP_TIMEOUT)
+        logger.warning("%s ran out of time; giving up on it", what)
         return False
     return True
 
@@ -221,20 +223,19 @@ class AsyncioPool(ABC, Generic[C]):
             self._slots.release()
             return
         try:
-            with trio.CancelScope(shield=True):
+            with cleanup_scope() as scope:
                 reusable = False
                 if self._alive(own) and not self._closed:
-                    with trio.move_on_after(CLEANUP_TIMEOUT) as scope:
-                        try:
-                            reusable = await self._reset(own)
-                        except Exception:
-                            logger.exception("resetting a %s connection failed", self._identity)
-                    if scope.cancelled_caught:
+                    try:
+                        reusable = await self._reset(own)
+                    except Exception:
+                        logger.exception("resetting a %s connection failed", self._identity)
+                    if scope.cancel_called:
                         logger.warning(
-                            "resetting a %s connection took over %ss; terminating it",
+                            "resetting a %s connection ran out of time; terminating it",
                             self._identity,
-                            CLEANUP_TIMEOUT,
                         )
+                        reusable = False
                     if not reusable:
                         # A connection whose rollback failed is never handed out again.
                         self._terminate(own)
@@ -252,11 +253,21 @@ class AsyncioPool(ABC, Generic[C]):
         if own in self._idle:
             self._idle.remove(own)
         try:
-            with trio.CancelScope(shield=True):
+            with cleanup_scope():
                 await self._close(own)
         finally:
             if held:
                 self._slots.release()
+
+    def abandon(self, conn: Connection) -> None:
+        own = self._own(conn)
+        held = own in self._out
+        self._out.discard(own)
+        if own in self._idle:
+            self._idle.remove(own)
+        self._terminate(own)
+        if held:
+            self._slots.release()
 
     async def aclose(self) -> None:
         """Close idle connections; terminate those still in use (their next statement

@@ -121,4 +121,9 @@ class Pool(Protocol):
         """Close a connection that must never serve again (its state is unknown)."""
         ...
 
+    def abandon(self, conn: Connection) -> None:
+        """Close a connection's socket at once, without a word to the server or any wait (a
+        clean-up ran out of time); the server then ends the session and frees its locks."""
+        ...
+
     async def aclose(self) -> None: ...

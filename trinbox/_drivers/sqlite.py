@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import trio
 
+from .._bounds import cleanup_scope
 from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops
@@ -84,6 +85,7 @@ class SqliteConnection:
         self._raw = raw
         self._lock = trio.Lock()  # one call at a time on this connection
         self._writes = writes
+        self._abandoned = False
 
     @property
     def in_transaction(self) -> bool:
@@ -91,10 +93,28 @@ class SqliteConnection:
 
     async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
         async with self._lock:
-            if reads or self._writes is None or self._raw.in_transaction:
-                return await self._call(fn, sql)
-            async with self._writes:
-                return await self._call(fn, sql)
+            try:
+                return await self._run_locked(fn, sql, reads=reads)
+            finally:
+                if self._abandoned:
+                    self._raw.close()  # the call let go: nothing else uses the connection
+
+    def abandon(self) -> None:
+        """Never serve again: closing rolls back what is open and frees SQLite's write lock, at
+        once when no call runs, else as soon as the call (interrupted) lets go."""
+        self._abandoned = True
+        if self._lock.locked():
+            self._raw.interrupt()
+        else:
+            self._raw.close()
+
+    async def _run_locked(
+        self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False
+    ) -> T:
+        if reads or self._writes is None or self._raw.in_transaction:
+            return await self._call(fn, sql)
+        async with self._writes:
+            return await self._call(fn, sql)
 
     async def _call(self, fn: Callable[[], T], sql: str | list[str]) -> T:
         finished = trio.Event()
@@ -194,10 +214,15 @@ class SqliteConnection:
         )
 
     async def close(self) -> None:
-        with trio.CancelScope(shield=True):
+        """Close, shielded and bounded (trinbox._bounds); past the bound, abandon."""
+        with cleanup_scope():
             async with self._lock:
+                if self._abandoned:
+                    return
                 with database_call():
                     await trio.to_thread.run_sync(self._raw.close)
+                return
+        self.abandon()
 
 
 def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
@@ -307,8 +332,11 @@ class SqlitePool:
             return
         try:
             if conn.in_transaction:
-                with trio.CancelScope(shield=True):
+                with cleanup_scope():
                     await conn.rollback()
+                if conn.in_transaction:  # the rollback ran out of time
+                    conn.abandon()
+                    return
         except DatabaseError:
             await conn.close()
             return
@@ -324,8 +352,27 @@ class SqlitePool:
             self._idle.remove(conn)
         await conn.close()
 
+    def abandon(self, conn: Connection) -> None:
+        assert isinstance(conn, SqliteConnection)
+        self._give_slot(conn)
+        if conn in self._idle:
+            self._idle.remove(conn)
+        conn.abandon()
+
     async def aclose(self) -> None:
+        """Close idle connections; abandon those still in use (a caller cut off while it
+        held one): nothing of the pool stays open, no transaction holds the write lock."""
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.close()
+        if self._out:
+            import logging
+
+            logging.getLogger("trinbox.drivers").warning(
+                "closing the SQLite pool of %s with %d connection(s) still in use; abandoning them",
+                self._path,
+                len(self._out),
+            )
+            for conn in list(self._out):
+                self.abandon(conn)

@@ -12,6 +12,7 @@ from typing import Protocol
 
 import trio
 
+from .._bounds import cleanup_scope
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect, Statements
 from .._dialects._statement import Statement
@@ -27,6 +28,7 @@ __all__ = [
     "Delivery",
     "Drop",
     "FormContext",
+    "FormTraits",
     "ClaimForm",
     "Retry",
     "RetryAt",
@@ -36,13 +38,10 @@ __all__ = [
     "step_statements",
     "step_values",
     "lease_expiry",
-    "RELEASE_TIMEOUT",
+    "end_transaction",
 ]
 
 logger = logging.getLogger("trinbox")
-
-# A dropped delivery's release (rollback, lease release, unlock + close) gets this long.
-RELEASE_TIMEOUT = 5.0
 
 Clock = Callable[[], datetime]
 
@@ -142,10 +141,26 @@ class FormContext:
     wake: Callable[[], None] = lambda: None
 
 
+@dataclass(frozen=True, slots=True)
+class FormTraits:
+    """What the runtime needs to know of a form, asked instead of inspected.
+
+    ``holds_connections``: each delivery in work holds a pooled connection from its claim to
+    its settlement (row lock; advisory session locks; transactional mode of every form), so
+    the subscription's workers are capped by the pool. ``feeds_every_worker``: one claim may
+    take a row for each free worker (not a row lock claim, one transaction; not SQLite's key
+    registry, one key at a time). ``chains``: a settling single delivery may claim its
+    worker's next row in the same round trip (``settle_and_claim``)."""
+
+    holds_connections: bool
+    feeds_every_worker: bool
+    chains: bool
+
+
 class ClaimForm(Protocol):
     """Claim, settle and release rows by one form."""
 
-    holds_connections: bool
+    traits: FormTraits
     closed: int  # sessions closed because their release was not confirmed
 
     async def claim(self, limit: int) -> Claimed:
@@ -153,6 +168,11 @@ class ClaimForm(Protocol):
         ...
 
     async def settle(self, delivery: Delivery, step: Step) -> None: ...
+
+    async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
+        """Settle a single delivery and claim up to ``limit`` rows for its worker in the same
+        round trip where ``traits.chains``; elsewhere settle alone."""
+        ...
 
     async def settle_batch(
         self, items: Sequence[tuple[Delivery, Step]]
@@ -167,6 +187,15 @@ class ClaimForm(Protocol):
 
     async def release_for_shutdown(self, delivery: Delivery) -> bool:
         """Shutdown stopped the handler: return the row; whether a hold was released."""
+        ...
+
+    def abandon(self, delivery: Delivery) -> None:
+        """A release ran out of time: close what holds the row at once (the server then frees
+        its locks) and forget the delivery. No I/O wait."""
+        ...
+
+    def begin_shutdown(self) -> None:
+        """Shutdown began: sessions closed from now on are counted in ``closed``."""
         ...
 
     async def open_transaction(self, delivery: Delivery) -> Connection:
@@ -264,17 +293,20 @@ async def give_back(pool: Pool, conn: Connection) -> None:
 
 
 async def discard(pool: Pool, conn: Connection) -> None:
-    """Close a connection for good, shielded and bounded."""
-    with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_TIMEOUT):
+    """Close a connection for good: gracefully within the bound of the runtime around it
+    (trinbox._bounds), else at once."""
+    with cleanup_scope() as scope:
         try:
             await pool.discard(conn)
         except Exception:
             logger.warning("closing a connection failed", exc_info=True)
+    if scope.cancelled_caught:
+        pool.abandon(conn)
 
 
 async def rollback_quietly(conn: Connection) -> bool:
-    """Roll back, shielded and bounded; whether it was confirmed."""
-    with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_TIMEOUT):
+    """Roll back, shielded within the bound around it; whether it was confirmed."""
+    with cleanup_scope():
         try:
             await conn.rollback()
             return True
@@ -282,4 +314,14 @@ async def rollback_quietly(conn: Connection) -> bool:
             return False  # the driver ended the session: nothing is left to roll back
         except Exception:
             logger.warning("rollback failed", exc_info=True)
+    return False
+
+
+async def end_transaction(pool: Pool, conn: Connection) -> bool:
+    """Roll back and return the connection; one whose rollback is not confirmed in time is
+    abandoned, so the server ends its transaction. Whether the rollback was confirmed."""
+    if await rollback_quietly(conn):
+        await give_back(pool, conn)
+        return True
+    pool.abandon(conn)
     return False

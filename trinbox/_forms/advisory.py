@@ -19,15 +19,17 @@ from datetime import datetime
 
 import trio
 
+from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record, Result, stops
-from .._errors import Closed, DatabaseError, TrinboxError
+from .._errors import Closed, DatabaseError, SettlementError, TrinboxError
 from ._base import (
     Ack,
     Chained,
     Claimed,
     Delivery,
     FormContext,
+    FormTraits,
     Step,
     attempt_of,
     discard,
@@ -60,8 +62,13 @@ class AdvisoryForm:
         self._ctx = ctx
         st = ctx.statements
         self._sessions = st.lock is not None
-        # A delivery holds a connection only where the lock lives in a session.
-        self.holds_connections = self._sessions
+        # A delivery holds a connection where the lock lives in a session, and in
+        # transactional mode (its transaction's).
+        self.traits = FormTraits(
+            holds_connections=self._sessions or ctx.transactional,
+            feeds_every_worker=self._sessions,
+            chains=self._sessions,
+        )
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
         self._in_work: set[Delivery] = set()
         self._claiming = 0  # claims in flight
@@ -174,7 +181,7 @@ class AdvisoryForm:
                 # Only a stopping subscription cancels its claim: its closes are shutdown's.
                 self.begin_shutdown()
             # Everything taken so far is dropped: rows return, no lock stays behind.
-            with trio.CancelScope(shield=True):
+            with cleanup_scope():
                 if suspect is not None:
                     session = None
                     await self._unlock(suspect, suspect_key, held=False)
@@ -399,7 +406,11 @@ class AdvisoryForm:
                 return
             delivery.tx_open = False
             if not await rollback_quietly(conn):
-                raise RuntimeError("the handler's transaction did not roll back")
+                msg = (
+                    f"{self._ctx.spec.label}: the handler's transaction of row {delivery.id!r} "
+                    f"did not roll back (its connection is lost); the row returns to the queue"
+                )
+                raise SettlementError(msg)
         if self._sessions and conn is not None and len(statements) <= 1:
             # One round trip: the statement (committing on its own) and the unlock.
             unlock = self._ctx.statements.unlock
@@ -476,7 +487,7 @@ class AdvisoryForm:
         """Whether the session confirmed the unlock."""
         unlock = self._ctx.statements.unlock
         assert unlock is not None
-        with trio.CancelScope(shield=True), trio.move_on_after(5):
+        with cleanup_scope():
             try:
                 rows = await conn.fetch(unlock.sql, unlock.bind({"key": key}))
                 if rows and rows[0][0]:
@@ -524,8 +535,21 @@ class AdvisoryForm:
                 await give_back(self._ctx.pool, conn)
             return
         if conn is not None:
-            await self._unlock(conn, str(delivery.key), held=False)
-            await self._close(conn)
+            try:
+                await self._unlock(conn, str(delivery.key), held=False)
+            finally:
+                await self._close(conn)
+
+    def abandon(self, delivery: Delivery) -> None:
+        """The release ran out of time: close the key's session at once (the server frees the
+        lock) and forget the key."""
+        delivery.settled = True
+        self._in_work.discard(delivery)
+        if self._registry is not None:
+            self._registry.discard(str(delivery.key))
+        conn, delivery.conn = delivery.conn, None
+        if conn is not None:
+            self._ctx.pool.abandon(conn)
 
     async def release_for_shutdown(self, delivery: Delivery) -> bool:
         """Shutdown: unlock the key and return the session; whether the lock was released (an
@@ -554,10 +578,16 @@ class AdvisoryForm:
     async def shutdown(self) -> tuple[int, int]:
         self.begin_shutdown()
         released = 0
-        with trio.CancelScope(shield=True):
-            for delivery in list(self._in_work - self._settling):
-                if await self.release_for_shutdown(delivery):
-                    released += 1
+        try:
+            with cleanup_scope():
+                for delivery in list(self._in_work - self._settling):
+                    if await self.release_for_shutdown(delivery):
+                        released += 1
+        finally:
+            # Whatever ended the subscription, no key stays registered after it: a new App in
+            # this process must be able to take the key's rows again.
+            for delivery in list(self._in_work):
+                self.abandon(delivery)
         return released, self.closed
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import trio
 
+from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, LeaseLost, TrinboxError
@@ -25,9 +26,11 @@ from ._base import (
     Claimed,
     Delivery,
     FormContext,
+    FormTraits,
     Step,
     attempt_of,
     batch_event,
+    end_transaction,
     give_back,
     lease_expiry,
     rollback_quietly,
@@ -71,11 +74,16 @@ class _Tokens:
 class LeaseForm:
     """Claims and settles rows of one lease table for one subscription."""
 
-    holds_connections = False
     closed = 0
 
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
+        # In transactional mode each delivery holds its transaction's connection.
+        self.traits = FormTraits(
+            holds_connections=ctx.transactional,
+            feeds_every_worker=True,
+            chains=self.claims_in_one_statement,
+        )
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)
         self._tokens = _Tokens()
@@ -170,7 +178,7 @@ class LeaseForm:
                 await conn.begin(ctx.statements.begin.sql if ctx.statements.begin else "BEGIN")
                 delivery.tx_open = True
         except BaseException:
-            with trio.CancelScope(shield=True):
+            with cleanup_scope():
                 for delivery in deliveries:
                     await self.release(delivery)
             raise
@@ -385,7 +393,8 @@ class LeaseForm:
         delivery.conn = None
         if delivery.tx_open:
             delivery.tx_open = False
-            await rollback_quietly(conn)
+            await end_transaction(self._ctx.pool, conn)
+            return
         await give_back(self._ctx.pool, conn)
 
     async def _run_step(self, delivery: Delivery, step: Step) -> None:
@@ -456,6 +465,19 @@ class LeaseForm:
             return False
         await self.release(delivery)
         return True
+
+    def abandon(self, delivery: Delivery) -> None:
+        """The release ran out of time: its transaction's connection is closed at once; a lease
+        that could not be cleared ends by itself."""
+        delivery.settled = True
+        self._in_work.discard(delivery)
+        conn, delivery.conn = delivery.conn, None
+        delivery.tx_open = False
+        if conn is not None:
+            self._ctx.pool.abandon(conn)
+
+    def begin_shutdown(self) -> None:
+        pass
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Every half lease, move the lease of every delivery in work forward."""

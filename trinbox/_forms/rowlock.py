@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record
 from .._errors import BatchRolledBack, DatabaseError, TrinboxError
 from ._base import (
@@ -23,11 +24,11 @@ from ._base import (
     Claimed,
     Delivery,
     FormContext,
+    FormTraits,
     Step,
     attempt_of,
-    discard,
+    end_transaction,
     give_back,
-    rollback_quietly,
     step_statements,
     step_values,
     values_of,
@@ -49,13 +50,14 @@ class _ClaimTransaction:
     written: int = 0
     failed: bool = False
     committed: bool = False  # the last settlement committed with its statement
+    ended: bool = False  # the connection went back to the pool, or was abandoned
     lock: trio.Lock = field(default_factory=trio.Lock)
 
 
 class RowLockForm:
     """Claims and settles rows of one row lock table for one subscription."""
 
-    holds_connections = True
+    traits = FormTraits(holds_connections=True, feeds_every_worker=False, chains=True)
     closed = 0
 
     def __init__(self, ctx: FormContext) -> None:
@@ -75,10 +77,7 @@ class RowLockForm:
             records = results[1]
             assert isinstance(records, list)
         except BaseException:
-            if not await rollback_quietly(conn):
-                await discard(ctx.pool, conn)
-            else:
-                await give_back(ctx.pool, conn)
+            await end_transaction(ctx.pool, conn)
             raise
         return await self._claimed(conn, records, limit)
 
@@ -98,10 +97,7 @@ class RowLockForm:
         transaction rolled back, the connection given back) when it took no row."""
         ctx = self._ctx
         if not records:
-            if await rollback_quietly(conn):
-                await give_back(ctx.pool, conn)
-            else:
-                await discard(ctx.pool, conn)
+            await end_transaction(ctx.pool, conn)
             return Claimed(exhausted=True)
         tx = _ClaimTransaction(conn, remaining=len(records))
         deliveries = Claimed(exhausted=len(records) < limit)
@@ -272,28 +268,28 @@ class RowLockForm:
         assert isinstance(tx, _ClaimTransaction)
         delivery.conn = None
         tx.remaining -= 1
-        if tx.remaining > 0:
+        if tx.remaining > 0 or tx.ended:
             return
-        with trio.CancelScope(shield=True):
+        # Within the bound of the settlement or the drop around it (trinbox._bounds).
+        with cleanup_scope():
             committed = tx.committed
             if tx.written and not tx.failed and not committed:
-                with trio.move_on_after(30):
-                    try:
-                        await tx.conn.commit()
-                        committed = True
-                    except DatabaseError:
-                        logger.warning("%s: commit failed", self._ctx.spec.label, exc_info=True)
-            if not committed:
-                if tx.failed and tx.written:
-                    logger.warning(
-                        "%s: a settlement of the batch failed; rolled back %d settlements",
-                        self._ctx.spec.label,
-                        tx.written,
-                    )
-                if not await rollback_quietly(tx.conn):
-                    await discard(self._ctx.pool, tx.conn)
-                    return
+                try:
+                    await tx.conn.commit()
+                    committed = True
+                except DatabaseError:
+                    logger.warning("%s: commit failed", self._ctx.spec.label, exc_info=True)
+            if tx.failed and tx.written and not committed:
+                logger.warning(
+                    "%s: a settlement of the batch failed; rolled back %d settlements",
+                    self._ctx.spec.label,
+                    tx.written,
+                )
+        tx.ended = True
+        if committed:
             await give_back(self._ctx.pool, tx.conn)
+        else:
+            await end_transaction(self._ctx.pool, tx.conn)
 
     async def release(self, delivery: Delivery) -> None:
         """A dropped delivery finishes without writing; the last one rolls back."""
@@ -302,10 +298,27 @@ class RowLockForm:
         delivery.settled = True
         tx = delivery.batch
         assert isinstance(tx, _ClaimTransaction)
-        if delivery.tx_open and tx.remaining > 1:
-            async with tx.lock:
-                await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-        await self._finish(delivery)
+        try:
+            if delivery.tx_open and tx.remaining > 1:
+                async with tx.lock:
+                    await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+        finally:
+            await self._finish(delivery)
+
+    def abandon(self, delivery: Delivery) -> None:
+        """The release ran out of time: close the claim's connection at once; the server rolls
+        its transaction back, and every row of the claim returns."""
+        delivery.settled = True
+        self._in_work.discard(delivery)
+        tx = delivery.batch
+        assert isinstance(tx, _ClaimTransaction)
+        if not tx.ended:
+            tx.ended = True
+            tx.failed = True
+            self._ctx.pool.abandon(tx.conn)
+
+    def begin_shutdown(self) -> None:
+        pass
 
     async def release_for_shutdown(self, delivery: Delivery) -> bool:
         """Shutdown stopped the handler: return the row as a drop would."""

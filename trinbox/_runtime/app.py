@@ -10,6 +10,7 @@ from typing import Any, NoReturn, TypeVar
 
 import trio
 
+from .._bounds import GRACE, HOOK, within
 from .._declare._capabilities import Serves
 from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import Form, Opening
@@ -82,7 +83,7 @@ class App:
     ``await nursery.start(app.serve)``."""
 
     info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
-    grace: float = 10.0
+    grace: float = GRACE
     _mounts: list[Mount] = field(default_factory=list, init=False)
     _brokers: list[SqlBroker[Any]] = field(default_factory=list, init=False)
     _startup: list[Hook] = field(default_factory=list, init=False)
@@ -159,8 +160,24 @@ class App:
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> ShutdownReport:
         """Open every broker and subscription, report started, and run until cancelled or
-        ``shutdown()``; then stop claiming, give handlers ``grace`` seconds, release what is
-        still in work, run the shutdown hooks and close the pools."""
+        ``shutdown()`` (both do the same); then stop claiming, give handlers ``grace`` seconds,
+        release what is still in work, run the shutdown hooks and close the pools.
+
+        Raises what went wrong as itself, never wrapped in an exception group when only one
+        thing did: a ``StartupError`` (``SchemaError``, ``ServerTooOld``, ...) or
+        ``ConnectError`` at startup, ``HandlerFailed`` under the fail-fast policy,
+        ``KeyboardInterrupt`` on Ctrl-C. A ``BaseExceptionGroup`` reaches the caller only when
+        several independent failures happened."""
+        one: BaseException | None = None
+        try:
+            return await self._serve(task_status)
+        except BaseExceptionGroup as group:
+            one = _single(group)
+            if one is group:
+                raise
+        raise one
+
+    async def _serve(self, task_status: trio.TaskStatus[None]) -> ShutdownReport:
         self._stop = trio.Event()
         self._failure = None
         self.subscriptions = [
@@ -198,30 +215,41 @@ class App:
                         for broker in brokers
                         if broker.listen_notify
                     ]
-                    for listener in listeners:
-                        await nursery.start(listener.run)
-                    for sub in self.subscriptions:
-                        await nursery.start(sub.run)
-                    logger.info(
-                        "%s: %d subscriptions serving", self.info.name, len(self.subscriptions)
-                    )
-                    task_status.started()
-                    await self._stop.wait()
-                    for sub in self.subscriptions:
-                        sub.stop()
-                    for listener in listeners:
-                        listener.stop()
+                    try:
+                        for listener in listeners:
+                            await nursery.start(listener.run)
+                        for sub in self.subscriptions:
+                            await nursery.start(sub.run)
+                        logger.info(
+                            "%s: %d subscriptions serving", self.info.name, len(self.subscriptions)
+                        )
+                        task_status.started()
+                        await self._stop.wait()
+                    finally:
+                        # However serving ends (shutdown(), a cancel, a crash), claiming stops
+                        # at once, before the subscriptions' own tasks see it.
+                        for sub in self.subscriptions:
+                            sub.stop()
+                        for listener in listeners:
+                            listener.stop()
             finally:
                 self.report = ShutdownReport(
-                    locks_released=sum(s.locks_released for s in self.subscriptions),
-                    connections_closed=sum(s.connections_closed for s in self.subscriptions),
+                    locks_released=sum(s.locks_released for s in self.subscriptions if s.opened),
+                    connections_closed=sum(
+                        s.connections_closed for s in self.subscriptions if s.opened
+                    ),
                 )
-                with trio.CancelScope(shield=True):
-                    for hook in self._shutdown_hooks:
+                for hook in self._shutdown_hooks:
+                    with within(HOOK) as bound:
                         try:
                             await hook()
                         except Exception:
                             logger.exception("%s: a shutdown hook failed", self.info.name)
+                    if bound.cancelled_caught:
+                        logger.warning(
+                            "%s: a shutdown hook ran over %s s; cut", self.info.name, HOOK
+                        )
+                with trio.CancelScope(shield=True):
                     for broker in brokers:
                         await broker.aclose()
                 logger.info(
@@ -236,3 +264,21 @@ class App:
             )
             raise HandlerFailed(msg) from self._failure
         return self.report
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one failure a group carries (the cancellations it caused left out), or the group
+    itself when it carries several."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    failures = [e for e in leaves if not isinstance(e, trio.Cancelled)] or leaves
+    distinct = list({id(e): e for e in failures}.values())
+    return distinct[0] if len(distinct) == 1 else group

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import NewType, final
 
 from .._drivers._base import Connection, Pool, Record
+from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
 
 __all__ = ["Attempt", "Database", "Tx"]
@@ -43,9 +44,24 @@ class Tx(_Runs):
     through it, every other outcome discards it), or one from ``broker.transaction()``."""
 
     def __init__(self, conn: Connection, publisher: Publisher) -> None:
-        self._conn = conn
+        self._tx_conn: Connection | None = conn
         self._publisher = publisher
         self.published: list[tuple[str, str | None]] = []
+
+    @property
+    def _conn(self) -> Connection:  # type: ignore[override]
+        if self._tx_conn is None:
+            msg = (
+                "a delivery's transaction ends with its delivery, found keys.Tx used after "
+                "the delivery settled; do the work inside the handler, or use keys.Pool or "
+                "broker.transaction() for work that outlives it"
+            )
+            raise TransactionHeld(msg)
+        return self._tx_conn
+
+    def end(self) -> None:
+        """The delivery settled: the transaction is over, and so is this handle."""
+        self._tx_conn = None
 
     async def publish(self, row_type: type, message: object = None, **columns: object) -> None:
         """Write a row into a queue table inside this transaction; it commits with it."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._bounds import RELEASE, within
 from .._errors import DatabaseError, DeclarationError, StartupError
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class NotifyListener:
                 await conn.wait_lost()
                 logger.warning("the listening connection was lost; listening again")
             finally:
-                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                with within(RELEASE) as bound:
                     if conn.alive:
                         for channel in self._channels:
                             try:
@@ -93,6 +94,8 @@ class NotifyListener:
                             except DatabaseError:
                                 break
                     await pool.discard(conn)
+                if bound.cancelled_caught:
+                    pool.abandon(conn)
         finally:
             with trio.CancelScope(shield=True):
                 await pool.aclose()

@@ -802,6 +802,11 @@ class GatedPool:
         self.gate.log.append((conn.inner, "discard"))
         await self.inner.discard(conn.inner)
 
+    def abandon(self, conn: Connection) -> None:
+        assert isinstance(conn, GatedConnection)
+        self.gate.log.append((conn.inner, "abandon"))
+        self.inner.abandon(conn.inner)
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

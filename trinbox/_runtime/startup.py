@@ -1,0 +1,214 @@
+"""A subscription's startup checks: the declaration (no database), the statements against the
+database, the form, and the worker cap its pool allows."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .._declare._inbox import spec_of
+from .._declare._markers import Advisory, Exclusive, Immediate, Lease, RowLock, Transactional
+from .._declare._spec import TableSpec
+from .._dialects._base import DeadLetter, Statements
+from .._errors import DeclarationError, SchemaError, ServerTooOld, StartupError, TrinboxError
+from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
+from .._forms.advisory import AdvisoryForm
+from .._forms.lease import LeaseForm
+from .._forms.rowlock import RowLockForm
+from .broker import SqlBroker
+from .handler import HandlerPlan, plan_handler
+from .notify import check_channel
+from .queue import Subscriber
+
+__all__ = ["Checked", "check", "make_form", "prepare", "worker_cap"]
+
+logger = logging.getLogger("trinbox")
+
+
+class Checked:
+    """What the checks that need no database found: the dead letter destination, the
+    statements, and how the handler is called."""
+
+    def __init__(
+        self, dead_letter: DeadLetter | None, statements: Statements, plan: HandlerPlan
+    ) -> None:
+        self.dead_letter = dead_letter
+        self.statements = statements
+        self.plan = plan
+
+
+def check(
+    where: str,
+    broker: SqlBroker[Any],
+    subscriber: Subscriber[Any, Any],
+    *,
+    max_attempts: int | None,
+    dead_letter: str | None,
+) -> Checked:
+    """Every check that needs no database, in the reference's order."""
+    queue = subscriber.queue
+    spec = spec_of(queue.row)
+    transactional = queue.mode is Transactional
+    dest = _dead_letter(where, spec, max_attempts, dead_letter)
+    statements = broker.dialect.statements(spec, dest)
+    if transactional and queue.batch_size is not None:
+        msg = (
+            f"{where}: batches never run in transactional mode, found .batch("
+            f"{queue.batch_size}) with .transactional(); drop one of them"
+        )
+        raise DeclarationError(msg)
+    if (
+        transactional
+        and spec.form is Lease
+        and broker.kind == "postgres"
+        and spec.opening.name in ("repeatable_read", "serializable")
+    ):
+        msg = (
+            f"{where}: a transactional lease handler must see the lease extensions "
+            f"committed after it began, found {spec.label} at {spec.opening.__name__}; "
+            f"use ReadCommitted (or Default) for this table"
+        )
+        raise DeclarationError(msg)
+    if broker.listen_notify:
+        check_channel(spec.qualified_name, where)
+    plan = plan_handler(
+        subscriber.handler,
+        spec,
+        batch=queue.batch_size is not None,
+        transactional=transactional,
+        where=where,
+    )
+    return Checked(dest, statements, plan)
+
+
+def _dead_letter(
+    where: str, spec: TableSpec, cap: int | None, dest: str | None
+) -> DeadLetter | None:
+    if cap is not None and dest is None:
+        msg = (
+            f"{where}: max_attempts and dead_letter are declared together, found "
+            f"max_attempts({cap}) without dead_letter; name where spent rows go with "
+            f".dead_letter(..)"
+        )
+        raise DeclarationError(msg)
+    if dest is not None and cap is None:
+        msg = (
+            f"{where}: max_attempts and dead_letter are declared together, found "
+            f"dead_letter({dest!r}) without max_attempts; name the cap, "
+            f"max_attempts(1) moves at the first failure"
+        )
+        raise DeclarationError(msg)
+    if cap is None or dest is None:
+        return None
+    if spec.attempt is None:
+        msg = (
+            f"{where}: max_attempts counts the table's Attempt field, found none on "
+            f"{spec.label}; add one, like attempt: Annotated[int, Attempt()]"
+        )
+        raise DeclarationError(msg)
+    if spec.group is not None:
+        return DeadLetter(group=dest)
+    parts = dest.split(".")
+    if len(parts) > 2 or not all(parts):
+        msg = (
+            f"{where}: a dead letter table is named [schema.]table, found {dest!r}; "
+            f"give one table name, with at most one schema"
+        )
+        raise DeclarationError(msg)
+    if len(parts) == 2:
+        return DeadLetter(schema=parts[0], table=parts[1])
+    return DeadLetter(table=parts[0])
+
+
+async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Statements) -> None:
+    """Check the server's version and prepare every statement against the database."""
+    pool = broker.pool
+    conn = await pool.acquire()
+    try:
+        version_query = broker.dialect.version_query
+        if version_query is not None:
+            rows = await conn.fetch(version_query)
+            try:
+                broker.dialect.check_server(str(rows[0][0]))
+            except ServerTooOld as exc:
+                # Like every startup error, it names the subscription and its table.
+                msg = f"{where} on {spec.label}: {exc}"
+                raise ServerTooOld(msg, server=exc.server, required=exc.required) from None
+        for statement in st.all():
+            try:
+                await conn.prepare(statement.sql)
+            except TrinboxError as exc:
+                msg = (
+                    f"{where}: every statement of a subscription prepares against "
+                    f"the database, found {statement.event} failing on "
+                    f"{spec.label}: {exc}; create the table and columns it names"
+                )
+                raise SchemaError(msg, table=spec.qualified_name, statement=statement.sql) from exc
+    finally:
+        await give_back(pool, conn)
+
+
+def make_form(ctx: FormContext) -> ClaimForm:
+    """The claim form of the table."""
+    form = ctx.spec.form
+    if form is Lease:
+        ctx.lease = whole_seconds(ctx.lease)
+        return LeaseForm(ctx)
+    if form is Advisory:
+        return AdvisoryForm(ctx)
+    assert form is RowLock
+    return RowLockForm(ctx)
+
+
+def worker_cap(
+    where: str,
+    spec: TableSpec,
+    broker: SqlBroker[Any],
+    traits: FormTraits,
+    *,
+    workers: int,
+    transactional: bool,
+) -> int:
+    """How many deliveries may be in work at once. A delivery that holds a connection holds
+    it from its claim to its settlement, so such a subscription never takes the pool's last
+    connection: the claims, the lease keeper, ``keys.Pool`` and publishes need it."""
+    pool = broker.pool
+    if traits.holds_connections:
+        spare = pool.max_size - 1
+        if spare < 1:
+            msg = (
+                f"{where}: each delivery of {spec.label} holds a connection while in work, "
+                f"and one connection stays free for claims and upkeep, found a pool of "
+                f"{pool.max_size}; give the broker pool_size=2 or more"
+            )
+            raise StartupError(msg)
+        if workers > spare:
+            logger.warning(
+                "%s: each delivery of %s holds a connection while in work, and the pool has "
+                "%d besides the one kept free; workers(%d) serves as workers(%d) (raise "
+                "pool_size to %d for all of them)",
+                where,
+                spec.label,
+                spare,
+                workers,
+                spare,
+                workers + 1,
+            )
+            workers = spare
+    if (
+        workers > 1
+        and transactional
+        and broker.dialect.one_claim_at_a_time
+        and spec.opening in (Immediate, Exclusive)
+    ):
+        # SQLite's single write lock, taken at BEGIN: a second delivery's transaction would
+        # wait on the first one's and fail, so one delivery is in work at a time.
+        logger.warning(
+            "%s: %s takes SQLite's write lock when its transaction begins, so one "
+            "transactional delivery is in work at a time; workers(%d) serves as workers(1)",
+            where,
+            spec.label,
+            workers,
+        )
+        workers = 1
+    return workers
