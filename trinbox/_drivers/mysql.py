@@ -13,6 +13,9 @@ cancel only reaches the caller once the session's locks are free.
 
 Times: DATETIME(6) columns hold naive UTC. Aware datetimes are sent as naive UTC; the
 session runs at ``time_zone = '+00:00'``; results come back naive.
+
+SQL mode: every session runs at :data:`SQL_MODE`, whatever the server's global ``sql_mode``
+(see there why).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiomysql
 import pymysql
-from pymysql.constants import CLIENT, ER
+from pymysql.constants import CLIENT, ER, SERVER_STATUS
 
 from .._errors import (
     ConnectError,
@@ -48,6 +51,28 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 CONNECT_TIMEOUT = 10.0
+
+# Each session's sql_mode, set at connect: the server's global mode is the DBA's to choose,
+# and some of its settings would break trinbox's SQL or data.
+# - No NO_BACKSLASH_ESCAPES: arguments are escaped on the client, and aiomysql escapes bytes
+#   with backslashes always (escape_bytes_prefixed; only str looks at the server's
+#   NO_BACKSLASH_ESCAPES status flag). With it on, a quote in a payload ends the literal and
+#   the rest of the payload runs as SQL (the connection allows several statements).
+# - No ANSI_QUOTES, PIPES_AS_CONCAT, ...: SQL means what the dialect wrote.
+# - STRICT_TRANS_TABLES: a value too long for its column is an error (1406), not a truncation
+#   with a warning (a truncated group would leave a row that no claim selects).
+# It is MySQL 8.0's default less ONLY_FULL_GROUP_BY (which MariaDB's default lacks, and which
+# only refuses queries); each name exists on MySQL 8.0.1+ and MariaDB 10.6+ (no
+# NO_AUTO_CREATE_USER: MySQL 8.0 removed it).
+SQL_MODE = (
+    "STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
+    "NO_ENGINE_SUBSTITUTION"
+)
+# aiomysql runs the init command on every connection it opens, after authentication and
+# before the connection is handed out (trinbox never reconnects a connection: a lost one is
+# dropped and the pool opens a new one). One statement, one round trip; aiomysql's own
+# sql_mode= argument would cost another, and it pastes the value in unquoted.
+_SESSION_SETUP = f"SET SESSION sql_mode = '{SQL_MODE}', time_zone = '+00:00'"
 
 # -- errors -----------------------------------------------------------------------------------
 
@@ -163,13 +188,28 @@ async def _open(target: _Target) -> aiomysql.Connection:
         charset="utf8mb4",
         client_flag=CLIENT.FOUND_ROWS,
         cursorclass=_QuietCursor,
-        init_command="SET time_zone = '+00:00'",
+        init_command=_SESSION_SETUP,
         connect_timeout=CONNECT_TIMEOUT,
     )
 
 
+def _backslashes_off(raw: aiomysql.Connection) -> bool:
+    """Whether the session's sql_mode has NO_BACKSLASH_ESCAPES (the server reports it in the
+    status flags of each reply): set by a statement run on the session since it opened."""
+    return bool((raw.server_status or 0) & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES)
+
+
 def _bind(cur: aiomysql.Cursor, sql: str, args: tuple[object, ...]) -> str:
     """The statement with its arguments in (PyMySQL interpolates on the client)."""
+    conn = cur.connection
+    if args and conn is not None and _backslashes_off(conn):
+        msg = (
+            "this connection's sql_mode has NO_BACKSLASH_ESCAPES (a statement run on it "
+            "changed sql_mode), under which aiomysql's escaping of bytes is wrong: no "
+            "arguments are bound on it. Leave sql_mode as trinbox sets it; the connection "
+            "is closed when it goes back to the pool"
+        )
+        raise DatabaseError(msg, statement=sql)
     try:
         return cur.mogrify(sql, args)
     except (TypeError, ValueError) as exc:
@@ -288,7 +328,9 @@ class MySqlConnection:
 
     @property
     def alive(self) -> bool:
-        return not self._cut and not self._lost and not self._raw.closed
+        # A session switched to NO_BACKSLASH_ESCAPES binds no arguments (_bind): not reused.
+        raw = self._raw
+        return not self._cut and not self._lost and not raw.closed and not _backslashes_off(raw)
 
     async def _run(
         self,
