@@ -223,25 +223,26 @@ class AsyncioPool(ABC, Generic[C]):
             self._slots.release()
             return
         try:
-            with cleanup_scope() as scope:
-                reusable = False
-                if self._alive(own) and not self._closed:
+            reusable = False
+            if self._alive(own) and not self._closed:
+                with cleanup_scope() as scope:
                     try:
                         reusable = await self._reset(own)
                     except Exception:
                         logger.exception("resetting a %s connection failed", self._identity)
-                    if scope.cancel_called:
-                        logger.warning(
-                            "resetting a %s connection ran out of time; terminating it",
-                            self._identity,
-                        )
-                        reusable = False
-                    if not reusable:
-                        # A connection whose rollback failed is never handed out again.
-                        self._terminate(own)
-                if reusable and not self._closed:
-                    self._idle.append(own)
-                else:
+                if scope.cancelled_caught:
+                    logger.warning(
+                        "resetting a %s connection ran out of time; terminating it",
+                        self._identity,
+                    )
+                    reusable = False
+                if not reusable:
+                    # A connection whose rollback failed is never handed out again.
+                    self._terminate(own)
+            if reusable and not self._closed:
+                self._idle.append(own)
+            else:
+                with cleanup_scope():
                     await self._close(own)
         finally:
             self._slots.release()

@@ -16,6 +16,7 @@ from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import Form, Opening
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
+from . import startup
 from .broker import SqlBroker
 from .notify import NotifyListener
 from .queue import Subscriber
@@ -202,6 +203,13 @@ class App:
                     await hook()
                 for sub in self.subscriptions:
                     await sub.open()
+                for broker in brokers:
+                    holding = [
+                        (s.where, s.held_connections)
+                        for s in self.subscriptions
+                        if s.broker is broker and s.held_connections
+                    ]
+                    startup.check_pool_budget(self.info.name, broker, holding)
                 async with trio.open_nursery() as nursery:
                     listeners = [
                         NotifyListener(

@@ -20,7 +20,7 @@ from .handler import HandlerPlan, plan_handler
 from .notify import check_channel
 from .queue import Subscriber
 
-__all__ = ["Checked", "check", "make_form", "prepare", "worker_cap"]
+__all__ = ["Checked", "check", "check_pool_budget", "make_form", "prepare", "worker_cap"]
 
 logger = logging.getLogger("trinbox")
 
@@ -174,14 +174,7 @@ def worker_cap(
     connection: the claims, the lease keeper, ``keys.Pool`` and publishes need it."""
     pool = broker.pool
     if traits.holds_connections:
-        spare = pool.max_size - 1
-        if spare < 1:
-            msg = (
-                f"{where}: each delivery of {spec.label} holds a connection while in work, "
-                f"and one connection stays free for claims and upkeep, found a pool of "
-                f"{pool.max_size}; give the broker pool_size=2 or more"
-            )
-            raise StartupError(msg)
+        spare = pool.max_size - 1  # the broker's pool holds two or more
         if workers > spare:
             logger.warning(
                 "%s: each delivery of %s holds a connection while in work, and the pool has "
@@ -212,3 +205,21 @@ def worker_cap(
         )
         workers = 1
     return workers
+
+
+def check_pool_budget(app: str, broker: SqlBroker[Any], holding: list[tuple[str, int]]) -> None:
+    """The subscriptions of one broker whose deliveries hold connections (``(where, workers)``
+    each) must leave one connection of its pool free, or their handlers can wait for ever on
+    ``keys.Pool``, the lease keeper on its extensions, and the claims on their connection."""
+    total = sum(workers for _, workers in holding)
+    free = broker.pool.max_size - 1
+    if total <= free:
+        return
+    each = ", ".join(f"{where}: {workers}" for where, workers in holding)
+    msg = (
+        f"{app}: the deliveries of one broker's subscriptions hold a connection each while in "
+        f"work, and one connection of its pool stays free for claims and upkeep, found up to "
+        f"{total} held ({each}) on a pool of {broker.pool.max_size}; give the broker "
+        f"pool_size={total + 1}, or lower their workers(n)"
+    )
+    raise StartupError(msg)

@@ -117,6 +117,7 @@ class Subscription:
             workers=self.queue.worker_count,
             transactional=transactional,
         )
+        self.held_connections = workers if self.form.traits.holds_connections else 0
         slots = trio.Semaphore(workers)
         runner = DeliveryRunner(
             broker,
