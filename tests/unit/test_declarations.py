@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import types
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
 
@@ -222,6 +223,69 @@ def test_field_has_one_column() -> None:
         class Job(Inbox[RowLock], table="jobs"):
             id: Annotated[int, Id()]
             tenant: Annotated[str, Column("a"), Column("b")]
+
+
+# -- names -------------------------------------------------------------------------------------
+
+
+def test_a_name_may_hold_any_text_but_nul() -> None:
+    # Quotes, placeholders of every style, the old parameter marker, percent signs, spaces:
+    # names are kept as given, and the dialects quote them.
+    class Job(Inbox[Advisory], table="j\"o`b's ?", schema="a%s", advisory_lock="\u27e8k\u27e9{id}"):
+        id: Annotated[int, Id(), Column("\u27e8id\u27e9 $1 %% :a")]
+
+    spec = spec_of(Job)
+    assert (spec.table, spec.schema) == ("j\"o`b's ?", "a%s")
+    assert spec.id.column == "\u27e8id\u27e9 $1 %% :a"
+    assert spec.key == (KeyLiteral("\u27e8k\u27e9"), KeyColumn("\u27e8id\u27e9 $1 %% :a"))
+
+
+@pytest.mark.parametrize(
+    ("keywords", "column", "found"),
+    [
+        ({"table": "jo\x00bs"}, "id", "the table 'jo\\x00bs'"),
+        ({"table": "jobs", "schema": "a\x00"}, "id", "the schema 'a\\x00'"),
+        ({"table": "jobs"}, "i\x00d", "the column of field 'id' 'i\\x00d'"),
+        (
+            {"table": "jobs", "advisory_lock": "k\x00{id}"},
+            "id",
+            "the lock key literal 'k\\x00'",
+        ),
+    ],
+    ids=["table", "schema", "column", "key-literal"],
+)
+def test_a_name_holds_no_nul(keywords: dict[str, str], column: str, found: str) -> None:
+    base: Any = Inbox[Advisory] if "advisory_lock" in keywords else Inbox[RowLock]
+    annotations = {"id": Annotated[int, Id(), Column(column)]}
+    with refused(
+        "class Job: a name or key literal holds no NUL character (no database takes one), found "
+        f"one in {found}; remove it"
+    ):
+        types.new_class("Job", (base,), keywords, lambda ns: ns.update(__annotations__=annotations))
+
+
+def test_a_name_is_text_that_encodes_as_utf8() -> None:
+    with refused(
+        "class test_a_name_is_text_that_encodes_as_utf8.<locals>.Job: a name or key literal is "
+        "text that encodes as UTF-8, found the lone surrogate '\\ud800' in the column of field "
+        "'tenant' 'a\\ud800'; write the character it stands for, or remove it"
+    ):
+
+        class Job(Inbox[RowLock], table="jobs"):
+            id: Annotated[int, Id()]
+            tenant: Annotated[str, Column("a\ud800")]
+
+
+def test_a_spec_key_literal_holds_no_nul() -> None:
+    spec = InboxSpec("jobs", "id").advisory([KeyLiteral("jobs\x00"), KeyColumn("id")])
+    with refused(
+        "class test_a_spec_key_literal_holds_no_nul.<locals>.Job: a name or key literal holds no "
+        "NUL character (no database takes one), found one in the lock key literal 'jobs\\x00'; "
+        "remove it"
+    ):
+
+        class Job(Inbox[Advisory], spec=spec):
+            id: int
 
 
 def test_role_is_written_as_an_instance() -> None:

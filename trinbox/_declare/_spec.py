@@ -22,6 +22,7 @@ __all__ = [
     "KeyPart",
     "TableSpec",
     "check_form",
+    "check_name",
     "compile_spec",
     "parse_key_template",
 ]
@@ -146,6 +147,28 @@ class TableSpec:
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
+def check_name(where: str, what: str, text: str) -> None:
+    """Refuse a name (or key literal) no database holds: one with a NUL character, or one
+    that is not text (a lone surrogate has no UTF-8 encoding). ``what`` says which name it
+    is in the message: ``table``, ``column of field 'id'``, ``lock key literal``..."""
+    if "\x00" in text:
+        msg = (
+            f"{where}: a name or key literal holds no NUL character (no database takes one), "
+            f"found one in the {what} {text!r}; remove it"
+        )
+        raise DeclarationError(msg)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        found = text[exc.start]
+        msg = (
+            f"{where}: a name or key literal is text that encodes as UTF-8, found the lone "
+            f"surrogate {found!r} in the {what} {text!r}; write the character it stands for, "
+            f"or remove it"
+        )
+        raise DeclarationError(msg) from None
+
+
 def parse_key_template(
     template: str, columns_by_field: dict[str, str], where: str
 ) -> tuple[KeyPart, ...]:
@@ -239,6 +262,9 @@ def compile_spec(
         )
     else:
         return spec
+    for part in parts:
+        if isinstance(part, KeyLiteral):
+            check_name(where, "lock key literal", part.text)
     return TableSpec(
         table=table,
         schema=schema,
@@ -295,6 +321,9 @@ def _check_table(where: str, table: str | None, schema: str | None) -> None:
             f"name only the schema (a database name cannot be given)"
         )
         raise DeclarationError(msg)
+    check_name(where, "table", table)
+    if schema is not None:
+        check_name(where, "schema", schema)
 
 
 def check_form(where: str, form: object) -> type[Form]:
@@ -345,6 +374,7 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
                 f"{decl.field!r}; give the column's name or drop Column(..)"
             )
             raise DeclarationError(msg)
+        check_name(where, f"column of field {decl.field!r}", decl.column)
         if role and role in role_owner:
             msg = (
                 f"{where}: each role is played by at most one field, found {ROLE_CLASSES[role]} "

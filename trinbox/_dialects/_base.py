@@ -1,7 +1,10 @@
 """What every dialect renders, written once; dialects override the shapes that differ.
 
 A dialect is pure: it turns a ``TableSpec`` into ``Statement`` records and never does I/O.
-Parameter names used across dialects:
+Statements are composed as ``Sql``, text and parameter slots (``P("id")``), and rendered once
+into the dialect's placeholders (``_statement.py``): quoted names and literals are text, so no
+character of a name becomes a parameter. Aliases and CTE names are chosen clear of every
+declared name (``internal``). Parameter names used across dialects:
 
     group     the subscription's group        now        the claim's "now"
     limit     rows the claim may take          lease      the new lease expiry (the token)
@@ -12,14 +15,15 @@ Parameter names used across dialects:
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
-from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec
+from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
-from ._statement import P, ParamStyle, Statement, render
+from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
 
@@ -122,6 +126,20 @@ class Dialect:
         assert col is not None
         return self.q(col.column)
 
+    def internal(self, spec: TableSpec, name: str, *also: str | None) -> str:
+        """The name of an alias or CTE the statements of ``spec`` introduce: ``name`` itself,
+        or ``name_2``, ``name_3``... when a declared name could be taken for it (a column
+        ``__lock`` beside the alias ``__lock`` makes ORDER BY ambiguous, or silently orders
+        by the wrong one); ``also`` names more to keep clear of. Names compare folded, wider
+        than any server's own comparison."""
+        names = (spec.table, spec.schema, *(c.column for c in spec.columns), *also)
+        taken = {_fold(n) for n in names if n is not None}
+        found, n = name, 1
+        while _fold(found) in taken:
+            n += 1
+            found = f"{name}_{n}"
+        return found
+
     # -- checks -----------------------------------------------------------------------------
 
     def check(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> None:
@@ -140,15 +158,22 @@ class Dialect:
                 f"(it opens {opens}); {self._opening_fix(spec.opening)}"
             )
             raise UnsupportedOpening(msg)
-        names = [spec.table, *(c.column for c in spec.columns)]
+        self.check_names(spec, dead_letter)
+
+    def check_names(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> None:
+        """Refuse a name this dialect's server cannot hold (too long, or a character or shape
+        it refuses), naming what was found; the class statement refused what no server holds."""
+        names = [("table", spec.table), *(("column", c.column) for c in spec.columns)]
         if spec.schema:
-            names.append(spec.schema)
+            names.append(("schema", spec.schema))
         if dead_letter is not None and dead_letter.table is not None:
-            names.append(dead_letter.table)
+            names.append(("dead letter table", dead_letter.table))
             if dead_letter.schema:
-                names.append(dead_letter.schema)
-        for name in names:
+                names.append(("dead letter schema", dead_letter.schema))
+        for what, name in names:
+            check_name(spec.label, what, name)
             self.check_identifier(name, spec.label)
+            self.check_characters(name, what, spec.label)
 
     def check_identifier(self, name: str, where: str) -> None:
         limit = self.identifier_limit
@@ -159,6 +184,10 @@ class Dialect:
                 f"use a shorter name"
             )
             raise IdentifierTooLong(msg)
+
+    def check_characters(self, name: str, what: str, where: str) -> None:
+        """Dialect rules on the characters of a ``what`` (``table``, ``column``, ``schema``,
+        ``dead letter table``...) named ``name``; none here."""
 
     identifier_unit: ClassVar[str] = "characters"
 
@@ -183,8 +212,8 @@ class Dialect:
         assert spec.form is RowLock
         return self.row_lock_statements(spec, dead_letter)
 
-    def r(self, event: str, text: str) -> Statement:
-        return render(event, text, self.style)
+    def r(self, event: str, sql: Frag) -> Statement:
+        return render(event, sql, self.style)
 
     def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
         """Every column in declaration order; with ``attempt_before`` the attempt reads one
@@ -200,20 +229,20 @@ class Dialect:
     def attempt_before(self, col: ColumnSpec) -> str:
         return f"{self.c(col)} - 1"
 
-    def claimable(self, spec: TableSpec, *, prefix: str = "") -> list[str]:
+    def claimable(self, spec: TableSpec, *, prefix: str = "") -> list[Frag]:
         """Conditions of a due, unfinished row of the subscription's group."""
-        conds = []
+        conds: list[Frag] = []
         if spec.group is not None:
-            conds.append(f"{prefix}{self.c(spec.group)} = {P('group')}")
+            conds.append(prefix + self.c(spec.group) + " = " + P("group"))
         if spec.retry_after is not None:
-            conds.append(f"{prefix}{self.c(spec.retry_after)} <= {P('now')}")
+            conds.append(prefix + self.c(spec.retry_after) + " <= " + P("now"))
         if spec.processed_at is not None:
             conds.append(f"{prefix}{self.c(spec.processed_at)} IS NULL")
         return conds
 
-    def lease_free(self, spec: TableSpec, *, prefix: str = "") -> str:
-        col = self.c(spec.locked_until)
-        return f"({prefix}{col} IS NULL OR {prefix}{col} <= {P('now')})"
+    def lease_free(self, spec: TableSpec, *, prefix: str = "") -> Sql:
+        col = prefix + self.c(spec.locked_until)
+        return "(" + col + " IS NULL OR " + col + " <= " + P("now") + ")"
 
     def order_by(self, spec: TableSpec, *, prefix: str = "") -> str:
         keys = []
@@ -223,34 +252,43 @@ class Dialect:
         return ", ".join(keys)
 
     @staticmethod
-    def where(conds: Sequence[str]) -> str:
-        return f" WHERE {' AND '.join(conds)}" if conds else ""
+    def where(conds: Sequence[Frag]) -> Sql:
+        return " WHERE " + join(" AND ", conds) if conds else Sql()
 
-    def by_id(self, spec: TableSpec, *, token: bool) -> str:
+    def by_id(self, spec: TableSpec, *, token: bool) -> Sql:
         """``WHERE id = ?``, conditioned on the lease token in the lease form."""
-        conds = [f"{self.c(spec.id)} = {P('id')}"]
+        conds: list[Frag] = [self.c(spec.id) + " = " + P("id")]
         if token:
-            conds.append(f"{self.c(spec.locked_until)} = {P('token')}")
+            conds.append(self.c(spec.locked_until) + " = " + P("token"))
         return self.where(conds)
 
     def finish(self, spec: TableSpec, *, token: bool) -> Statement:
         """Ack and drop: mark processed or delete (lease: only while the token holds)."""
         t = self.table(spec)
         if spec.processed_at is not None:
-            sets = [f"{self.c(spec.processed_at)} = {P('now')}"]
+            sets: list[Frag] = [self.c(spec.processed_at) + " = " + P("now")]
             if token:
                 sets.append(f"{self.c(spec.locked_until)} = NULL")
-            return self.r("ack", f"UPDATE {t} SET {', '.join(sets)}{self.by_id(spec, token=token)}")
-        return self.r("ack", f"DELETE FROM {t}{self.by_id(spec, token=token)}")
+            return self.r(
+                "ack", "UPDATE " + t + " SET " + join(", ", sets) + self.by_id(spec, token=token)
+            )
+        return self.r("ack", "DELETE FROM " + t + self.by_id(spec, token=token))
 
-    def update(self, event: str, spec: TableSpec, sets: Sequence[str], *, token: bool) -> Statement:
+    def update(
+        self, event: str, spec: TableSpec, sets: Sequence[Frag], *, token: bool
+    ) -> Statement:
         if token:
             sets = [*sets, f"{self.c(spec.locked_until)} = NULL"]
         return self.r(
-            event, f"UPDATE {self.table(spec)} SET {', '.join(sets)}{self.by_id(spec, token=token)}"
+            event,
+            "UPDATE "
+            + self.table(spec)
+            + " SET "
+            + join(", ", sets)
+            + self.by_id(spec, token=token),
         )
 
-    def bump(self, spec: TableSpec) -> list[str]:
+    def bump(self, spec: TableSpec) -> list[Frag]:
         """The row lock form counts the attempt when it settles a retry."""
         if spec.attempt is None:
             return []
@@ -261,7 +299,7 @@ class Dialect:
     ) -> Statement | None:
         if spec.retry_after is None:
             return None
-        sets = [f"{self.c(spec.retry_after)} = {P('retry_at')}"]
+        sets: list[Frag] = [self.c(spec.retry_after) + " = " + P("retry_at")]
         if count:
             sets += self.bump(spec)
         return self.update("retry_after", spec, sets, token=token)
@@ -278,7 +316,7 @@ class Dialect:
                     f"column, found no Group field; add one or name a dead letter table"
                 )
                 raise DeclarationError(msg)
-            sets = [f"{self.c(spec.group)} = {P('dest')}"]
+            sets = [self.c(spec.group) + " = " + P("dest")]
             return (self.update("dead_letter", spec, sets, token=token),)
         return self.move_to_table(spec, dead_letter, token=token)
 
@@ -293,19 +331,21 @@ class Dialect:
         values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
         copy = self.r(
             "dead_letter",
-            f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}{self.by_id(spec, token=token)}",
+            f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}" + self.by_id(spec, token=token),
         )
-        delete = self.r("dead_letter", f"DELETE FROM {t}{self.by_id(spec, token=token)}")
+        delete = self.r("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
         return (copy, delete)
 
     def insert(self, spec: TableSpec) -> Statement:
+        """The publish: every writable column, each bound under its column's name."""
+        self.check_names(spec)
         cols = spec.insert_columns
         t = self.table(spec)
         if not cols:
             return self.r("insert", self.insert_defaults(t))
         names = ", ".join(self.c(c) for c in cols)
-        values = ", ".join(P(c.column) for c in cols)
-        return self.r("insert", f"INSERT INTO {t} ({names}) VALUES ({values})")
+        values = join(", ", (P(c.column) for c in cols))
+        return self.r("insert", f"INSERT INTO {t} ({names}) VALUES (" + values + ")")
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} DEFAULT VALUES"
@@ -360,8 +400,9 @@ class Dialect:
             begin=self.begin(spec),
             extend=self.r(
                 "extend",
-                f"UPDATE {self.table(spec)} SET {locked} = {P('lease')}"
-                f"{self.by_id(spec, token=True)}",
+                f"UPDATE {self.table(spec)} SET {locked} = "
+                + P("lease")
+                + self.by_id(spec, token=True),
             ),
             batch=self.lease_batch(spec),
         )
@@ -400,26 +441,28 @@ class Dialect:
         an UPDATE cannot return the rows it changed (MySQL)."""
         return ()
 
-    def lease_batch_where(self, spec: TableSpec, in_ids: str) -> tuple[Statement, ...]:
+    def lease_batch_where(self, spec: TableSpec, in_ids: Sql) -> tuple[Statement, ...]:
         """Ack, retry and retry_after for every row of a claim in one statement: the rows
         whose lease the token still holds are settled, and their ids returned (a row left out
         lost its lease). ``in_ids`` tests the id against the ``ids`` parameter."""
         t = self.table(spec)
         ident = self.c(spec.id)
-        where = f" WHERE {ident} {in_ids} AND {self.c(spec.locked_until)} = {P('token')}"
+        where = f" WHERE {ident} " + in_ids + f" AND {self.c(spec.locked_until)} = " + P("token")
         returning = f" RETURNING {ident}"
         free = f"{self.c(spec.locked_until)} = NULL"
         if spec.processed_at is not None:
-            ack = f"UPDATE {t} SET {self.c(spec.processed_at)} = {P('now')}, {free}{where}"
+            ack = f"UPDATE {t} SET {self.c(spec.processed_at)} = " + P("now") + f", {free}" + where
         else:
-            ack = f"DELETE FROM {t}{where}"
+            ack = "DELETE FROM " + t + where
         found = [
             self.r("ack", ack + returning),
-            self.r("retry", f"UPDATE {t} SET {free}{where}{returning}"),
+            self.r("retry", f"UPDATE {t} SET {free}" + where + returning),
         ]
         if spec.retry_after is not None:
-            later = f"{self.c(spec.retry_after)} = {P('retry_at')}"
-            found.append(self.r("retry_after", f"UPDATE {t} SET {later}, {free}{where}{returning}"))
+            later = self.c(spec.retry_after) + " = " + P("retry_at")
+            found.append(
+                self.r("retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning)
+            )
         return tuple(found)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
@@ -429,15 +472,18 @@ class Dialect:
         """Take the row while it is still claimable, counting the attempt (one statement with
         RETURNING; MySQL overrides with update + select)."""
         t = self.table(spec)
-        conds = [f"{self.c(spec.id)} = {P('id')}", *self.claimable(spec)]
+        conds = [self.c(spec.id) + " = " + P("id"), *self.claimable(spec)]
         if spec.attempt is None:
-            return (self.r("take", f"SELECT {self.select_list(spec)} FROM {t}{self.where(conds)}"),)
+            return (
+                self.r("take", f"SELECT {self.select_list(spec)} FROM {t}" + self.where(conds)),
+            )
         attempt = self.c(spec.attempt)
         return (
             self.r(
                 "take",
-                f"UPDATE {t} SET {attempt} = {attempt} + 1{self.where(conds)} "
-                f"RETURNING {self.select_list(spec, attempt_before=True)}",
+                f"UPDATE {t} SET {attempt} = {attempt} + 1"
+                + self.where(conds)
+                + f" RETURNING {self.select_list(spec, attempt_before=True)}",
             ),
         )
 
@@ -451,6 +497,16 @@ class Dialect:
         t = self.table(spec)
         return self.r(
             "claim",
-            f"SELECT {self.select_list(spec)} FROM {t}{self.where(self.claimable(spec))} "
-            f"ORDER BY {self.order_by(spec)} LIMIT {P('limit')} FOR UPDATE SKIP LOCKED",
+            f"SELECT {self.select_list(spec)} FROM {t}"
+            + self.where(self.claimable(spec))
+            + f" ORDER BY {self.order_by(spec)} LIMIT "
+            + P("limit")
+            + " FOR UPDATE SKIP LOCKED",
         )
+
+
+def _fold(name: str) -> str:
+    """A comparison key wider than any server's own for names (MariaDB's accent- and
+    case-insensitive one, SQLite's ASCII case, trailing spaces padded away)."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold().rstrip()

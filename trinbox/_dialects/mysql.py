@@ -15,8 +15,13 @@ The advisory form locks a server-wide name with ``GET_LOCK``: the table's databa
 the key, or the key's SHA-256 when that name is empty or longer than 64 characters.
 
 The ``format`` style is interpolated by the client (PyMySQL ``query % args``), so every ``%``
-of the text itself is written ``%%``: the driver always passes a tuple of arguments, an empty
-one too, so that ``%%`` reads as ``%``.
+of the text itself (names and literals included) is written ``%%`` when the statement is
+rendered: the driver always passes a tuple of arguments, an empty one too, so that ``%%``
+reads as ``%``.
+
+Names: at most 64 characters of the Basic Multilingual Plane, not ending in whitespace, and a
+table or schema name does not begin with ``#mysql50#`` (MariaDB reads the rest as a file name);
+``check_characters`` refuses the others before anything runs.
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
-from .._errors import ServerTooOld
+from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
-from ._statement import P, ParamStyle, Statement, render
+from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
 
@@ -59,6 +64,11 @@ _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 
 # GET_LOCK refuses longer names (and an empty one).
 _LOCK_NAME_LIMIT = 64
+
+# A name may not end in ASCII whitespace (the server tests its last character); MariaDB reads a
+# table name with this prefix as a raw file name.
+_TRAILING = frozenset(" \t\n\v\f\r")
+_MYSQL50 = "#mysql50#"
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,28 @@ class MySqlDialect(Dialect):
             )
             raise ServerTooOld(msg, server=version, required=required)
 
-    def r(self, event: str, text: str) -> Statement:
-        return render(event, text.replace("%", "%%"), self.style)
+    def check_characters(self, name: str, what: str, where: str) -> None:
+        """Names of the Basic Multilingual Plane, not ending in whitespace; no table or
+        schema name beginning with ``#mysql50#``."""
+        beyond = next((ch for ch in name if ord(ch) > 0xFFFF), None)
+        if beyond is not None:
+            msg = (
+                f"{where}: MySQL and MariaDB names hold characters up to U+FFFF only, found "
+                f"{beyond!r} (U+{ord(beyond):X}) in the {what} {name!r}; use a name without it"
+            )
+            raise DeclarationError(msg)
+        if name[-1:] in _TRAILING:
+            msg = (
+                f"{where}: MySQL and MariaDB names do not end in whitespace, found the {what} "
+                f"{name!r}; drop the trailing {name[-1]!r}"
+            )
+            raise DeclarationError(msg)
+        if "column" not in what and name.startswith(_MYSQL50):
+            msg = (
+                f"{where}: MariaDB reads a table or schema name beginning with {_MYSQL50!r} "
+                f"as a file name, found the {what} {name!r}; use a name without that prefix"
+            )
+            raise DeclarationError(msg)
 
     def literal(self, text: str) -> str:
         # A backslash escapes in MySQL string literals (unless NO_BACKSLASH_ESCAPES).
@@ -143,17 +173,24 @@ class MySqlDialect(Dialect):
         conds = [*self.claimable(spec), self.lease_free(spec)]
         select = self.r(
             "claim",
-            f"SELECT {self.select_list(spec)} FROM {t}{self.where(conds)} "
-            f"ORDER BY {self.order_by(spec)} LIMIT {P('limit')} FOR UPDATE SKIP LOCKED",
+            f"SELECT {self.select_list(spec)} FROM {t}"
+            + self.where(conds)
+            + f" ORDER BY {self.order_by(spec)} LIMIT "
+            + P("limit")
+            + " FOR UPDATE SKIP LOCKED",
         )
-        sets = [f"{self.c(spec.locked_until)} = {P('lease')}"]
+        sets: list[Frag] = [self.c(spec.locked_until) + " = " + P("lease")]
         if spec.attempt is not None:
             attempt = self.c(spec.attempt)
             sets.append(f"{attempt} = {attempt} + 1")
         stamp = self.r(
             "stamp",
-            f"UPDATE {t} SET {', '.join(sets)} WHERE {self.c(spec.id)} = {P('id')} "
-            f"AND {self.lease_free(spec)}",
+            f"UPDATE {t} SET "
+            + join(", ", sets)
+            + f" WHERE {self.c(spec.id)} = "
+            + P("id")
+            + " AND "
+            + self.lease_free(spec),
         )
         return (select, stamp)
 
@@ -163,11 +200,14 @@ class MySqlDialect(Dialect):
         """The first due rows in claim order whose lock name no session holds."""
         t = self.table(spec)
         name = self.lock_name(spec)
+        lock = self.q(self.internal(spec, "__lock"))
         conds = [*self.claimable(spec), f"IS_USED_LOCK({name}) IS NULL"]
         return self.r(
             "candidates",
-            f"SELECT {self.c(spec.id)}, {name} AS `__lock` FROM {t}{self.where(conds)} "
-            f"ORDER BY {self.order_by(spec)} LIMIT {P('limit')}",
+            f"SELECT {self.c(spec.id)}, {name} AS {lock} FROM {t}"
+            + self.where(conds)
+            + f" ORDER BY {self.order_by(spec)} LIMIT "
+            + P("limit"),
         )
 
     def advisory_take(self, spec: TableSpec) -> tuple[Statement, ...]:
@@ -179,18 +219,20 @@ class MySqlDialect(Dialect):
         t = self.table(spec)
         ident = self.c(spec.id)
         attempt = self.c(spec.attempt)
-        conds = [f"{ident} = {P('id')}", *self.claimable(spec)]
+        conds = [ident + " = " + P("id"), *self.claimable(spec)]
         return (
-            self.r("take", f"UPDATE {t} SET {attempt} = {attempt} + 1{self.where(conds)}"),
+            self.r("take", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.where(conds)),
             self.r(
                 "take",
                 f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t} "
-                f"WHERE {ident} = {P('id')}",
+                f"WHERE {ident} = " + P("id"),
             ),
         )
 
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
-        return self.r("lock", f"SELECT CAST(COALESCE(GET_LOCK({P('key')}, 0), 0) AS SIGNED)")
+        return self.r("lock", "SELECT CAST(COALESCE(GET_LOCK(" + P("key") + ", 0), 0) AS SIGNED)")
 
     def advisory_unlock(self, spec: TableSpec) -> Statement | None:
-        return self.r("unlock", f"SELECT CAST(COALESCE(RELEASE_LOCK({P('key')}), 0) AS SIGNED)")
+        return self.r(
+            "unlock", "SELECT CAST(COALESCE(RELEASE_LOCK(" + P("key") + "), 0) AS SIGNED)"
+        )

@@ -26,7 +26,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
-from ._statement import P, ParamStyle, Statement
+from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["PostgresDialect"]
 
@@ -65,7 +65,7 @@ class PostgresDialect(Dialect):
         return super()._opening_fix(opening)
 
     def notify_statement(self) -> Statement:
-        return self.r("notify", f"SELECT pg_notify({P('channel')}, {P('group')})")
+        return self.r("notify", "SELECT pg_notify(" + P("channel") + ", " + P("group") + ")")
 
     def begin(self, spec: TableSpec) -> Statement:
         if spec.opening is Default:
@@ -88,26 +88,32 @@ class PostgresDialect(Dialect):
         attempt), and return them as they were before the stamp, in claim order."""
         t = self.table(spec)
         ident = self.c(spec.id)
-        sets = [f"{self.c(spec.locked_until)} = {P('lease')}"]
+        claimed = self.internal(spec, "__claimed")
+        stamped = self.internal(spec, "__stamped")
+        row = self.internal(spec, "__row")
+        sets: list[Frag] = [self.c(spec.locked_until) + " = " + P("lease")]
         if spec.attempt is not None:
             attempt = self.c(spec.attempt)
-            sets.append(f"{attempt} = __row.{attempt} + 1")
+            sets.append(f"{attempt} = {row}.{attempt} + 1")
         conds = [*self.claimable(spec), self.lease_free(spec)]
         order = self.order_by(spec)
         return (
             self.r(
                 "claim",
-                f"WITH __claimed AS (SELECT {self.select_list(spec)} FROM {t}"
-                f"{self.where(conds)} ORDER BY {order} LIMIT {P('limit')} "
-                f"FOR UPDATE SKIP LOCKED), "
-                f"__stamped AS (UPDATE {t} AS __row SET {', '.join(sets)} FROM __claimed "
-                f"WHERE __row.{ident} = __claimed.{ident}) "
-                f"SELECT * FROM __claimed ORDER BY {order}",
+                f"WITH {claimed} AS (SELECT {self.select_list(spec)} FROM {t}"
+                + self.where(conds)
+                + f" ORDER BY {order} LIMIT "
+                + P("limit")
+                + " FOR UPDATE SKIP LOCKED), "
+                + f"{stamped} AS (UPDATE {t} AS {row} SET "
+                + join(", ", sets)
+                + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
+                + f"SELECT * FROM {claimed} ORDER BY {order}",
             ),
         )
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return self.lease_batch_where(spec, f"= ANY({P('ids')})")
+        return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order whose keys no other session holds. The shared
@@ -116,25 +122,30 @@ class PostgresDialect(Dialect):
         the limit counts only rows that passed it."""
         t = self.table(spec)
         ident = self.c(spec.id)
+        lock = self.q(self.internal(spec, "__lock"))
+        candidates = self.internal(spec, "__candidates")
         inner = (
-            f'SELECT {ident}, {self.key_expression(spec)} AS "__lock" FROM {t}'
-            f"{self.where(self.claimable(spec))} ORDER BY {self.order_by(spec)} OFFSET 0"
+            f"SELECT {ident}, {self.key_expression(spec)} AS {lock} FROM {t}"
+            + self.where(self.claimable(spec))
+            + f" ORDER BY {self.order_by(spec)} OFFSET 0"
         )
         return self.r(
             "candidates",
-            f'SELECT {ident}, "__lock" FROM ({inner}) AS __candidates '
-            f'WHERE pg_try_advisory_xact_lock_shared(hashtextextended("__lock", 0)) '
-            f"LIMIT {P('limit')}",
+            f"SELECT {ident}, {lock} FROM (" + inner + f") AS {candidates} "
+            f"WHERE pg_try_advisory_xact_lock_shared(hashtextextended({lock}, 0)) "
+            "LIMIT " + P("limit"),
         )
 
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
         return self.r(
-            "lock", f"SELECT pg_try_advisory_lock(hashtextextended({P('key')}, 0))::int::bigint"
+            "lock",
+            "SELECT pg_try_advisory_lock(hashtextextended(" + P("key") + ", 0))::int::bigint",
         )
 
     def advisory_unlock(self, spec: TableSpec) -> Statement | None:
         return self.r(
-            "unlock", f"SELECT pg_advisory_unlock(hashtextextended({P('key')}, 0))::int::bigint"
+            "unlock",
+            "SELECT pg_advisory_unlock(hashtextextended(" + P("key") + ", 0))::int::bigint",
         )
 
     def move_to_table(
@@ -146,10 +157,12 @@ class PostgresDialect(Dialect):
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
         cols = ", ".join(self.c(c) for c in spec.columns)
         values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
+        moved = self.internal(spec, "moved", dead_letter.table, dead_letter.schema)
         return (
             self.r(
                 "dead_letter",
-                f"WITH moved AS (DELETE FROM {t}{self.by_id(spec, token=token)} "
-                f"RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT {values} FROM moved",
+                f"WITH {moved} AS (DELETE FROM {t}"
+                + self.by_id(spec, token=token)
+                + f" RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT {values} FROM {moved}",
             ),
         )
