@@ -69,6 +69,35 @@ def _translate(exc: sqlite3.Error, sql: str) -> DatabaseError:
     return DatabaseError(text, statement=sql, code=code)
 
 
+_QUOTES = {"'": "'", '"': '"', "`": "`", "[": "]"}
+
+
+def _placeholders(sql: str) -> int:
+    """The ``?`` placeholders of ``sql``: those outside quoted names, literals and comments
+    (a declared name may hold a ``?``)."""
+    count = 0
+    i = 0
+    while i < len(sql):
+        char = sql[i]
+        if char in _QUOTES:
+            end = sql.find(_QUOTES[char], i + 1)
+            # A doubled quote inside a quoted part is one quote: the scan carries on past it.
+            i = len(sql) if end < 0 else end + 1
+            continue
+        if sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end + 1
+            continue
+        if sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = len(sql) if end < 0 else end + 2
+            continue
+        if char == "?":
+            count += 1
+        i += 1
+    return count
+
+
 def _reads(sql: str) -> bool:
     return sql.lstrip()[:6].upper() in ("SELECT", "EXPLAI")
 
@@ -208,7 +237,7 @@ class SqliteConnection:
 
     async def prepare(self, sql: str) -> None:
         # EXPLAIN compiles the statement against the schema without running it.
-        count = sql.count("?")
+        count = _placeholders(sql)
         await self._run(
             lambda: self._raw.execute("EXPLAIN " + sql, (None,) * count), sql, reads=True
         )

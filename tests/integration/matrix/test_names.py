@@ -187,22 +187,9 @@ def values() -> st.SearchStrategy[str]:
     return names().filter(lambda v: not refused_anywhere(v) and len(v) <= 60)
 
 
-# The SQLite driver's startup check counts every "?" of a statement's text as a placeholder
-# (trinbox/_drivers/sqlite.py, prepare), a "?" inside a quoted name too, and binds that many
-# NULLs: the statement is refused. The dialect renders such names right (tests/unit/
-# test_names.py); the fix belongs to the driver, and until it lands SQLite names here hold no
-# "?" (the strict xfail below turns into a failure once it does).
-DRIVER_COUNTS_MARKS: dict[StandName, str] = {"sqlite": "?"}
-
-
 @st.composite
 def examples(draw: st.DrawFn, stand: StandName, form: str) -> tuple[Shape, str, str, bool]:
-    marks = DRIVER_COUNTS_MARKS.get(stand, "")
-    shape = draw(
-        shapes(form, stand).filter(
-            lambda s: not any(m in n for m in marks for n in [*s.names, s.dead or ""])
-        )
-    )
+    shape = draw(shapes(form, stand))
     first, second = draw(st.lists(values(), min_size=2, max_size=2, unique=True))
     row_mode = "payload" not in shape.columns
     return shape, first, second, row_mode
@@ -294,9 +281,6 @@ async def test_a_published_value_never_becomes_sql(stand_name: StandName) -> Non
         assert rows(stand, f"SELECT {quote(stand_name, 'data')} FROM {table}") == [(attack,)]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the SQLite driver's prepare counts a '?' of a quoted name as a placeholder"
-)
 async def test_a_question_mark_in_a_sqlite_name() -> None:
     shape = Shape(
         form="lease",
