@@ -69,6 +69,7 @@ from ._runtime.app import App as App
 from ._runtime.app import AppInfo as AppInfo
 from ._runtime.app import Mount as Mount
 from ._runtime.app import ShutdownReport as ShutdownReport
+from ._runtime.backoff import Backoff as Backoff
 from ._runtime.broker import SqlBroker as SqlBroker
 from ._runtime.codecs import Codec as Codec
 from ._runtime.codecs import JsonCodec as JsonCodec
@@ -125,6 +126,7 @@ __all__ = [
     "subscriber",
     "keys",
     "HandlerOutcome",
+    "Backoff",
     "FailurePolicy",
     "OnFailure",
     "Codec",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import Any, TypeVar
 
-__all__ = ["evolve"]
+__all__ = ["evolve", "positive_duration"]
 
 T = TypeVar("T")
 
@@ -20,3 +21,16 @@ def evolve(obj: T, **changes: Any) -> T:
         msg = f"{type(obj).__name__} has no fields {sorted(changes)}"
         raise TypeError(msg)
     return new
+
+
+def positive_duration(what: str, value: object) -> timedelta:
+    """``value`` (a timedelta or seconds) as a timedelta, refused unless it is positive: a
+    poll interval of zero would claim in a busy loop, a lease of zero would hold nothing."""
+    if isinstance(value, bool) or not isinstance(value, timedelta | int | float):
+        msg = f"{what} is a timedelta or seconds, found {value!r}; pass a positive duration"
+        raise TypeError(msg)
+    duration = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if duration <= timedelta(0):
+        msg = f"{what} is positive, found {duration}; pass a positive duration"
+        raise ValueError(msg)
+    return duration

@@ -17,6 +17,7 @@ from .._declare._markers import Form, Opening
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
+from .backoff import Backoff
 from .broker import SqlBroker
 from .notify import NotifyListener
 from .queue import Subscriber
@@ -61,6 +62,7 @@ class Mount:
     subscriber: Subscriber[Any, Any]
     attempts: int | None = None
     dead_letter_to: str | None = None
+    backoff_policy: Backoff | None = None
 
     def max_attempts(self, count: int) -> Mount:
         """Retry at most ``count`` deliveries; the failure of the last moves the row to the
@@ -75,6 +77,14 @@ class Mount:
         """Where spent rows go: a group name (tables with a Group field) or a table
         ``[schema.]table`` with the same columns."""
         self.dead_letter_to = dest
+        return self
+
+    def backoff(self, policy: Backoff) -> Mount:
+        """The backoff of this mount's failed deliveries (over the queue's own)."""
+        if not isinstance(policy, Backoff):
+            msg = f"a backoff is a trinbox.Backoff, found {policy!r}; pass e.g. Backoff.linear()"
+            raise TypeError(msg)
+        self.backoff_policy = policy
         return self
 
 
@@ -187,6 +197,7 @@ class App:
                 mount.subscriber,
                 max_attempts=mount.attempts,
                 dead_letter=mount.dead_letter_to,
+                backoff=mount.backoff_policy,
                 grace=self.grace,
                 on_fail_fast=self._fail_fast,
             )

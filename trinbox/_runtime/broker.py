@@ -26,6 +26,7 @@ from .._drivers._base import Pool
 from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed, DatabaseError, DeclarationError
 from .._forms._base import give_back, rollback_quietly, whole_seconds
+from .._util import positive_duration
 from .codecs import Codec, JsonCodec
 from .handles import Database, Tx
 from .wake import WakeBoard
@@ -37,10 +38,6 @@ logger = logging.getLogger("trinbox")
 D = TypeVar("D", covariant=True)
 
 Clock = Callable[[], datetime]
-
-
-def _seconds(value: timedelta | float) -> timedelta:
-    return value if isinstance(value, timedelta) else timedelta(seconds=value)
 
 
 def system_clock() -> datetime:
@@ -74,8 +71,8 @@ class SqlBroker(Generic[D]):
         self.url = url
         self.dialect = dialect
         self.pool_size = pool_size
-        self.poll_interval = _seconds(poll_interval)
-        self.lease = whole_seconds(_seconds(lease))
+        self.poll_interval = positive_duration("a poll interval", poll_interval)
+        self.lease = whole_seconds(positive_duration("a lease", lease))
         self.clock: Clock = clock or system_clock
         self.codec: Codec = codec or JsonCodec()
         self.listen_notify = listen_notify

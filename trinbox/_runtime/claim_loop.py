@@ -10,6 +10,7 @@ handled.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from typing import TYPE_CHECKING
 
@@ -69,6 +70,8 @@ class ClaimLoop:
         # then, or a wake. ``None``: rows were found, claim on.
         self._dry_at: float | None = None
         self._failed_at: float | None = None  # when the last claim failed
+        self._due: list[float] = []  # heap: when rows this loop retried come due
+        self._waiting: trio.CancelScope | None = None  # the wait for rows, while it runs
         self.found_rows = False  # the last claim took all it asked for: more may be due
         self.idle = False
         self._idle_changed = trio.Event()
@@ -131,11 +134,30 @@ class ClaimLoop:
         """The last claim ran dry: wait out the poll interval counted from then, or a wake."""
         self._set_idle(True)
         try:
-            with trio.move_on_at(dry_at + self._poll):
+            now = trio.current_time()
+            came_due = False
+            while self._due and self._due[0] <= now:
+                heapq.heappop(self._due)
+                came_due = True
+            if came_due:
+                return  # a retried row came due since the claim ran dry: claim at once
+            until = dry_at + self._poll
+            if self._due:
+                until = min(until, self._due[0])
+            with trio.move_on_at(until) as self._waiting:
                 await self._permit.wait()
         finally:
+            self._waiting = None
             self._dry_at = None
             self._set_idle(False)
+
+    def due_in(self, seconds: float) -> None:
+        """A row this subscription retried comes due in ``seconds``: the wait for rows ends
+        then, not a poll interval later."""
+        due = trio.current_time() + seconds
+        heapq.heappush(self._due, due)
+        if self._waiting is not None:
+            self._waiting.deadline = min(self._waiting.deadline, due)
 
     def _set_idle(self, idle: bool) -> None:
         self.idle = idle
@@ -171,7 +193,11 @@ class ClaimLoop:
         else:
             units = self._units(deliveries)
             self._runner.give_slots(slots - len(units))
-            self.after_claim(deliveries)
+            try:
+                self.after_claim(deliveries)
+            except BaseException:
+                await self._runner.drop(deliveries)  # never a row claimed and lost
+                raise
             # Outside the claim's bound: the handlers must not inherit its deadline.
             await self._runner.start(units)
         self._claim_ended.set()

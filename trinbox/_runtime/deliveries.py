@@ -15,6 +15,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -35,6 +36,7 @@ from .._forms._base import (
     RetryAt,
     Step,
 )
+from .backoff import Backoff
 from .broker import SqlBroker
 from .codecs import DecodeError
 from .handler import HandlerPlan, decode_message
@@ -50,6 +52,7 @@ __all__ = ["DeliveryRunner"]
 logger = logging.getLogger("trinbox")
 
 KEPT_ERRORS = 10  # settlement errors kept for inspection; the count goes on
+LATEST_RETRY = datetime(9999, 1, 1, tzinfo=UTC)  # MySQL DATETIME ends in 9999
 
 
 def _is_failure(exc: BaseException) -> bool:
@@ -78,6 +81,7 @@ class DeliveryRunner:
         slots: trio.Semaphore,
         dead_letter: DeadLetter | None,
         max_attempts: int | None,
+        backoff: Backoff,
         where: str,
         on_fail_fast: Callable[[BaseException], None],
     ) -> None:
@@ -90,6 +94,7 @@ class DeliveryRunner:
         self._slots = slots
         self._dead_letter = dead_letter
         self._max_attempts = max_attempts
+        self._backoff = backoff
         self.where = where
         self._on_fail_fast = on_fail_fast
         self._per_claim = self._queue.batch_size or 1
@@ -201,7 +206,21 @@ class DeliveryRunner:
             if isinstance(step, Ack) and delivery.tx_open:
                 step = Drop()  # same SQL as ack, and the handler's writes never commit
             items.append((delivery, step))
+        await self._wait_out_backoff(items)
         await self._settle_all(items)
+
+    async def _wait_out_backoff(self, items: list[tuple[Delivery, Step]]) -> None:
+        """A table without a RetryAfter field cannot hold a row back: the worker waits out the
+        backoff before returning it (a shutdown cuts the wait, and the row is released)."""
+        if self._spec.retry_after is not None:
+            return
+        waits = [
+            self._backoff.delay(d.attempt or 1).total_seconds()
+            for d, step in items
+            if isinstance(step, Retry)
+        ]
+        if waits:
+            await trio.sleep(max(waits))
 
     async def _settle_outcomes(
         self, ready: list[Delivery], outcomes: list[HandlerOutcome], args: list[object]
@@ -280,9 +299,10 @@ class DeliveryRunner:
         if policy is FailurePolicy.SKIP:
             return Ack()
         if policy is FailurePolicy.RETRY:
-            delay = self._queue.failure.retry_delay
-            outcome = HandlerOutcome.retry_after(delay) if delay else HandlerOutcome.retry()
-            return self._step(delivery, outcome)
+            delay = self._backoff.delay(delivery.attempt or 1)
+            if delay and self._spec.retry_after is not None:
+                return self._step(delivery, HandlerOutcome.retry_after(delay))
+            return self._step(delivery, HandlerOutcome.retry())
         return Drop()
 
     def _step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
@@ -312,8 +332,28 @@ class DeliveryRunner:
                     delivery.id,
                 )
                 return Retry()
-            return RetryAt(self._broker.clock() + outcome.delay)
+            if self.claims is not None:
+                self.claims.due_in(outcome.delay.total_seconds())
+            return RetryAt(self._retry_at(delivery, outcome.delay))
         return Retry()
+
+    def _retry_at(self, delivery: Delivery, delay: timedelta) -> datetime:
+        """Now plus ``delay``, at most LATEST_RETRY (what every database's column holds)."""
+        now = self._broker.clock()
+        try:
+            at = now + delay
+        except OverflowError:
+            at = LATEST_RETRY
+        if at > LATEST_RETRY:
+            logger.warning(
+                "%s: row %r asked to wait %s, past what a time column holds; it waits until %s",
+                self.where,
+                delivery.id,
+                delay,
+                LATEST_RETRY.date(),
+            )
+            at = LATEST_RETRY
+        return at
 
     # -- settlements ----------------------------------------------------------------------------
 

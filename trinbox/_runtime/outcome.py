@@ -21,6 +21,21 @@ class HandlerOutcome:
     kind: str
     delay: timedelta | None = None
 
+    def __post_init__(self) -> None:
+        # Outcomes are made by the class methods; one made by hand is checked as strictly.
+        if self.kind not in _KINDS:
+            msg = (
+                f"an outcome is ack, retry, retry_after or drop, found {self.kind!r}; use "
+                f"HandlerOutcome.ack(), .retry(), .retry_after(delay) or .drop()"
+            )
+            raise ValueError(msg)
+        if (self.kind == "retry_after") != isinstance(self.delay, timedelta):
+            msg = (
+                f"only retry_after carries a delay (a timedelta), found kind {self.kind!r} with "
+                f"delay {self.delay!r}; use HandlerOutcome.retry_after(delay)"
+            )
+            raise ValueError(msg)
+
     @classmethod
     def ack(cls) -> HandlerOutcome:
         """Acknowledge: the row is deleted, or marked processed."""
@@ -34,6 +49,9 @@ class HandlerOutcome:
     @classmethod
     def retry_after(cls, delay: timedelta) -> HandlerOutcome:
         """Return the row, claimable again no sooner than ``delay`` from now."""
+        if not isinstance(delay, timedelta):
+            msg = f"a retry delay is a timedelta, found {delay!r}; pass e.g. timedelta(seconds=5)"
+            raise TypeError(msg)
         if delay < timedelta(0):
             msg = f"a retry delay is zero or more, found {delay}; pass a non-negative timedelta"
             raise ValueError(msg)
@@ -57,6 +75,9 @@ class HandlerOutcome:
         return self.kind == "drop"
 
 
+_KINDS = ("ack", "retry", "retry_after", "drop")
+
+
 class FailurePolicy(Enum):
     """What a handler exception or an undecodable row becomes."""
 
@@ -75,4 +96,6 @@ class OnFailure:
 
     handler: FailurePolicy = FailurePolicy.RETRY
     decode: FailurePolicy = FailurePolicy.DROP
-    retry_delay: timedelta | None = None  # with RETRY: retry_after(delay) instead of retry()
+    # With RETRY: the same delay after every failure (Backoff.constant); the queue's or the
+    # mount's backoff wins when set.
+    retry_delay: timedelta | None = None

@@ -7,6 +7,8 @@ transactional mode.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +20,8 @@ from typing_extensions import deprecated
 from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import Advisory, Lease, Mode, Plain, RowLock, Transactional
 from .._errors import DeclarationError
-from .._util import evolve
+from .._util import evolve, positive_duration
+from .backoff import Backoff
 from .codecs import Codec, JsonCodec
 from .handles import Attempt, Database, Tx
 from .outcome import HandlerOutcome, OnFailure
@@ -76,6 +79,7 @@ class InboxQueue(Generic[R, M]):
     worker_count: int
     codec_used: Codec
     failure: OnFailure
+    backoff_policy: Backoff | None
 
     def __init__(self: InboxQueue[R, Plain], row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -88,6 +92,7 @@ class InboxQueue(Generic[R, M]):
         object.__setattr__(self, "worker_count", 1)
         object.__setattr__(self, "codec_used", JsonCodec())
         object.__setattr__(self, "failure", OnFailure())
+        object.__setattr__(self, "backoff_policy", None)
 
     def transactional(self) -> InboxQueue[R, Transactional]:
         """Lend the handler the delivery's transaction (``keys.Tx``): ack commits the
@@ -98,12 +103,7 @@ class InboxQueue(Generic[R, M]):
 
     def poll_interval(self, interval: timedelta | float) -> InboxQueue[R, M]:
         """How long to wait after a claim that found fewer rows than it could take."""
-        if not isinstance(interval, timedelta):
-            interval = timedelta(seconds=interval)
-        if interval <= timedelta(0):
-            msg = f"a poll interval is positive, found {interval}; pass a positive duration"
-            raise ValueError(msg)
-        return evolve(self, poll_every=interval)
+        return evolve(self, poll_every=positive_duration("a poll interval", interval))
 
     @overload
     def lease(
@@ -123,12 +123,7 @@ class InboxQueue(Generic[R, M]):
                 f"Inbox[Lease] with a LockedUntil field or drop .lease(..)"
             )
             raise DeclarationError(msg)
-        if not isinstance(lease, timedelta | int | float):
-            msg = f"a lease is a timedelta or seconds, found {lease!r}; pass a duration"
-            raise TypeError(msg)
-        if not isinstance(lease, timedelta):
-            lease = timedelta(seconds=lease)
-        return evolve(self, lease_for=lease)
+        return evolve(self, lease_for=positive_duration("a lease", lease))
 
     def batch(self, size: int) -> InboxQueue[R, M]:
         """Claim up to ``size`` rows at once and hand them to the handler as one list."""
@@ -152,12 +147,24 @@ class InboxQueue(Generic[R, M]):
         """What handler exceptions and undecodable rows become."""
         return evolve(self, failure=policy)
 
+    def backoff(self, policy: Backoff) -> InboxQueue[R, M]:
+        """How long a row whose handler raised (or returned no outcome) waits before it is
+        claimable again (exponential from 1 s, at most 5 min, unless set)."""
+        if not isinstance(policy, Backoff):
+            msg = (
+                f"a backoff is a trinbox.Backoff, found {policy!r}; pass e.g. "
+                f"Backoff.exponential(base=1.0, cap=300.0)"
+            )
+            raise TypeError(msg)
+        return evolve(self, backoff_policy=policy)
+
 
 @final
 class Subscriber(Generic[R, M]):
     """A handler bound to its queue; mount it with ``App.include(broker, subscriber)``."""
 
     def __init__(self, queue: InboxQueue[R, M], handler: Handler) -> None:
+        _check_handler(handler, queue)
         self.queue = queue
         self.handler = handler
 
@@ -226,6 +233,30 @@ class SubscriberFactory(Generic[R, M]):
     ) -> Subscriber[R, M] | TxNeedsTransactional:
         # The refused (deprecated) overloads take any return type, to keep their message short.
         return Subscriber(self._queue, cast("Handler", fn))
+
+
+def _check_handler(handler: object, queue: InboxQueue[Any, Any]) -> None:
+    """A handler is an ``async def`` (or an object whose ``__call__`` is one): a plain function
+    would fail on every delivery, so it is refused where it is bound."""
+    name = getattr(handler, "__qualname__", repr(handler))
+    if not callable(handler):
+        msg = (
+            f"a subscriber's handler is an async function, found {handler!r} for queue "
+            f"{queue.name!r} of {queue.row.__qualname__}; decorate an `async def`"
+        )
+        raise TypeError(msg)
+    target: object = handler
+    while isinstance(target, functools.partial):
+        target = target.func
+    if not (
+        inspect.iscoroutinefunction(target)
+        or inspect.iscoroutinefunction(getattr(target, "__call__", None))  # noqa: B004
+    ):
+        msg = (
+            f"a subscriber's handler is an async function, found the plain function {name} "
+            f"for queue {queue.name!r} of {queue.row.__qualname__}; declare it `async def`"
+        )
+        raise TypeError(msg)
 
 
 def subscriber(queue: InboxQueue[R, M]) -> SubscriberFactory[R, M]:

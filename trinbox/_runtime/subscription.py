@@ -27,14 +27,23 @@ from .._declare._markers import Transactional
 from .._errors import AlreadySubscribed, TrinboxError
 from .._forms._base import ClaimForm, FormContext
 from . import startup
+from .backoff import DEFAULT_BACKOFF, Backoff
 from .broker import SqlBroker
 from .claim_loop import ClaimLoop
 from .deliveries import DeliveryRunner
-from .queue import Subscriber
+from .queue import InboxQueue, Subscriber
 
 __all__ = ["Subscription"]
 
 logger = logging.getLogger("trinbox")
+
+
+def _backoff_of(queue: InboxQueue[Any, Any]) -> Backoff:
+    if queue.backoff_policy is not None:
+        return queue.backoff_policy
+    if queue.failure.retry_delay is not None:
+        return Backoff.constant(queue.failure.retry_delay)
+    return DEFAULT_BACKOFF
 
 
 class Subscription:
@@ -48,6 +57,7 @@ class Subscription:
         max_attempts: int | None,
         dead_letter: str | None,
         grace: float,
+        backoff: Backoff | None = None,
         on_fail_fast: Callable[[BaseException], None],
     ) -> None:
         self.broker = broker
@@ -59,6 +69,7 @@ class Subscription:
         self.max_attempts = max_attempts
         self.dead_letter_name = dead_letter
         self.grace = grace
+        self.backoff = backoff or _backoff_of(self.queue)
         self._on_fail_fast = on_fail_fast
         self.where = f"subscription {self.name!r} ({subscriber!r})"
         self.connections_closed = 0
@@ -128,6 +139,7 @@ class Subscription:
             slots=slots,
             dead_letter=checked.dead_letter,
             max_attempts=self.max_attempts,
+            backoff=self.backoff,
             where=self.where,
             on_fail_fast=self._on_fail_fast,
         )

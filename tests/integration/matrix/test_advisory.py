@@ -556,7 +556,10 @@ async def test_retry_returns_the_row_at_once_with_its_attempt_counted(case: Case
 
 
 @ADVISORY
-async def test_a_handler_that_raises_leaves_no_key(case: Case) -> None:
+async def test_a_handler_that_raises_leaves_no_key(
+    case: Case,
+    clock: VirtualClock,  # the backoff between attempts passes in virtual time
+) -> None:
     broker = case.stand.broker(poll_interval=3600)
     attempts: list[int] = []
 

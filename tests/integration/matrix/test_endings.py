@@ -15,6 +15,7 @@ import trio
 import trio.lowlevel
 
 from trinbox import App, HandlerOutcome, InboxQueue, SchemaError, subscriber
+from trinbox._runtime.claim_loop import ClaimLoop
 from trinbox.testing import VirtualClock
 
 from ..serving import make_app, serving
@@ -212,3 +213,26 @@ async def test_settlement_errors_are_counted_and_the_last_ten_kept(
             await sub.wait_finished(12)
             assert sub.settle_failures == 12
             assert len(sub.settle_errors) == 10
+
+
+@cells(stands=["sqlite"], forms=["lease"])
+async def test_a_crash_of_the_claim_loop_ends_serve_with_its_error(
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_rows(case, 1)
+
+    def crash(loop: ClaimLoop, deliveries: object) -> None:
+        raise RuntimeError("a bug in trinbox")
+
+    monkeypatch.setattr(ClaimLoop, "after_claim", crash)
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def handle(job: Job) -> None:
+        pass
+
+    app = app_on(case, handle)
+    with trio.fail_after(10), pytest.raises(RuntimeError, match="a bug in trinbox"):
+        await app.serve()
+    # The claim's row was released, not lost with the crash.
+    monkeypatch.undo()
+    assert await delivered_again(case, 1) == [0]

@@ -157,7 +157,10 @@ async def test_a_result_that_is_not_an_outcome_is_a_handler_failure(case: Case) 
         ]
 
 
-async def test_a_result_that_is_not_an_outcome_follows_the_failure_policy(case: Case) -> None:
+async def test_a_result_that_is_not_an_outcome_follows_the_failure_policy(
+    case: Case,
+    clock: VirtualClock,  # the backoff between attempts passes in virtual time
+) -> None:
     insert_emails(case.stand, [b'{"n": 1}'])
     broker = case.stand.broker(poll_interval=HOUR)
     attempts: list[int] = []

@@ -147,7 +147,9 @@ def test_a_lease_is_whole_seconds_rounded_up(given: float, whole: int) -> None:
 
 def test_the_broker_rounds_its_lease_up() -> None:
     assert SqlBroker.sqlite("sqlite:///unused.db", lease=1.5).lease == timedelta(seconds=2)
-    assert SqlBroker.postgres("postgresql://x/y", lease=0).lease == timedelta(seconds=1)
+    assert SqlBroker.postgres("postgresql://x/y", lease=0.2).lease == timedelta(seconds=1)
+    with pytest.raises(ValueError, match="a lease is positive, found 0:00:00"):
+        SqlBroker.postgres("postgresql://x/y", lease=0)
     assert SqlBroker.mysql("mysql://x/y", lease=29.2).lease == timedelta(seconds=30)
 
 

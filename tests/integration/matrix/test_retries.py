@@ -130,7 +130,10 @@ async def test_delayed_retry_obeys_the_cap(case: Case, clock: VirtualClock) -> N
     ]
 
 
-async def test_undecodable_row_counts_its_attempts_toward_the_cap(case: Case) -> None:
+async def test_undecodable_row_counts_its_attempts_toward_the_cap(
+    case: Case,
+    clock: VirtualClock,  # the backoff between attempts passes in virtual time
+) -> None:
     broker = case.stand.broker(poll_interval=3600)
     called: list[Email] = []
 
@@ -153,7 +156,10 @@ async def test_undecodable_row_counts_its_attempts_toward_the_cap(case: Case) ->
     ]
 
 
-async def test_handler_exception_counts_toward_the_cap_by_default(case: Case) -> None:
+async def test_handler_exception_counts_toward_the_cap_by_default(
+    case: Case,
+    clock: VirtualClock,  # the backoff between attempts passes in virtual time
+) -> None:
     broker = case.stand.broker(poll_interval=3600)
     attempts: list[int] = []
 

@@ -151,7 +151,10 @@ async def test_a_task_written_through_tx_commits_only_with_the_ack(case: Case) -
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
 
-async def test_pool_writes_commit_on_their_own_whatever_the_outcome(case: Case) -> None:
+async def test_pool_writes_commit_on_their_own_whatever_the_outcome(
+    case: Case,
+    clock: VirtualClock,  # the backoff between attempts passes in virtual time
+) -> None:
     with_audit(case, b'{"n": 1}', b'{"n": 2}')
     broker = case.stand.broker(poll_interval=HOUR)
     insert = native(case.name, "INSERT INTO audit (note) VALUES (?)")
