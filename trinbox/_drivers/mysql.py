@@ -197,7 +197,8 @@ async def _open(target: _Target, limit: float = CONNECT) -> aiomysql.Connection:
     )
     try:
         # aiomysql.connect() is this object's _connect(); called here, the object is at hand
-        # to close when the wait runs out (aiomysql closes the socket only on an Exception).
+        # to close when the connect is cut (by the bound, or by a cancel from Trio), and when
+        # wait_for drops a connection that opened just as it was cancelled.
         await asyncio.wait_for(cast("Any", raw)._connect(), limit)
     except BaseException:
         raw.close()
