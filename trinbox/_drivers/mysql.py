@@ -26,13 +26,14 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 import aiomysql
 import pymysql
 from pymysql.constants import CLIENT, ER, SERVER_STATUS
 
+from .._bounds import CONNECT
 from .._errors import (
     ConnectError,
     ConnectionLost,
@@ -42,6 +43,7 @@ from .._errors import (
 )
 from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, require_loop
 from ._base import Op, Record, Result, failing, script_failed, stops
+from ._urls import port_of, redacted
 
 __all__ = ["MySqlConnection", "MySqlPool", "open_pool"]
 
@@ -49,8 +51,6 @@ logger = logging.getLogger("trinbox.drivers.mysql")
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-CONNECT_TIMEOUT = 10.0
 
 # Each session's sql_mode, set at connect: the server's global mode is the DBA's to choose,
 # and some of its settings would break trinbox's SQL or data.
@@ -177,8 +177,12 @@ class _Target:
     database: str
 
 
-async def _open(target: _Target) -> aiomysql.Connection:
-    return await aiomysql.connect(
+async def _open(target: _Target, limit: float = CONNECT) -> aiomysql.Connection:
+    """Connect within ``limit`` seconds, every step together: the TCP open, the server's
+    greeting, authentication and the session set-up (aiomysql's ``connect_timeout`` bounds
+    only the TCP open, so a server that accepts and never greets would hang for ever). A
+    connect cut short closes its socket."""
+    raw = aiomysql.Connection(
         host=target.host,
         port=target.port,
         user=target.user,
@@ -189,8 +193,17 @@ async def _open(target: _Target) -> aiomysql.Connection:
         client_flag=CLIENT.FOUND_ROWS,
         cursorclass=_QuietCursor,
         init_command=_SESSION_SETUP,
-        connect_timeout=CONNECT_TIMEOUT,
+        connect_timeout=limit,
     )
+    try:
+        # aiomysql.connect() is this object's _connect(); called here, the object is at hand
+        # to close when the connect is cut (by the bound, or by a cancel from Trio), and when
+        # wait_for drops a connection that opened just as it was cancelled.
+        await asyncio.wait_for(cast("Any", raw)._connect(), limit)
+    except BaseException:
+        raw.close()
+        raise
+    return raw
 
 
 def _backslashes_off(raw: aiomysql.Connection) -> bool:
@@ -435,7 +448,7 @@ def _target(url: str) -> _Target:
     parts = urlsplit(url)
     return _Target(
         host=parts.hostname or "localhost",
-        port=parts.port or 3306,
+        port=port_of(url, server="MySQL", default=3306),
         user=unquote(parts.username or "root"),
         password=unquote(parts.password or ""),
         database=unquote(parts.path.lstrip("/")),
@@ -445,18 +458,30 @@ def _target(url: str) -> _Target:
 class MySqlPool(AsyncioPool[MySqlConnection]):
     """Up to ``max_size`` aiomysql connections to one database."""
 
-    def __init__(self, url: str, *, max_size: int) -> None:
+    def __init__(self, url: str, *, max_size: int, connect_timeout: float = CONNECT) -> None:
         target = _target(url)
         identity = f"mysql:{target.host}:{target.port}/{target.database}"
         super().__init__(max_size=max_size, identity=identity, conn_type=MySqlConnection)
         self._server = target
+        self._label = redacted(url)
+        self._connect_timeout = connect_timeout
 
     async def _connect(self) -> MySqlConnection:
+        timeout = self._connect_timeout
         try:
-            raw = await aio_on(self._loop, _open, self._server)
+            raw = await aio_on(self._loop, _open, self._server, timeout)
         except Exception as exc:
             errno = _errno(exc)
-            msg = f"could not connect to MySQL at {self.identity}: {exc}"
+            reason = str(exc) or type(exc).__name__
+            if isinstance(exc, TimeoutError):  # asyncio's carries no message
+                where = f"{self._server.host}:{self._server.port}"
+                reason = (
+                    f"timed out after {timeout:g} s connecting to {where} (a connection "
+                    f"opens within {timeout:g} s, the server's greeting, authentication and "
+                    "session set-up included); check that a MySQL or MariaDB server listens "
+                    "there and answers"
+                )
+            msg = f"could not connect to MySQL at {self._label}: {reason}"
             code = None if errno is None else str(errno)
             raise ConnectError(msg, statement="connect", code=code) from exc
         return MySqlConnection(raw, self._server, self._loop)
@@ -485,12 +510,13 @@ class MySqlPool(AsyncioPool[MySqlConnection]):
             await self.release(conn)
 
 
-async def open_pool(url: str, *, max_size: int) -> MySqlPool:
+async def open_pool(url: str, *, max_size: int, connect_timeout: float = CONNECT) -> MySqlPool:
     """A pool over ``url`` (``mysql://user:password@host:port/database``), with one
-    connection opened now so that a wrong URL fails at startup (ConnectError). Runs inside a
-    trio-asyncio loop, and the pool must be closed inside it."""
+    connection opened now so that a wrong URL fails at startup (ConnectError). Each connect
+    takes at most ``connect_timeout`` seconds. Runs inside a trio-asyncio loop, and the pool
+    must be closed inside it."""
     require_loop("MySQL")
-    pool = MySqlPool(url, max_size=max_size)
+    pool = MySqlPool(url, max_size=max_size, connect_timeout=connect_timeout)
     conn = await pool.acquire()
     await pool.release(conn)
     return pool

@@ -12,6 +12,7 @@ uses it again, so no lock outlives a cancelled transaction.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 import asyncpg
 import trio
 
+from .._bounds import CONNECT
 from .._errors import (
     ConnectError,
     ConnectionLost,
@@ -30,6 +32,7 @@ from .._errors import (
 )
 from ._asyncio import CLEANUP_TIMEOUT, AsyncioPool, Loop, aio_on, cleanup, require_loop
 from ._base import Op, Record, Result, failing, script_failed, stops
+from ._urls import port_of, redacted
 
 __all__ = ["PgConnection", "PgPool", "open_pool"]
 
@@ -43,8 +46,6 @@ if TYPE_CHECKING:
 
 #: Called on the Trio thread with (channel, payload) for each NOTIFY; must not block.
 NotifyCallback = Callable[[str, str], None]
-
-CONNECT_TIMEOUT = 10.0
 
 # -- errors -----------------------------------------------------------------------------------
 
@@ -188,6 +189,12 @@ async def _reset(
         # Waits first for the server to acknowledge a cancel still in flight.
         await raw.execute("ROLLBACK")
     return not raw.is_in_transaction()
+
+
+async def _open(url: str, limit: float) -> RawConnection:
+    """Connect within ``limit`` seconds, every step together (asyncpg's own timeout is
+    counted per address it tries)."""
+    return await asyncio.wait_for(asyncpg.connect(url, timeout=limit), limit)
 
 
 async def _close(raw: RawConnection) -> None:
@@ -350,7 +357,7 @@ class PgConnection:
 def _identity(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or "localhost"
-    port = parts.port or 5432
+    port = port_of(url, server="PostgreSQL", default=5432)
     database = unquote(parts.path.lstrip("/")) or unquote(parts.username or "") or "postgres"
     return f"postgres:{host}:{port}/{database}"
 
@@ -358,16 +365,27 @@ def _identity(url: str) -> str:
 class PgPool(AsyncioPool[PgConnection]):
     """Up to ``max_size`` asyncpg connections to one database."""
 
-    def __init__(self, url: str, *, max_size: int) -> None:
+    def __init__(self, url: str, *, max_size: int, connect_timeout: float = CONNECT) -> None:
         super().__init__(max_size=max_size, identity=_identity(url), conn_type=PgConnection)
         self._url = url
+        self._connect_timeout = connect_timeout
 
     async def _connect(self) -> PgConnection:
+        timeout = self._connect_timeout
         try:
-            raw = await aio_on(self._loop, asyncpg.connect, self._url, timeout=CONNECT_TIMEOUT)
+            raw = await aio_on(self._loop, _open, self._url, timeout)
         except Exception as exc:
             code = exc.sqlstate if isinstance(exc, asyncpg.PostgresError) else None
-            msg = f"could not connect to PostgreSQL at {self.identity}: {exc}"
+            reason = str(exc) or type(exc).__name__
+            if isinstance(exc, TimeoutError):  # asyncio's carries no message
+                parts = urlsplit(self._url)
+                where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
+                reason = (
+                    f"timed out after {timeout:g} s connecting to {where} (a connection "
+                    f"opens within {timeout:g} s, the server's greeting and authentication "
+                    "included); check that a PostgreSQL server listens there and answers"
+                )
+            msg = f"could not connect to PostgreSQL at {redacted(self._url)}: {reason}"
             raise ConnectError(msg, statement="connect", code=code) from exc
         return PgConnection(raw, self._loop)
 
@@ -387,12 +405,13 @@ class PgPool(AsyncioPool[PgConnection]):
         conn.terminate()
 
 
-async def open_pool(url: str, *, max_size: int) -> PgPool:
+async def open_pool(url: str, *, max_size: int, connect_timeout: float = CONNECT) -> PgPool:
     """A pool over ``url`` (``postgresql://user:password@host:port/database``), with one
-    connection opened now so that a wrong URL fails at startup (ConnectError). Runs inside a
-    trio-asyncio loop, and the pool must be closed inside it."""
+    connection opened now so that a wrong URL fails at startup (ConnectError). Each connect
+    takes at most ``connect_timeout`` seconds. Runs inside a trio-asyncio loop, and the pool
+    must be closed inside it."""
     require_loop("PostgreSQL")
-    pool = PgPool(url, max_size=max_size)
+    pool = PgPool(url, max_size=max_size, connect_timeout=connect_timeout)
     conn = await pool.acquire()
     await pool.release(conn)
     return pool

@@ -33,13 +33,38 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
 
 def sqlite_path(url: str) -> str:
-    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or a bare path."""
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or a bare path; an in-memory or
+    temporary database is refused (:func:`_refuse_private`)."""
     if url.startswith("sqlite:///"):
-        return url[len("sqlite:///") :]
-    if url.startswith("sqlite://"):
+        path = url[len("sqlite:///") :]
+    elif url.startswith("sqlite://"):
         msg = f"a SQLite URL reads sqlite:///path, found {url!r}; use three slashes"
         raise ValueError(msg)
-    return url
+    else:
+        path = url
+    _refuse_private(path, url)
+    return path
+
+
+def _refuse_private(path: str, url: str) -> None:
+    """The pool opens several connections to one database (a claim, a settlement and a
+    handler's statements each run on their own), and ``:memory:`` or an empty path gives
+    each connection a database of its own: a row published on one would never be claimed on
+    another, and the tables made on one are missing on the others. So a queue needs a file.
+
+    One shared connection would not do: a transactional delivery holds its connection in a
+    transaction while the handler's ``keys.Pool`` statements run beside it, and a shared-cache
+    ``file::memory:`` database locks whole tables without waiting on the busy timeout."""
+    if path not in (":memory:", ""):
+        return
+    kind = "in-memory" if path else "temporary"
+    msg = (
+        f"a SQLite queue is a database file every connection of the pool opens, found "
+        f"{url!r}, which gives each connection its own empty {kind} database (rows published "
+        f"on one are never claimed on another); use a file path (sqlite:///queue.db), or a "
+        f"file in a temporary directory for tests"
+    )
+    raise ConnectError(msg, statement="connect")
 
 
 def _param(value: object) -> object:
@@ -282,6 +307,7 @@ class SqlitePool:
     """Up to ``max_size`` connections to one database file."""
 
     def __init__(self, path: str, *, max_size: int = 8, busy_timeout: float = 5.0) -> None:
+        _refuse_private(path, path)
         self._path = path
         self._busy_timeout = busy_timeout
         self._max_size = max_size

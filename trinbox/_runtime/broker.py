@@ -23,6 +23,7 @@ from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
 from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Pool
+from .._drivers._urls import check_server_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed, DatabaseError, DeclarationError
 from .._forms._base import give_back, rollback_quietly, whole_seconds
@@ -119,6 +120,8 @@ class SqlBroker(Generic[D]):
     ) -> SqlBroker[Postgres]:
         """A PostgreSQL database (asyncpg); ``listen_notify`` wakes subscriptions of other
         processes on publish."""
+        # A port that is not a number fails here, at the line that wrote it, not at startup.
+        check_server_url(url, server="PostgreSQL", default=5432)
         dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect()
         return SqlBroker[Postgres](
             kind="postgres",
@@ -143,6 +146,7 @@ class SqlBroker(Generic[D]):
         codec: Codec | None = None,
     ) -> SqlBroker[MySql]:
         """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql)."""
+        check_server_url(url, server="MySQL", default=3306)  # fails here, not at startup
         dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect()
         return SqlBroker[MySql](
             kind="mysql",
@@ -194,6 +198,8 @@ class SqlBroker(Generic[D]):
     @property
     def url_label(self) -> str:
         """The database without credentials, for messages."""
+        if self.kind != "sqlite":
+            return redacted(self.url)
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.hostname else ""
         return f"{self.kind}://{host}{parts.path}"
@@ -362,9 +368,9 @@ def insert_values(
         if col.field in columns:
             values[col.column] = columns[col.field]
         elif col.role == "payload":
-            values[col.column] = codec.encode(message)
+            values[col.column] = _encoded(where, col.field, message, codec)
         elif col.role == "retry_after":
-            values[col.column] = now + (delay or timedelta(0))
+            values[col.column] = _due(where, col.field, now, delay)
         elif col.role == "attempt":
             values[col.column] = 1
         elif col.role in ("locked_until", "processed_at") or _optional(col.python_type):
@@ -375,3 +381,51 @@ def insert_values(
         msg = f"{where}: every writable field needs a value, found none for {', '.join(missing)}"
         raise DeclarationError(msg)
     return values
+
+
+def _encoded(where: str, field: str, message: object, codec: Codec) -> object:
+    """The message as the codec encodes it for the Payload field, or ``DeclarationError``."""
+    if message is None:
+        msg = (
+            f"{where}: a table with a Payload field takes a message (into the Payload field "
+            f"{field}), found none; pass it after the row class: publish(Row, message, ...)"
+        )
+        raise DeclarationError(msg)
+    try:
+        return codec.encode(message)
+    except Exception as exc:
+        msg = (
+            f"{where}: the message is encoded into the Payload field {field} by "
+            f"{type(codec).__name__}, which cannot encode this {type(message).__name__} "
+            f"({type(exc).__name__}: {exc}); publish a value the codec encodes (a dataclass, "
+            f"a msgspec Struct, a pydantic model, plain JSON values or bytes for JsonCodec), "
+            f"or give the broker a codec that encodes it"
+        )
+        raise DeclarationError(msg) from exc
+
+
+def _due(where: str, field: str, now: datetime, delay: object) -> datetime:
+    """When the row falls due (the RetryAfter field): now, or ``delay`` later."""
+    if delay is None:
+        return now
+    if not isinstance(delay, timedelta):
+        msg = (
+            f"{where}: a delay is a timedelta (written into the RetryAfter field {field}), "
+            f"found {type(delay).__name__} {delay!r}; pass delay=timedelta(seconds=...)"
+        )
+        raise DeclarationError(msg)
+    if delay < timedelta(0):
+        msg = (
+            f"{where}: a delay is zero or more (written into the RetryAfter field {field}), "
+            f"found {delay}; pass a non-negative timedelta"
+        )
+        raise DeclarationError(msg)
+    try:
+        return now + delay
+    except OverflowError:
+        msg = (
+            f"{where}: a delay makes the RetryAfter field {field} a time up to "
+            f"{datetime.max.year}-12-31, found {delay} after {now:%Y-%m-%d}, past it; pass a "
+            f"shorter delay"
+        )
+        raise DeclarationError(msg) from None
