@@ -13,7 +13,9 @@ an open or aborted transaction (G1).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import select
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Generic, ParamSpec, TypeVar
@@ -99,6 +101,33 @@ async def cleanup(
     return True
 
 
+def input_waiting(transport: object) -> bool:
+    """Whether an idle connection's socket has input waiting (or its transport is already
+    closing): one non-blocking ``poll`` of the socket, no round trip.
+
+    An idle session in the pool has asked nothing, so the server has nothing to say to it
+    but its last words: an error packet (KILL, wait_timeout: MySQL/MariaDB; FATAL 57P01 from
+    pg_terminate_backend or a shutdown: PostgreSQL) and the end of the stream. The asyncio
+    transport reads them only when the loop next runs; the pool asks the kernel directly, so
+    a connection whose session ended while the loop was busy (or blocked) is not handed out.
+    A false alarm (a notice sent to an idle session) costs a reconnect, never an error.
+    """
+    if not isinstance(transport, asyncio.Transport) or transport.is_closing():
+        return True
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return True
+    fd = sock.fileno()
+    if fd < 0:
+        return True
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
 class AsyncioPool(ABC, Generic[C]):
     """Up to ``max_size`` connections; the driver supplies connect, reset and close.
 
@@ -129,6 +158,11 @@ class AsyncioPool(ABC, Generic[C]):
     @abstractmethod
     def _alive(self, conn: C) -> bool:
         """Whether ``conn`` may still serve (open, never cut or lost). No I/O."""
+
+    @abstractmethod
+    def _ended(self, conn: C) -> bool:
+        """Whether the server has ended ``conn``'s session while it sat idle in the pool
+        (:func:`input_waiting`), checked before it is handed out. No I/O wait."""
 
     @abstractmethod
     def _clean(self, conn: C) -> bool:
@@ -200,9 +234,11 @@ class AsyncioPool(ABC, Generic[C]):
             self._check_open()
             while self._idle:
                 conn = self._idle.pop()
-                if self._alive(conn):
+                if self._alive(conn) and not self._ended(conn):
                     self._out.add(conn)
                     return conn
+                # Lost, or ended by the server while idle (restart, wait_timeout, KILL):
+                # never handed out, so no caller sees its ConnectionLost.
                 self._terminate(conn)
             conn = await self._connect()
         except BaseException:

@@ -41,7 +41,7 @@ from .._errors import (
     IntegrityError,
     LockNotAvailable,
 )
-from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, require_loop
+from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, input_waiting, require_loop
 from ._base import Op, Record, Result, failing, script_failed, stops
 from ._urls import port_of, redacted
 
@@ -345,6 +345,13 @@ class MySqlConnection:
         raw = self._raw
         return not self._cut and not self._lost and not raw.closed and not _backslashes_off(raw)
 
+    @property
+    def ended(self) -> bool:
+        """Whether the server ended this idle session (its socket has input waiting: the
+        error packet of KILL or wait_timeout, then the end of the stream)."""
+        writer = self._raw._writer
+        return writer is None or input_waiting(writer.transport)
+
     async def _run(
         self,
         sql: str | list[str],
@@ -488,6 +495,9 @@ class MySqlPool(AsyncioPool[MySqlConnection]):
 
     def _alive(self, conn: MySqlConnection) -> bool:
         return conn.alive
+
+    def _ended(self, conn: MySqlConnection) -> bool:
+        return conn.ended
 
     def _clean(self, conn: MySqlConnection) -> bool:
         return not conn.in_transaction

@@ -30,7 +30,15 @@ from .._errors import (
     IntegrityError,
     LockNotAvailable,
 )
-from ._asyncio import CLEANUP_TIMEOUT, AsyncioPool, Loop, aio_on, cleanup, require_loop
+from ._asyncio import (
+    CLEANUP_TIMEOUT,
+    AsyncioPool,
+    Loop,
+    aio_on,
+    cleanup,
+    input_waiting,
+    require_loop,
+)
 from ._base import Op, Record, Result, failing, script_failed, stops
 from ._urls import port_of, redacted
 
@@ -46,6 +54,9 @@ if TYPE_CHECKING:
 
 #: Called on the Trio thread with (channel, payload) for each NOTIFY; must not block.
 NotifyCallback = Callable[[str, str], None]
+
+#: Statements each connection keeps prepared, asyncpg's default (0 with ``statement_cache=False``).
+STATEMENT_CACHE_SIZE = 100
 
 # -- errors -----------------------------------------------------------------------------------
 
@@ -79,13 +90,38 @@ _DRIVER_ERRORS = (
 )
 
 
+# A named statement of asyncpg's statement cache missing on the server session, or its name
+# taken: the session is not the one it was prepared on (PgBouncer's transaction pooling).
+_STATEMENT_NAME_ERRORS = (
+    asyncpg.InvalidSQLStatementNameError,  # 26000
+    asyncpg.DuplicatePreparedStatementError,  # 42P05
+)
+_PGBOUNCER_HINT = (
+    "the server session is not the one this connection prepared its statements on; when the "
+    "URL goes through PgBouncer in transaction pooling, give the broker "
+    "SqlBroker.postgres(..., pgbouncer='transaction'), which keeps no prepared statement"
+)
+
+
+def _busy(exc: Exception) -> bool:
+    """asyncpg's "another operation is in progress" (InterfaceError before a statement is
+    sent, InternalClientError while its protocol changes state): trinbox runs one statement
+    at a time on a connection, so the protocol is stuck in an operation the server ended, as
+    after pg_terminate_backend. The connection never serves again."""
+    return (
+        isinstance(exc, asyncpg.InterfaceError | asyncpg.InternalClientError)
+        and "another operation" in str(exc)
+        and "in progress" in str(exc)
+    )
+
+
 def _translate(exc: Exception, sql: str, *, closed: bool) -> DatabaseError:
     code: str | None = None
     kind: type[DatabaseError] = DatabaseError
     if isinstance(exc, asyncpg.PostgresError):
         code = exc.sqlstate
         kind = _BY_SQLSTATE.get(code) or _BY_CLASS.get(code[:2], DatabaseError)
-    elif isinstance(exc, OSError):
+    elif isinstance(exc, OSError) or _busy(exc):
         kind = ConnectionLost
     if closed:
         kind = ConnectionLost
@@ -96,7 +132,11 @@ def _translate(exc: Exception, sql: str, *, closed: bool) -> DatabaseError:
         # message on one line, with the detail once, in parentheses.
         message = exc.args[0] if exc.args else exc
         detail = f" ({exc.detail})" if exc.detail else ""
-        if exc.hint:
+        if isinstance(exc, _STATEMENT_NAME_ERRORS):
+            # asyncpg's hint for these (a page on pgbouncer and statement_cache_size, which
+            # trinbox's callers do not set themselves) gives way to the broker's setting.
+            detail += f" (hint: {_PGBOUNCER_HINT})"
+        elif exc.hint:
             detail += f" (hint: {exc.hint})"
     text = f"{type(exc).__name__}: {message}{detail} (while running: {sql})"
     return kind(text, statement=sql, code=code)
@@ -191,10 +231,12 @@ async def _reset(
     return not raw.is_in_transaction()
 
 
-async def _open(url: str, limit: float) -> RawConnection:
+async def _open(url: str, limit: float, cache_size: int) -> RawConnection:
     """Connect within ``limit`` seconds, every step together (asyncpg's own timeout is
     counted per address it tries)."""
-    return await asyncio.wait_for(asyncpg.connect(url, timeout=limit), limit)
+    return await asyncio.wait_for(
+        asyncpg.connect(url, timeout=limit, statement_cache_size=cache_size), limit
+    )
 
 
 async def _close(raw: RawConnection) -> None:
@@ -246,6 +288,13 @@ class PgConnection:
     @property
     def alive(self) -> bool:
         return not self._lost and not self._raw.is_closed()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the server ended this idle session (its socket has input waiting: the
+        FATAL of pg_terminate_backend or a shutdown, then the end of the stream)."""
+        # asyncpg's stubs leave the connection's private transport out.
+        return input_waiting(getattr(self._raw, "_transport", None))
 
     async def _run(
         self,
@@ -363,17 +412,33 @@ def _identity(url: str) -> str:
 
 
 class PgPool(AsyncioPool[PgConnection]):
-    """Up to ``max_size`` asyncpg connections to one database."""
+    """Up to ``max_size`` asyncpg connections to one database.
 
-    def __init__(self, url: str, *, max_size: int, connect_timeout: float = CONNECT) -> None:
+    ``statement_cache=False`` turns asyncpg's statement cache off (``statement_cache_size=0``),
+    for PgBouncer in transaction pooling: each statement is then parsed, bound and run as one
+    unnamed statement in a single message batch, so no named statement is left on a server
+    connection that PgBouncer hands to another client next (where the cached name would be
+    missing, or already taken). ``prepare`` (the startup checks) prepares unnamed statements
+    too.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int,
+        connect_timeout: float = CONNECT,
+        statement_cache: bool = True,
+    ) -> None:
         super().__init__(max_size=max_size, identity=_identity(url), conn_type=PgConnection)
         self._url = url
         self._connect_timeout = connect_timeout
+        self._statement_cache_size = STATEMENT_CACHE_SIZE if statement_cache else 0
 
     async def _connect(self) -> PgConnection:
         timeout = self._connect_timeout
         try:
-            raw = await aio_on(self._loop, _open, self._url, timeout)
+            raw = await aio_on(self._loop, _open, self._url, timeout, self._statement_cache_size)
         except Exception as exc:
             code = exc.sqlstate if isinstance(exc, asyncpg.PostgresError) else None
             reason = str(exc) or type(exc).__name__
@@ -392,6 +457,9 @@ class PgPool(AsyncioPool[PgConnection]):
     def _alive(self, conn: PgConnection) -> bool:
         return conn.alive
 
+    def _ended(self, conn: PgConnection) -> bool:
+        return conn.ended
+
     def _clean(self, conn: PgConnection) -> bool:
         return conn.clean
 
@@ -405,13 +473,17 @@ class PgPool(AsyncioPool[PgConnection]):
         conn.terminate()
 
 
-async def open_pool(url: str, *, max_size: int, connect_timeout: float = CONNECT) -> PgPool:
+async def open_pool(
+    url: str, *, max_size: int, connect_timeout: float = CONNECT, statement_cache: bool = True
+) -> PgPool:
     """A pool over ``url`` (``postgresql://user:password@host:port/database``), with one
     connection opened now so that a wrong URL fails at startup (ConnectError). Each connect
     takes at most ``connect_timeout`` seconds. Runs inside a trio-asyncio loop, and the pool
-    must be closed inside it."""
+    must be closed inside it. ``statement_cache=False``: see :class:`PgPool`."""
     require_loop("PostgreSQL")
-    pool = PgPool(url, max_size=max_size, connect_timeout=connect_timeout)
+    pool = PgPool(
+        url, max_size=max_size, connect_timeout=connect_timeout, statement_cache=statement_cache
+    )
     conn = await pool.acquire()
     await pool.release(conn)
     return pool

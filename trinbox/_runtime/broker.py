@@ -30,6 +30,7 @@ from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .._util import positive_duration
 from .codecs import Codec, JsonCodec
 from .handles import Database, Tx
+from .pooling import Pooling, check_listen, driver_options, pooling_mode
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -61,6 +62,7 @@ class SqlBroker(Generic[D]):
         clock: Clock | None,
         codec: Codec | None,
         listen_notify: bool = False,
+        pgbouncer: Pooling | None = None,
     ) -> None:
         if pool_size < 2:
             msg = (
@@ -77,6 +79,8 @@ class SqlBroker(Generic[D]):
         self.clock: Clock = clock or system_clock
         self.codec: Codec = codec or JsonCodec()
         self.listen_notify = listen_notify
+        self.pgbouncer = pooling_mode(pgbouncer)
+        self._pool_options = driver_options(self.pgbouncer)
         self.wakes = WakeBoard()
         self._pool: Pool | None = None
         self._closed = False
@@ -117,9 +121,18 @@ class SqlBroker(Generic[D]):
         clock: Clock | None = None,
         codec: Codec | None = None,
         listen_notify: bool = False,
+        pgbouncer: Pooling | None = None,
     ) -> SqlBroker[Postgres]:
         """A PostgreSQL database (asyncpg); ``listen_notify`` wakes subscriptions of other
-        processes on publish."""
+        processes on publish.
+
+        ``pgbouncer`` names PgBouncer's ``pool_mode`` when ``url`` goes through PgBouncer:
+        ``"transaction"`` turns asyncpg's statement cache off (no named statement outlives its
+        transaction, whose server session PgBouncer then hands to another client), and the
+        app refuses at startup what needs a session of its own: the advisory form and
+        ``listen_notify``. ``"session"`` (or ``None``, a direct connection) changes nothing:
+        every form works.
+        """
         # A port that is not a number fails here, at the line that wrote it, not at startup.
         check_server_url(url, server="PostgreSQL", default=5432)
         dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect()
@@ -133,6 +146,7 @@ class SqlBroker(Generic[D]):
             clock=clock,
             codec=codec,
             listen_notify=listen_notify,
+            pgbouncer=pgbouncer,
         )
 
     @staticmethod
@@ -187,13 +201,15 @@ class SqlBroker(Generic[D]):
             await pool.open()
             self._pool = pool
         else:
+            check_listen(self)
             module = importlib.import_module(f"trinbox._drivers.{self.kind}")
-            self._pool = cast("Pool", await module.open_pool(self.url, max_size=self.pool_size))
+            pool = await module.open_pool(self.url, max_size=self.pool_size, **self._pool_options)
+            self._pool = cast("Pool", pool)
 
     async def open_side_pool(self) -> Pool:
         """A one-connection pool beside the broker's (the LISTEN connection)."""
         module = importlib.import_module(f"trinbox._drivers.{self.kind}")
-        return cast("Pool", await module.open_pool(self.url, max_size=1))
+        return cast("Pool", await module.open_pool(self.url, max_size=1, **self._pool_options))
 
     @property
     def url_label(self) -> str:

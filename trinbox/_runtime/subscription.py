@@ -26,7 +26,7 @@ from .._declare._inbox import spec_of
 from .._declare._markers import Transactional
 from .._errors import AlreadySubscribed, TrinboxError
 from .._forms._base import ClaimForm, FormContext
-from . import startup
+from . import pooling, startup
 from .backoff import DEFAULT_BACKOFF, Backoff
 from .broker import SqlBroker
 from .claim_loop import ClaimLoop
@@ -90,6 +90,7 @@ class Subscription:
             max_attempts=self.max_attempts,
             dead_letter=self.dead_letter_name,
         )
+        pooling.check_form(self.where, self.broker, self.spec)
 
     async def open(self) -> None:
         """Register the queue, prepare every statement against the database, and set up the

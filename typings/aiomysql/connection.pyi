@@ -48,6 +48,9 @@ class Connection:
     server_charset: str | None
     protocol_version: int
     host_info: str
+    # Private: the socket's writer while the connection is open (None once closed); trinbox
+    # reads its transport to see whether the server ended an idle session.
+    _writer: asyncio.StreamWriter | None
     def __init__(
         self,
         host: str = "localhost",

@@ -1,0 +1,205 @@
+"""PgBouncer in transaction pooling in front of PostgreSQL (scripts/start-pgbouncer,
+``TRINBOX_PGBOUNCER_DSN``): the row lock and lease forms serve through it with
+``pgbouncer="transaction"``; the advisory form and ``listen_notify`` are refused at startup.
+
+Each test makes a fresh database on the PostgreSQL server (through ``TRINBOX_PG_DSN``) and
+reaches it through PgBouncer, whose wildcard ``[databases]`` entry forwards every database
+name. Assertions read the database directly, never through PgBouncer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+import trio
+
+from trinbox import (
+    DatabaseError,
+    HandlerOutcome,
+    Inbox,
+    InboxQueue,
+    SqlBroker,
+    StartupError,
+    keys,
+    subscriber,
+)
+from trinbox.testing import TrioClock
+
+from ..matrix.schema import EMAIL, EMAIL_JOBS
+from ..serving import make_app, serving
+from ..stands import PostgresStand, _unreachable, fresh_stand
+
+PGBOUNCER_DSN = os.environ.get(
+    "TRINBOX_PGBOUNCER_DSN", "postgresql://postgres@127.0.0.1:54339/postgres"
+)
+
+
+@dataclass
+class Bounced:
+    """A fresh database: ``stand`` reads it directly, ``url`` reaches it through PgBouncer."""
+
+    stand: PostgresStand
+    url: str
+
+    def broker(self, **options: Any) -> SqlBroker[Any]:
+        options.setdefault("pgbouncer", "transaction")
+        return SqlBroker.postgres(
+            self.url, poll_interval=0.05, pool_size=8, clock=TrioClock(), **options
+        )
+
+
+@pytest.fixture
+def bounced(tmp_path: Path) -> Iterator[Bounced]:
+    with fresh_stand("postgres", tmp_path) as stand:
+        assert isinstance(stand, PostgresStand)
+        stand.script(EMAIL_JOBS["postgres"])
+        database = urlsplit(stand.url).path
+        url = urlunsplit(urlsplit(PGBOUNCER_DSN)._replace(path=database))
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            _unreachable(f"PgBouncer at {PGBOUNCER_DSN} (scripts/start-pgbouncer)", exc)
+        yield Bounced(stand, url)
+
+
+@dataclass
+class Email:
+    to: str
+
+
+MESSAGES = 30
+PUBLISHERS = 6
+
+
+@pytest.mark.parametrize("form", ["row_lock", "lease"])
+async def test_row_lock_and_lease_serve_through_transaction_pooling(
+    bounced: Bounced, form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Several publishers and workers at once: each transaction gets whichever server session
+    # PgBouncer has free, so a statement a client prepared on one session is missing on the
+    # next (asyncpg's statement cache) unless pgbouncer="transaction" keeps none.
+    broker = bounced.broker()
+    row: type[Inbox[Any, Any]] = EMAIL[form]
+    seen: dict[str, list[int]] = {}
+
+    @subscriber(InboxQueue(row, "emails").workers(4))
+    async def send(email: Email, attempt: keys.Attempt) -> HandlerOutcome:
+        seen.setdefault(email.to, []).append(attempt)
+        await trio.sleep(0.01)  # hold the row (and, row lock, its transaction) a moment
+        return HandlerOutcome.retry() if attempt == 1 else HandlerOutcome.ack()
+
+    app = make_app()
+    app.include(broker, send)
+
+    async def publish(first: int) -> None:
+        for n in range(first, MESSAGES, PUBLISHERS):
+            await broker.publish(row, Email(f"{n}@example.com"), name="emails", customer="c")
+
+    async with serving(app):
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for first in range(PUBLISHERS):
+                    nursery.start_soon(publish, first)
+            await app.subscription(send).wait_finished(2 * MESSAGES)
+        failures = app.subscription(send).settle_failures
+    assert seen == {f"{n}@example.com": [1, 2] for n in range(MESSAGES)}
+    assert bounced.stand.rows("SELECT job_id FROM email_jobs") == []
+    assert failures == 0
+    # No failed claim, settlement or clean-up was logged either.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_the_advisory_form_is_refused_at_startup(bounced: Bounced) -> None:
+    broker = bounced.broker()
+
+    @subscriber(InboxQueue(EMAIL["advisory"], "emails"))
+    async def send(email: Email) -> None:
+        pass
+
+    app = make_app()
+    app.include(broker, send)
+    expected = (
+        f"subscription 'emails' ({send!r}): the advisory form holds each row's lock in the "
+        "database session from its claim to its settlement, across transactions, and "
+        "PgBouncer's transaction pooling hands the session to other clients between "
+        "transactions (the lock would guard nothing, and the unlock would run on another "
+        "session); found email_jobs (LockedEmail) in the advisory form on a broker with "
+        "pgbouncer='transaction'. Use the row lock or lease form for this table, or put "
+        "PgBouncer in session pooling (pool_mode = session) for this database, or give the "
+        "broker a URL straight to PostgreSQL"
+    )
+    with trio.fail_after(10), pytest.raises(StartupError, match=f"^{re.escape(expected)}$"):
+        await app.serve()
+
+
+async def test_listen_notify_is_refused_at_startup(bounced: Bounced) -> None:
+    broker = bounced.broker(listen_notify=True)
+
+    @subscriber(InboxQueue(EMAIL["lease"], "emails"))
+    async def send(email: Email) -> None:
+        pass
+
+    app = make_app()
+    app.include(broker, send)
+    database = urlsplit(bounced.url).path
+    expected = (
+        f"a broker on postgres://127.0.0.1:{urlsplit(PGBOUNCER_DSN).port}{database}: "
+        "listen_notify keeps one database session listening for as long as the app serves, "
+        "and PgBouncer's transaction pooling hands a session to other clients after each "
+        "transaction, so notifications would be lost; found listen_notify=True with "
+        "pgbouncer='transaction'. Drop listen_notify (subscriptions then poll), or put "
+        "PgBouncer in session pooling (pool_mode = session) for this database, or give the "
+        "broker a URL straight to PostgreSQL"
+    )
+    with trio.fail_after(10), pytest.raises(StartupError, match=f"^{re.escape(expected)}$"):
+        await app.serve()
+
+
+def test_the_setting_names_a_pool_mode() -> None:
+    with pytest.raises(ValueError, match="found 'statement'; statement pooling allows no"):
+        SqlBroker.postgres(PGBOUNCER_DSN, pgbouncer="statement")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="found 'transactions'"):
+        SqlBroker.postgres(PGBOUNCER_DSN, pgbouncer="transactions")  # type: ignore[arg-type]
+    assert SqlBroker.postgres(PGBOUNCER_DSN, pgbouncer="session").pgbouncer == "session"
+
+
+async def test_without_the_setting_the_statement_cache_fails_with_a_hint(
+    bounced: Bounced,
+) -> None:
+    # What the setting is for: asyncpg's named statements through transaction pooling. The
+    # error says what to set.
+    broker = bounced.broker(pgbouncer=None)
+    row = EMAIL["lease"]
+
+    async def publish(n: int) -> None:
+        await broker.publish(row, Email(f"{n}@example.com"), name="emails", customer="c")
+
+    app = make_app()
+    app.add_broker(broker)
+    with pytest.raises(BaseException) as caught:
+        async with serving(app):
+            for _ in range(20):
+                async with trio.open_nursery() as nursery:
+                    for n in range(PUBLISHERS):
+                        nursery.start_soon(publish, n)
+    found = [e for e in _leaves(caught.value) if isinstance(e, DatabaseError)]
+    assert found, caught.value
+    assert "pgbouncer='transaction'" in str(found[0])
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
