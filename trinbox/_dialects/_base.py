@@ -23,6 +23,7 @@ from typing import ClassVar
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
+from ._columns import ColumnRules
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
@@ -83,9 +84,10 @@ class Statements:
 
 
 @dataclass(frozen=True)
-class Dialect:
+class Dialect(ColumnRules):
     """SQL text of one database family. Subclasses set the class attributes and override the
-    claim shapes; the settlement shapes below are the same everywhere."""
+    claim shapes; the settlement shapes below are the same everywhere. What the columns of a
+    table must hold, and the catalog read that tells, are ``ColumnRules`` (``_columns.py``)."""
 
     name: ClassVar[str]
     style: ClassVar[ParamStyle]

@@ -27,6 +27,7 @@ table or schema name does not begin with ``#mysql50#`` (MariaDB reads the rest a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -45,6 +46,7 @@ from .._declare._markers import (
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
+from ._columns import FoundColumn, Retype
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -71,6 +73,19 @@ _TRAILING = frozenset(" \t\n\v\f\r")
 _MYSQL50 = "#mysql50#"
 
 
+# Column types by DATA_TYPE. A time of any precision: the lease token is whole seconds
+# (lease_expiry), and the session's time zone is UTC, so TIMESTAMP reads back what was written.
+# BINARY(n) is left out of the bytes: it pads a payload with zero bytes.
+_TIMES = frozenset({"datetime", "timestamp"})
+_INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
+_BYTES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+_TYPES: dict[Retype, str] = {"time": "DATETIME(6)", "count": "INT", "bytes": "LONGBLOB"}
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 @dataclass(frozen=True)
 class MySqlDialect(Dialect):
     name: ClassVar[str] = "MySQL"
@@ -87,6 +102,19 @@ class MySqlDialect(Dialect):
     )
     lease_claim_serial: ClassVar[bool] = True
     version_query: ClassVar[str | None] = "SELECT VERSION()"
+    time_rule: ClassVar[str] = (
+        "on MySQL and MariaDB a DATETIME or TIMESTAMP (whole seconds hold the lease token; "
+        "DATETIME(6) keeps the fractions of the other times)"
+    )
+    count_rule: ClassVar[str] = "on MySQL and MariaDB an integer type (TINYINT to BIGINT)"
+    bytes_rule: ClassVar[str] = (
+        "on MySQL and MariaDB a BLOB type or VARBINARY (BINARY pads it with zero bytes)"
+    )
+    missing_codes: ClassVar[dict[str, str]] = {
+        "1146": "table",  # ER_NO_SUCH_TABLE
+        "1049": "table",  # ER_BAD_DB_ERROR (the schema)
+        "1054": "column",  # ER_BAD_FIELD_ERROR
+    }
 
     def check_server(self, version: str) -> None:
         """MySQL 8.0.1+ or MariaDB 10.6+, read from ``SELECT VERSION()``."""
@@ -235,4 +263,74 @@ class MySqlDialect(Dialect):
     def advisory_unlock(self, spec: TableSpec) -> Statement | None:
         return self.r(
             "unlock", "SELECT CAST(COALESCE(RELEASE_LOCK(" + P("key") + "), 0) AS SIGNED)"
+        )
+
+    # -- the catalog ------------------------------------------------------------------------
+
+    def columns_query(self, spec: TableSpec) -> Statement:
+        """Each column of the table: its table's name as stored, name, column type, default,
+        nullable, extra (AUTO_INCREMENT, ON UPDATE ...). The name compares
+        as the catalog's collation does (without case, on most servers); ``read_columns``
+        keeps the exact table when several match."""
+        database = "DATABASE()" if spec.schema is None else self.literal(spec.schema)
+        return self.r(
+            "columns",
+            "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_DEFAULT, "
+            "IS_NULLABLE, EXTRA FROM information_schema.COLUMNS "
+            f"WHERE TABLE_SCHEMA = {database} AND TABLE_NAME = {self.literal(spec.table)} "
+            "ORDER BY ORDINAL_POSITION",
+        )
+
+    def read_columns(
+        self, spec: TableSpec, records: Sequence[Sequence[object]]
+    ) -> list[FoundColumn]:
+        rows = [tuple(_text(v) if v is not None else None for v in r) for r in records]
+        if any(r[0] == spec.table for r in rows):
+            rows = [r for r in rows if r[0] == spec.table]
+        found = []
+        for _table, name, column_type, default, nullable, extra in rows:
+            # MariaDB writes DEFAULT NULL as the text NULL (default_value reads it as none).
+            extra = (extra or "").lower()
+            found.append(
+                FoundColumn(
+                    name=str(name),
+                    type=str(column_type),
+                    default=default,
+                    nullable=nullable == "YES",
+                    generated="auto_increment" in extra,
+                    updates_itself="on update" in extra,
+                )
+            )
+        return found
+
+    def _data_type(self, found: FoundColumn) -> str:
+        return found.type.split("(")[0].split()[0].lower()
+
+    def holds_time(self, found: FoundColumn) -> bool:
+        return self._data_type(found) in _TIMES
+
+    def holds_count(self, found: FoundColumn) -> bool:
+        return self._data_type(found) in _INTEGERS
+
+    def holds_bytes(self, found: FoundColumn) -> bool:
+        return self._data_type(found) in _BYTES
+
+    def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
+        null = "NULL" if found.nullable else "NOT NULL"
+        new = _TYPES.get(to, found.type.upper())
+        return (
+            f"change its type: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"{new} {null}"
+        )
+
+    def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
+        return (
+            f"set it: ALTER TABLE {self.table(spec)} ALTER COLUMN {self.q(found.name)} "
+            "SET DEFAULT 1"
+        )
+
+    def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
+        return (
+            f"allow NULL: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"{found.type.upper()} NULL"
         )

@@ -8,6 +8,7 @@ that holds the delivery; a dead letter moves into its table in one statement.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -26,6 +27,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
+from ._columns import FoundColumn, Retype
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["PostgresDialect"]
@@ -35,6 +37,12 @@ _LEVELS: dict[type[Opening], str] = {
     RepeatableRead: "REPEATABLE READ",
     Serializable: "SERIALIZABLE",
 }
+
+
+# format_type() of a time with its zone, at any precision: the lease token is whole seconds.
+_TIMESTAMPTZ = re.compile(r"^timestamp(\(\d+\))? with time zone$")
+_INTEGERS = frozenset({"smallint", "integer", "bigint"})
+_TYPES: dict[Retype, str] = {"time": "timestamptz", "count": "integer", "bytes": "bytea"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,16 @@ class PostgresDialect(Dialect):
         RepeatableRead,
         Serializable,
     )
+
+    folds_column_names: ClassVar[bool] = False
+    time_rule: ClassVar[str] = "on PostgreSQL a timestamp with time zone (timestamptz)"
+    count_rule: ClassVar[str] = "on PostgreSQL an integer type (smallint, integer or bigint)"
+    bytes_rule: ClassVar[str] = "on PostgreSQL bytea"
+    missing_codes: ClassVar[dict[str, str]] = {
+        "42P01": "table",  # undefined_table
+        "3F000": "table",  # invalid_schema_name
+        "42703": "column",  # undefined_column
+    }
 
     def identifier_length(self, name: str) -> int:
         """PostgreSQL truncates names past NAMEDATALEN - 1 bytes of their UTF-8 encoding."""
@@ -166,3 +184,56 @@ class PostgresDialect(Dialect):
                 + f" RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT {values} FROM {moved}",
             ),
         )
+
+    # -- the catalog ------------------------------------------------------------------------
+
+    def columns_query(self, spec: TableSpec) -> Statement:
+        """Each column of the table the statements name (resolved as they resolve it, by the
+        search path): name, type (a domain's base type), default, nullable, identity. No row
+        for a table that does not exist (the prepare names it)."""
+        base = "CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END"
+        mod = "CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END"
+        return self.r(
+            "columns",
+            f"SELECT a.attname, format_type({base}, {mod}), pg_get_expr(d.adbin, d.adrelid), "
+            "NOT a.attnotnull, a.attidentity <> '' FROM pg_attribute AS a "
+            "JOIN pg_type AS t ON t.oid = a.atttypid "
+            "LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+            f"WHERE a.attrelid = to_regclass({self.literal(self.table(spec))}) "
+            "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        )
+
+    def read_columns(
+        self, spec: TableSpec, records: Sequence[Sequence[object]]
+    ) -> list[FoundColumn]:
+        return [
+            FoundColumn(
+                name=str(name),
+                type=str(type_),
+                default=None if default is None else str(default),
+                nullable=bool(nullable),
+                generated=bool(identity),
+            )
+            for name, type_, default, nullable, identity in records
+        ]
+
+    def holds_time(self, found: FoundColumn) -> bool:
+        return _TIMESTAMPTZ.match(found.type) is not None
+
+    def holds_count(self, found: FoundColumn) -> bool:
+        return found.type in _INTEGERS
+
+    def holds_bytes(self, found: FoundColumn) -> bool:
+        return found.type == "bytea"
+
+    def _alter(self, spec: TableSpec, found: FoundColumn, change: str) -> str:
+        return f"ALTER TABLE {self.table(spec)} ALTER COLUMN {self.q(found.name)} {change}"
+
+    def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
+        return "change its type: " + self._alter(spec, found, f"TYPE {_TYPES.get(to, found.type)}")
+
+    def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
+        return "set it: " + self._alter(spec, found, "SET DEFAULT 1")
+
+    def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
+        return "allow NULL: " + self._alter(spec, found, "DROP NOT NULL")

@@ -6,6 +6,8 @@ so the candidate select has no probe.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,9 +21,10 @@ from .._declare._markers import (
     Lease,
     Opening,
 )
-from .._declare._spec import TableSpec
+from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect
+from ._columns import FoundColumn, Retype
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["SqliteDialect"]
@@ -34,6 +37,26 @@ _BEGIN = {
 }
 
 
+_TYPES: dict[Retype, str] = {"time": "TEXT", "count": "INTEGER", "bytes": "BLOB"}
+# A STRICT table's options, after the column list: "STRICT", "WITHOUT ROWID", in any order.
+_OPTIONS = re.compile(r"\)([^)]*)$")
+_RECREATE = "(SQLite changes a column's declaration by recreating its table)"
+
+
+def affinity(declared: str) -> str:
+    """A declared type's affinity, by SQLite's rules (datatype3.html, 3.1)."""
+    upper = declared.upper()
+    if "INT" in upper:
+        return "INTEGER"
+    if "CHAR" in upper or "CLOB" in upper or "TEXT" in upper:
+        return "TEXT"
+    if "BLOB" in upper or not upper:
+        return "BLOB"
+    if "REAL" in upper or "FLOA" in upper or "DOUB" in upper:
+        return "REAL"
+    return "NUMERIC"
+
+
 @dataclass(frozen=True)
 class SqliteDialect(Dialect):
     name: ClassVar[str] = "SQLite"
@@ -43,6 +66,12 @@ class SqliteDialect(Dialect):
     forms: ClassVar[tuple[type[Form], ...]] = (Lease, Advisory)
     openings: ClassVar[tuple[type[Opening], ...]] = (Default, Deferred, Immediate, Exclusive)
     one_claim_at_a_time: ClassVar[bool] = True
+    time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"
+    count_rule: ClassVar[str] = (
+        "on SQLite a declared type of INTEGER or NUMERIC affinity, or none (in a STRICT table "
+        "INT, INTEGER or ANY)"
+    )
+    bytes_rule: ClassVar[str] = "in a STRICT SQLite table BLOB or ANY"
 
     def _form_fix(self, form: type[Form]) -> str:
         return (
@@ -111,3 +140,95 @@ class SqliteDialect(Dialect):
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit"),
         )
+
+    # -- the catalog ------------------------------------------------------------------------
+    #
+    # Declared types are advisory outside a STRICT table, and trinbox writes times as ISO 8601
+    # text ("2024-05-01 12:00:00.000000"), which no affinity converts (it is no number): a
+    # time column of any declared type (TEXT, DATETIME, DATE, INT, none) stores and compares
+    # that text as text, so every declared type holds a time, and bytes stay bytes under every
+    # affinity. A count is another matter: TEXT affinity stores an incremented attempt back
+    # as text, REAL as a float; INTEGER, NUMERIC and none keep it an integer. A STRICT table
+    # holds its declared types: times in TEXT or ANY, counts in INT, INTEGER or ANY, bytes in
+    # BLOB or ANY. A generated id is the rowid (INTEGER PRIMARY KEY) or has a default: any
+    # other primary key takes NULL when an insert leaves it out.
+
+    def columns_query(self, spec: TableSpec) -> Statement:
+        """Each column (name, declared type, default, NOT NULL, primary key position) with
+        the table's CREATE statement (STRICT, WITHOUT ROWID)."""
+        table = self.literal(spec.table)
+        schema = "" if spec.schema is None else self.literal(spec.schema)
+        master = "sqlite_master" if spec.schema is None else f"{self.q(spec.schema)}.sqlite_master"
+        args = table if spec.schema is None else f"{table}, {schema}"
+        return self.r(
+            "columns",
+            'SELECT c.name, c.type, c.dflt_value, c."notnull", c.pk, '
+            f"(SELECT m.sql FROM {master} AS m WHERE m.type = 'table' "
+            f"AND m.name = {table} COLLATE NOCASE) FROM pragma_table_info({args}) AS c",
+        )
+
+    def read_columns(
+        self, spec: TableSpec, records: Sequence[Sequence[object]]
+    ) -> list[FoundColumn]:
+        create = next((str(r[5]) for r in records if r[5] is not None), "")
+        options = _OPTIONS.search(create)
+        words = options.group(1).upper() if options else ""
+        strict = "STRICT" in words
+        rowid = "ROWID" not in words
+        keys = [r for r in records if isinstance(r[4], int) and r[4] > 0]
+        found = []
+        for name, declared, default, notnull, pk, _sql in records:
+            alias = rowid and len(keys) == 1 and bool(pk) and str(declared).upper() == "INTEGER"
+            found.append(
+                FoundColumn(
+                    name=str(name),
+                    type=str(declared) or "(none)",
+                    default=None if default is None else str(default),
+                    nullable=not notnull,
+                    generated=alias,
+                    strict=strict,
+                )
+            )
+        return found
+
+    def _declared(self, found: FoundColumn) -> str:
+        return "" if found.type == "(none)" else found.type.upper()
+
+    def holds_time(self, found: FoundColumn) -> bool:
+        return not found.strict or self._declared(found) in ("TEXT", "ANY")
+
+    def holds_count(self, found: FoundColumn) -> bool:
+        if found.strict:
+            return self._declared(found) in ("INT", "INTEGER", "ANY")
+        return affinity(self._declared(found)) in ("INTEGER", "NUMERIC", "BLOB")
+
+    def holds_bytes(self, found: FoundColumn) -> bool:
+        return not found.strict or self._declared(found) in ("BLOB", "ANY")
+
+    def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
+        return f"declare {self.q(found.name)} {_TYPES.get(to, found.type)} {_RECREATE}"
+
+    def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
+        return f"declare {self.q(found.name)} INTEGER NOT NULL DEFAULT 1 {_RECREATE}"
+
+    def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
+        return f"declare {self.q(found.name)} without NOT NULL {_RECREATE}"
+
+    def generated_id_refusal(
+        self, spec: TableSpec, col: ColumnSpec, found: FoundColumn, head: str
+    ) -> str | None:
+        if found.generated or found.default is not None:
+            return None
+        return (
+            f"{head} is generated by the database, which SQLite does for the rowid (a column "
+            f"declared INTEGER PRIMARY KEY), found column {found.name!r} of type {found.type} "
+            f"that is not the rowid and has no default (an insert leaves it NULL); declare "
+            f"{self.q(found.name)} INTEGER PRIMARY KEY {_RECREATE}"
+        )
+
+    def missing(self, code: str | None, message: str) -> str | None:
+        if message.startswith(("no such table:", "unknown database")):
+            return "table"
+        if message.startswith("no such column:"):
+            return "column"
+        return None

@@ -10,12 +10,13 @@ from .._declare._inbox import spec_of
 from .._declare._markers import Advisory, Exclusive, Immediate, Lease, RowLock, Transactional
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Statements
-from .._errors import DeclarationError, SchemaError, ServerTooOld, StartupError, TrinboxError
+from .._errors import DeclarationError, ServerTooOld, StartupError
 from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
 from .broker import SqlBroker
+from .column_check import check_columns, prepare_statements
 from .handler import HandlerPlan, plan_handler
 from .notify import check_channel
 from .queue import Subscriber
@@ -121,7 +122,8 @@ def _dead_letter(
 
 
 async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Statements) -> None:
-    """Check the server's version and prepare every statement against the database."""
+    """Check the server's version, the types of the table's role columns in its catalog, and
+    prepare every statement against the database."""
     pool = broker.pool
     conn = await pool.acquire()
     try:
@@ -134,16 +136,12 @@ async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: State
                 # Like every startup error, it names the subscription and its table.
                 msg = f"{where} on {spec.label}: {exc}"
                 raise ServerTooOld(msg, server=exc.server, required=exc.required) from None
-        for statement in st.all():
-            try:
-                await conn.prepare(statement.sql)
-            except TrinboxError as exc:
-                msg = (
-                    f"{where}: every statement of a subscription prepares against "
-                    f"the database, found {statement.event} failing on "
-                    f"{spec.label}: {exc}; create the table and columns it names"
-                )
-                raise SchemaError(msg, table=spec.qualified_name, statement=statement.sql) from exc
+        # The types first: a column of the wrong type can fail a prepare with the server's
+        # words for an operator, where the check names the column, its type and the fix.
+        unread = await check_columns(where, spec, broker.dialect, conn)
+        await prepare_statements(where, spec, broker.dialect, conn, st.all())
+        if unread is not None:
+            raise unread
     finally:
         await give_back(pool, conn)
 

@@ -1046,7 +1046,8 @@ async def test_a_key_naming_a_missing_column_stops_serve(case: Case) -> None:
     expected = (
         f"subscription 'emails' ({send!r}): every statement of a subscription prepares "
         f"against the database, found candidates failing on email_jobs (RegionEmail): {cause} "
-        f"(while running: {candidates.sql}); create the table and columns it names"
+        f"(while running: {candidates.sql}); add the column it names, or name the field's "
+        f"column with Column(..)"
     )
     with (
         trio.fail_after(10),

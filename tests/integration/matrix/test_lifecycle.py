@@ -250,10 +250,15 @@ async def test_missing_table_or_column_stops_serve_with_a_schema_error(
         ("mariadb", "table"): f"ProgrammingError: Table '{database}.email_jobs' doesn't exist",
         ("mariadb", "column"): "OperationalError: Unknown column 'customer' in 'SELECT'",
     }[(stand.name, missing)]
+    # The advice follows what the database says is missing.
+    advice = {
+        "table": "create the table it names",
+        "column": "add the column it names, or name the field's column with Column(..)",
+    }[missing]
     expected = (
         f"{where(handle)}: every statement of a subscription prepares against the database, "
         f"found {first.event} failing on email_jobs ({case.email.__qualname__}): {refused} "
-        f"(while running: {first.sql}); create the table and columns it names"
+        f"(while running: {first.sql}); {advice}"
     )
     with trio.fail_after(10), pytest.raises(SchemaError, match=f"^{re.escape(expected)}$") as err:
         await app.serve()

@@ -1,0 +1,65 @@
+"""The startup checks of a table against the database: the role columns hold what their roles
+need, and every statement prepares (the catalog proves the types; a prepare, the names). The
+dialect writes the catalog read and judges its answer (``_dialects/_columns.py``); this module
+runs it and raises. A table or column the catalog does not list is left to the prepare, which
+names what is missing."""
+
+from __future__ import annotations
+
+from .._declare._spec import TableSpec
+from .._dialects._base import Dialect
+from .._dialects._statement import Statement
+from .._drivers._base import Connection
+from .._errors import DatabaseError, SchemaError, TrinboxError
+
+__all__ = ["check_columns", "prepare_statements"]
+
+# The fix a prepare failure asks for, by what the database says is missing.
+_ADVICE = {
+    "table": "create the table it names",
+    "column": "add the column it names, or name the field's column with Column(..)",
+    None: "fix what the database reports, so that the statement prepares",
+}
+
+
+async def prepare_statements(
+    where: str, spec: TableSpec, dialect: Dialect, conn: Connection, statements: list[Statement]
+) -> None:
+    """Prepare each statement on the server; the first that fails stops the subscription
+    with advice that fits what the database reports."""
+    for statement in statements:
+        try:
+            await conn.prepare(statement.sql)
+        except TrinboxError as exc:
+            code = exc.code if isinstance(exc, DatabaseError) else None
+            advice = _ADVICE[dialect.missing(code, str(exc))]
+            msg = (
+                f"{where}: every statement of a subscription prepares against "
+                f"the database, found {statement.event} failing on "
+                f"{spec.label}: {exc}; {advice}"
+            )
+            raise SchemaError(msg, table=spec.qualified_name, statement=statement.sql) from exc
+
+
+async def check_columns(
+    where: str, spec: TableSpec, dialect: Dialect, conn: Connection
+) -> SchemaError | None:
+    """Read the table's columns from the catalog and refuse the first role column whose type
+    (or default, or NULL) cannot play its role, naming the column, what was found and the fix.
+    A read that fails (SQLite's for a schema not attached) is returned, not raised: the
+    caller raises it once the prepare, which names what is missing, has passed."""
+    query = dialect.columns_query(spec)
+    try:
+        records = await conn.fetch(query.sql)
+    except TrinboxError as exc:
+        msg = (
+            f"{where}: the column types of {spec.label} are read from the catalog at startup, "
+            f"found the read failing: {exc}; let the subscription's user read the catalog"
+        )
+        failed = SchemaError(msg, table=spec.qualified_name, statement=query.sql)
+        failed.__cause__ = exc
+        return failed
+    problem = dialect.check_columns(spec, dialect.read_columns(spec, records))
+    if problem is not None:
+        raise SchemaError(f"{where}: {problem}", table=spec.qualified_name, statement=query.sql)
+    return None
