@@ -151,9 +151,8 @@ async def test_listen_notify_is_refused_at_startup(bounced: Bounced) -> None:
 
     app = make_app()
     app.include(broker, send)
-    database = urlsplit(bounced.url).path
     expected = (
-        f"a broker on postgres://127.0.0.1:{urlsplit(PGBOUNCER_DSN).port}{database}: "
+        f"a broker on {broker.url_label}: "
         "listen_notify keeps one database session listening for as long as the app serves, "
         "and PgBouncer's transaction pooling hands a session to other clients after each "
         "transaction, so notifications would be lost; found listen_notify=True with "
