@@ -57,11 +57,10 @@ DELIVERIES = ROWS + len(RETRIED)
 POLL = 0.05  # a claim that ran dry waits this long: retried rows come back soon
 SERVE_BOUND = 10.0  # seconds from the cancel to serve's return (drop release bound: 5 s)
 REACH_BOUND = 30.0  # seconds for a trial to reach its checkpoint: startup and six deliveries
-# Trials per cell: every checkpoint when M is at most this, else every k-th one from N = 1
-# (k the smallest stride that fits). M is about 85 and 150 on SQLite and 320 to 480 on the
-# servers, so SQLite runs every checkpoint and the servers every second or third; a trial
-# takes about 0.1 s, a hang SERVE_BOUND. TRINBOX_CANCEL_TRIALS=0 runs every checkpoint.
-TRIALS = int(os.environ.get("TRINBOX_CANCEL_TRIALS", "200"))
+# Trials per cell: every checkpoint (0, the default: M is about 85 and 150 on SQLite and 320 to
+# 480 on the servers, a trial takes about 0.05 s, a hang SERVE_BOUND), or with
+# TRINBOX_CANCEL_TRIALS=K every k-th one from N = 1, k the smallest stride that fits K trials.
+TRIALS = int(os.environ.get("TRINBOX_CANCEL_TRIALS", "0"))
 
 
 @dataclass
