@@ -39,7 +39,7 @@ from ..serving import make_app, serving
 from ..stands import PostgresStand, _unreachable, fresh_stand
 
 PGBOUNCER_DSN = os.environ.get(
-    "TRINBOX_PGBOUNCER_DSN", "postgresql://postgres@127.0.0.1:54339/postgres"
+    "TRINBOX_PGBOUNCER_DSN", "postgresql://postgres@127.0.0.1:54349/postgres"
 )
 
 
