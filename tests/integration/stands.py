@@ -165,6 +165,18 @@ class MariaStand(Stand):
             conn.close()
 
 
+def drop_mariadb_database(cur: Any, database: str) -> None:
+    """Kill the sessions a test left on ``database`` (they would hold metadata locks on the
+    drop), then drop it."""
+    cur.execute("SELECT id FROM information_schema.processlist WHERE db = %s", (database,))
+    for (session,) in cur.fetchall():
+        try:
+            cur.execute(f"KILL CONNECTION {int(session)}")
+        except pymysql.Error:
+            pass
+    cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+
+
 def _unreachable(what: str, exc: BaseException) -> None:
     message = f"{what} is not reachable ({exc}); start it with scripts/test or scripts/start-*"
     if os.environ.get("TRINBOX_REQUIRE_DATABASES") == "1":
@@ -215,15 +227,6 @@ def fresh_stand(name: StandName, tmp_path: Path) -> Iterator[Stand]:
         conn = maria._connect()
         try:
             with conn.cursor() as cur:
-                # Sessions a test left behind would hold metadata locks on the drop.
-                cur.execute(
-                    "SELECT id FROM information_schema.processlist WHERE db = %s", (database,)
-                )
-                for (session,) in cur.fetchall():
-                    try:
-                        cur.execute(f"KILL CONNECTION {int(session)}")
-                    except pymysql.Error:
-                        pass
-                cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+                drop_mariadb_database(cur, database)
         finally:
             conn.close()

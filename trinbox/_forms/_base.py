@@ -163,6 +163,11 @@ class ClaimForm(Protocol):
     traits: FormTraits
     closed: int  # sessions closed because their release was not confirmed
 
+    @property
+    def in_work(self) -> int:
+        """Deliveries claimed and not yet settled or released."""
+        ...
+
     async def claim(self, limit: int) -> Claimed:
         """Claim up to ``limit`` rows; claims of one form may run side by side."""
         ...

@@ -17,7 +17,7 @@ from .._declare._markers import Form, Opening
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
-from .backoff import Backoff
+from .backoff import Backoff, require_backoff
 from .broker import SqlBroker
 from .notify import NotifyListener
 from .queue import Subscriber
@@ -81,10 +81,7 @@ class Mount:
 
     def backoff(self, policy: Backoff) -> Mount:
         """The backoff of this mount's failed deliveries (over the queue's own)."""
-        if not isinstance(policy, Backoff):
-            msg = f"a backoff is a trinbox.Backoff, found {policy!r}; pass e.g. Backoff.linear()"
-            raise TypeError(msg)
-        self.backoff_policy = policy
+        self.backoff_policy = require_backoff(policy)
         return self
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal, final
 
-__all__ = ["Backoff", "DEFAULT_BACKOFF"]
+__all__ = ["Backoff", "DEFAULT_BACKOFF", "require_backoff"]
 
 
 @final
@@ -87,6 +87,17 @@ class Backoff:
         if self.jitter:
             seconds *= 1.0 - self.jitter * (rng or random).random()
         return timedelta(seconds=seconds)
+
+
+def require_backoff(policy: object) -> Backoff:
+    """``policy`` if it is a Backoff, else a clear error where it was set."""
+    if not isinstance(policy, Backoff):
+        msg = (
+            f"a backoff is a trinbox.Backoff, found {policy!r}; pass e.g. "
+            f"Backoff.exponential(base=1.0, cap=300.0)"
+        )
+        raise TypeError(msg)
+    return policy
 
 
 def _duration(value: timedelta | float) -> timedelta:

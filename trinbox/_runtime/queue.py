@@ -21,7 +21,7 @@ from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import Advisory, Lease, Mode, Plain, RowLock, Transactional
 from .._errors import DeclarationError
 from .._util import evolve, positive_duration
-from .backoff import Backoff
+from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
 from .handles import Attempt, Database, Tx
 from .outcome import HandlerOutcome, OnFailure
@@ -150,13 +150,7 @@ class InboxQueue(Generic[R, M]):
     def backoff(self, policy: Backoff) -> InboxQueue[R, M]:
         """How long a row whose handler raised (or returned no outcome) waits before it is
         claimable again (exponential from 1 s, at most 5 min, unless set)."""
-        if not isinstance(policy, Backoff):
-            msg = (
-                f"a backoff is a trinbox.Backoff, found {policy!r}; pass e.g. "
-                f"Backoff.exponential(base=1.0, cap=300.0)"
-            )
-            raise TypeError(msg)
-        return evolve(self, backoff_policy=policy)
+        return evolve(self, backoff_policy=require_backoff(policy))
 
 
 @final

@@ -252,7 +252,7 @@ class Subscription:
     @property
     def in_work(self) -> int:
         """Deliveries claimed and not yet settled or released."""
-        return int(getattr(self.form, "in_work", 0))
+        return self.form.in_work
 
     async def wait_idle(self) -> None:
         """Wait until the claim loop waits for its poll interval or a wake (its last claim

@@ -41,7 +41,7 @@ from trinbox._drivers.mysql import SQL_MODE, MySqlPool, open_pool
 from trinbox._errors import ConnectionLost, DatabaseError
 
 from ..serving import make_app, serving
-from ..stands import MYSQL_DSN, MariaStand
+from ..stands import MYSQL_DSN, MariaStand, drop_mariadb_database
 from .harness import Backend, using
 
 MODES_DSN = os.environ.get(
@@ -139,15 +139,7 @@ def global_mode(mode: str) -> Iterator[MariaStand]:
                 yield MariaStand(urlunsplit(parts._replace(path="/" + database)))
             finally:
                 cur.execute("SET GLOBAL sql_mode = %s", (before,))
-                cur.execute(
-                    "SELECT id FROM information_schema.processlist WHERE db = %s", (database,)
-                )
-                for (session,) in cur.fetchall():
-                    try:
-                        cur.execute(f"KILL CONNECTION {int(session)}")
-                    except pymysql.Error:
-                        pass
-                cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+                drop_mariadb_database(cur, database)
     finally:
         admin.close()  # its GET_LOCK ends with the session
 
