@@ -142,6 +142,16 @@ class App:
         if broker not in self._brokers:
             self._brokers.append(broker)
 
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """Every mounted subscriber, in the order they were included."""
+        return tuple(self._mounts)
+
+    @property
+    def brokers(self) -> tuple[SqlBroker[Any], ...]:
+        """Every broker the app opens: those added with ``add_broker`` and those mounted on."""
+        return tuple(dict.fromkeys([*self._brokers, *(m.broker for m in self._mounts)]))
+
     def subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
         """The running subscription of a mounted subscriber (for tests and monitoring)."""
         for sub in self.subscriptions:
@@ -202,7 +212,7 @@ class App:
         ]
         for sub in self.subscriptions:
             sub.check()
-        brokers = list(dict.fromkeys([*self._brokers, *(mount.broker for mount in self._mounts)]))
+        brokers = list(self.brokers)
         async with asyncio_loop(any(b.needs_asyncio for b in brokers)):
             try:
                 for broker in brokers:
