@@ -254,9 +254,14 @@ def _handler_name(handler: object, *, qualified: bool) -> str:
 
 
 def _own_doc(cls: type | None) -> str:
-    """A class's own docstring (not the one ``Inbox`` would lend it)."""
-    doc = cls.__dict__.get("__doc__") if cls is not None else None
-    return inspect.cleandoc(doc) if isinstance(doc, str) else ""
+    """A class's own docstring: not one a base class would lend it, nor the signature a
+    dataclass-like class writes when it has none."""
+    if cls is None:
+        return ""
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str) or doc.startswith(f"{cls.__name__}("):
+        return ""
+    return inspect.cleandoc(doc)
 
 
 # -- names ----------------------------------------------------------------------------------------
@@ -368,7 +373,9 @@ class _SchemaBook:
             )
             raise ImportError(msg, name="msgspec")
         try:
-            schema: dict[str, Any] = pydantic.TypeAdapter(tp).json_schema(ref_template=_REF)
+            schema: dict[str, Any] = pydantic.TypeAdapter(tp).json_schema(
+                ref_template=_REF.replace("{name}", "{model}")
+            )
         except pydantic.PydanticUserError as exc:
             msg = (
                 f"the AsyncAPI document describes the payload type {what}, but "
