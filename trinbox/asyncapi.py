@@ -64,18 +64,41 @@ def document(app: App) -> dict[str, Any]:
     info: dict[str, Any] = {"title": app.info.name, "version": app.info.version}
     if app.info.description:
         info["description"] = app.info.description
-    servers = _server_names(app.brokers)
-    book = _SchemaBook()
-    channels: dict[str, dict[str, Any]] = {}
-    channel_of: dict[tuple[int, str, str | None], str] = {}
-    messages: dict[str, dict[str, Any]] = {}
-    message_of: dict[tuple[object, str | None], str] = {}
-    operations: dict[str, dict[str, Any]] = {}
+    parts = _Parts(_server_names(app.brokers))
     for mount in app.mounts:
+        parts.add(mount, where=f"the AsyncAPI document of {app.info.name}: {mount.subscriber!r}")
+    doc: dict[str, Any] = {"asyncapi": ASYNCAPI_VERSION, "info": info}
+    if app.brokers:
+        doc["servers"] = {parts.servers[id(b)]: _server(b) for b in app.brokers}
+    if parts.channels:
+        doc["channels"] = parts.channels
+    if parts.operations:
+        doc["operations"] = parts.operations
+    components: dict[str, Any] = {}
+    if parts.book.schemas:
+        components["schemas"] = parts.book.schemas
+    if parts.messages:
+        components["messages"] = parts.messages
+    if components:
+        doc["components"] = components
+    return doc
+
+
+class _Parts:
+    """The channels, operations, messages and schemas of the mounts added so far."""
+
+    def __init__(self, servers: dict[int, str]) -> None:
+        self.servers = servers
+        self.book = _SchemaBook()
+        self.channels: dict[str, dict[str, Any]] = {}
+        self.operations: dict[str, dict[str, Any]] = {}
+        self.messages: dict[str, dict[str, Any]] = {}
+        self._channel_of: dict[tuple[int, str, str | None], str] = {}
+        self._message_of: dict[tuple[object, str | None], str] = {}
+
+    def add(self, mount: Mount, *, where: str) -> None:
         queue = mount.subscriber.queue
         spec = spec_of(queue.row)
-        group = queue.name if spec.group is not None else None
-        where = f"the AsyncAPI document of {app.info.name}: {mount.subscriber!r}"
         plan = plan_handler(
             mount.subscriber.handler,
             spec,
@@ -83,50 +106,39 @@ def document(app: App) -> dict[str, Any]:
             transactional=queue.mode is Transactional,
             where=where,
         )
-        # The message: one per (type, content type), shared by every channel that carries it.
-        content_type = None if plan.row_mode else _content_type(queue.codec_used, plan)
-        message_key = (plan.message_type, content_type)
-        if message_key not in message_of:
-            name = _unique(_type_name(plan.message_type), messages)
-            payload = book.row(spec) if plan.row_mode else book.payload(plan.message_type)
+        message = self._message(spec, plan, queue.codec_used)
+        channel = self._channel(mount.broker, spec, queue.name)
+        self.channels[channel]["messages"][message] = {"$ref": f"#/components/messages/{message}"}
+        name = _safe(_handler_name(mount.subscriber.handler, qualified=False))
+        self.operations[_unique(name, self.operations)] = _operation(mount, spec, channel, message)
+
+    def _message(self, spec: TableSpec, plan: HandlerPlan, codec: object) -> str:
+        """One message per (type, content type), shared by every channel that carries it."""
+        content_type = None if plan.row_mode else _content_type(codec, plan)
+        key = (plan.message_type, content_type)
+        if key not in self._message_of:
+            name = _unique(_type_name(plan.message_type), self.messages)
             message: dict[str, Any] = {"name": name}
             if content_type is not None:
                 message["contentType"] = content_type
-            message["payload"] = payload
-            messages[name] = message
-            message_of[message_key] = name
-        message_name = message_of[message_key]
-        # The channel: one per (broker, table, group).
-        server = servers[id(mount.broker)]
-        where_key = (id(mount.broker), spec.qualified_name, group)
-        if where_key not in channel_of:
+            message["payload"] = (
+                self.book.row(spec) if plan.row_mode else self.book.payload(plan.message_type)
+            )
+            self.messages[name] = message
+            self._message_of[key] = name
+        return self._message_of[key]
+
+    def _channel(self, broker: SqlBroker[Any], spec: TableSpec, queue: str) -> str:
+        """One channel per (broker, table, group): a group-less table is one queue, whatever
+        its subscriptions' labels."""
+        group = queue if spec.group is not None else None
+        key = (id(broker), spec.qualified_name, group)
+        if key not in self._channel_of:
             base = spec.qualified_name if group is None else f"{spec.qualified_name}.{group}"
-            key = _unique(_safe(base), channels)
-            channels[key] = _channel(spec, group, server)
-            channel_of[where_key] = key
-        channel_key = channel_of[where_key]
-        channel = channels[channel_key]
-        channel["messages"][message_name] = {"$ref": f"#/components/messages/{message_name}"}
-        op_key = _unique(
-            _safe(_handler_name(mount.subscriber.handler, qualified=False)), operations
-        )
-        operations[op_key] = _operation(mount, spec, channel_key, message_name)
-    doc: dict[str, Any] = {"asyncapi": ASYNCAPI_VERSION, "info": info}
-    doc["servers"] = {
-        name: _server(broker) for broker in app.brokers for name in [servers[id(broker)]]
-    }
-    if channels:
-        doc["channels"] = channels
-    if operations:
-        doc["operations"] = operations
-    components: dict[str, Any] = {}
-    if book.schemas:
-        components["schemas"] = book.schemas
-    if messages:
-        components["messages"] = messages
-    if components:
-        doc["components"] = components
-    return doc
+            name = _unique(_safe(base), self.channels)
+            self.channels[name] = _channel(spec, group, self.servers[id(broker)])
+            self._channel_of[key] = name
+        return self._channel_of[key]
 
 
 # -- servers ------------------------------------------------------------------------------------

@@ -196,7 +196,7 @@ def test_servers_show_host_and_port_only() -> None:
 
 def test_default_ports_and_several_brokers_of_a_kind() -> None:
     app = App(AppInfo("pair"))
-    app.add_broker(SqlBroker.postgres("postgresql://u:pw@one.example/db"))
+    app.add_broker(SqlBroker.postgres("postgresql://u:pw@one.example/db", pgbouncer="transaction"))
     app.add_broker(SqlBroker.postgres("postgresql:///db?host=/run/postgresql"))
     app.add_broker(SqlBroker.mysql("mysql://u:pw@two.example/db"))
     doc = document(app)
@@ -206,6 +206,8 @@ def test_default_ports_and_several_brokers_of_a_kind() -> None:
         "postgres-2": "localhost:5432",  # a local socket: its path is not shown
         "mysql": "two.example:3306",
     }
+    assert _binding(doc["servers"]["postgres-1"])["pgbouncer"] == "transaction"
+    assert "pgbouncer" not in _binding(doc["servers"]["postgres-2"])
     assert "/run/postgresql" not in _dumped(doc)
     assert "channels" not in doc  # a process that only publishes receives nothing
 
