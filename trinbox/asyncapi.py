@@ -32,7 +32,7 @@ from ._runtime.broker import SqlBroker
 from ._runtime.codecs import JsonCodec, RawCodec
 from ._runtime.handler import HandlerPlan, plan_handler
 
-__all__ = ["ASYNCAPI_VERSION", "BINDING", "BINDING_VERSION", "document"]
+__all__ = ["ASYNCAPI_VERSION", "BINDING", "BINDING_VERSION", "UndescribableType", "document"]
 
 ASYNCAPI_VERSION = "3.0.0"
 BINDING = "x-trinbox"
@@ -43,6 +43,11 @@ BINDING_VERSION = "0.1.0"
 SQLITE_HOST = "localhost"
 """What a SQLite server's ``host`` reads: the database is a file the app's own process opens,
 and its path is never shown."""
+
+
+class UndescribableType(TypeError):
+    """A handler's message type that neither msgspec nor pydantic can describe."""
+
 
 _PROTOCOLS = {"postgres": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
 _DEFAULT_PORTS = {"postgres": 5432, "mysql": 3306}
@@ -58,8 +63,9 @@ def document(app: App) -> dict[str, Any]:
 
     One server per broker, one channel per queue (table and group) of each broker, one
     ``receive`` operation per mounted subscriber. Raises ``DeclarationError`` for a handler
-    the app would refuse at startup, and ``ImportError`` when a payload type needs msgspec or
-    pydantic and neither is installed.
+    the app would refuse at startup, ``ImportError`` when a payload type needs msgspec or
+    pydantic and neither is installed, and ``UndescribableType`` for a type neither can
+    describe.
     """
     info: dict[str, Any] = {"title": app.info.name, "version": app.info.version}
     if app.info.description:
@@ -378,7 +384,7 @@ class _SchemaBook:
                     f"and pydantic is not installed; install pydantic or use a type msgspec "
                     f"describes"
                 )
-                raise TypeError(msg)
+                raise UndescribableType(msg)
             msg = (
                 f"the AsyncAPI document describes payloads through msgspec or pydantic, found "
                 f"neither installed to describe {what}; pip install msgspec (or pydantic)"
@@ -389,12 +395,13 @@ class _SchemaBook:
                 ref_template=_REF.replace("{name}", "{model}")
             )
         except pydantic.PydanticUserError as exc:
+            reason = str(exc).splitlines()[0]  # pydantic's first line; the rest is advice
             msg = (
                 f"the AsyncAPI document describes the payload type {what}, but "
-                f"{refused + ' and ' if refused else ''}pydantic cannot describe it ({exc}); "
+                f"{refused + ' and ' if refused else ''}pydantic cannot describe it ({reason}); "
                 f"use a dataclass, msgspec Struct, pydantic model or TypedDict"
             )
-            raise TypeError(msg) from exc
+            raise UndescribableType(msg) from exc
         defs = schema.pop("$defs", {})
         return dict(_rewrite(schema, self._merge(defs)))
 

@@ -102,3 +102,18 @@ def test_help_names_the_formats() -> None:
     assert done.returncode == 0
     assert "--format [json|yaml]" in done.stdout
     assert "MODULE:APP" in done.stdout
+
+
+def test_an_undescribable_type_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "opaque.py").write_text(
+        "from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber\n"
+        "from tests.asyncapi.test_document import Lone, Opaque\n"
+        "@subscriber(InboxQueue(Lone, 'opaque'))\n"
+        "async def take(item: Opaque) -> None: ...\n"
+        "app = App(AppInfo('opaque'))\n"
+        "app.include(SqlBroker.sqlite('sqlite:///x.db'), take)\n"
+    )
+    done = trinbox_command("asyncapi", "opaque:app", cwd=tmp_path)
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("Error: the AsyncAPI document describes the payload type Opaque, but ")

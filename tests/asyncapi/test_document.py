@@ -36,7 +36,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
-from trinbox.asyncapi import document
+from trinbox.asyncapi import UndescribableType, document
 
 from . import apps
 from .check import SCHEMA_FILE, problems
@@ -377,3 +377,29 @@ def test_vendored_schema_is_the_published_file() -> None:
     digest = hashlib.sha256(SCHEMA_FILE.read_bytes()).hexdigest()
     assert digest == "abe96881dbfaad495ccbb6bd8d3fb43ca18a13b9d7564849ccb66f39d5e5b20f"
     assert digest in (SCHEMA_FILE.parent / "README.md").read_text()
+
+
+class Opaque:
+    """A class neither msgspec nor pydantic knows."""
+
+    def __init__(self, blob: object) -> None:
+        self.blob = blob
+
+
+def test_a_type_neither_library_describes_is_named() -> None:
+    @subscriber(InboxQueue(Lone, "opaque"))
+    async def take(item: Opaque) -> None:
+        pass
+
+    app = App(AppInfo("opaque"))
+    app.include(SqlBroker.sqlite(apps.SQLITE_URL), take)
+    with pytest.raises(UndescribableType) as caught:
+        document(app)
+    message = str(caught.value)
+    assert message.startswith(
+        "the AsyncAPI document describes the payload type Opaque, but msgspec cannot describe "
+        "it (type <class 'tests.asyncapi.test_document.Opaque'> is not supported) and "
+        "pydantic cannot describe it ("
+    )
+    assert message.endswith("use a dataclass, msgspec Struct, pydantic model or TypedDict")
+    assert "\n" not in message  # one line, also on the command line

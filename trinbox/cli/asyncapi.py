@@ -59,7 +59,7 @@ def command(target: str, fmt: str, output: Path | None) -> None:
     app = load_app(target)
     try:
         doc = asyncapi.document(app)
-    except (DeclarationError, ImportError, TypeError) as exc:
+    except (DeclarationError, ImportError, asyncapi.UndescribableType) as exc:
         raise click.ClickException(str(exc)) from exc
     text = render(doc, fmt)
     if output is None:
