@@ -36,6 +36,7 @@ from trinbox import (
     subscriber,
 )
 
+
 class SendEmail(Inbox[Lease], table="email_jobs"):
     """A row of ``email_jobs``: the group column ``name`` is the queue."""
 

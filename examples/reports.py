@@ -30,6 +30,7 @@ from trinbox import (
     subscriber,
 )
 
+
 class Report(Inbox[Lease], table="report_jobs"):
     """A report to render; the lease holds the row while it renders."""
 

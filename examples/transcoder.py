@@ -39,6 +39,7 @@ from trinbox import (
     subscriber,
 )
 
+
 class Transcode(Inbox[Advisory], table="video_jobs", advisory_lock="video_jobs-{channel}"):
     """One row of ``video_jobs``, held by a lock on its channel's key while it is in work."""
 

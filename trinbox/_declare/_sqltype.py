@@ -44,7 +44,7 @@ class SqlType:
     ) -> None:
         given = {"": default, "postgres": postgres, "mysql": mysql, "sqlite": sqlite}
         for key, text in given.items():
-            if text is not None and (not isinstance(text, str) or not text.strip()):
+            if text is not None and not text.strip():
                 where = f"{key}=" if key else "the type"
                 msg = (
                     f"SqlType: {where} is the column's SQL type as text, found {text!r}; "
