@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, get_args, get_origin
+from typing import get_args, get_origin
 
 from .._declare._roles import ROLE_CLASSES
 from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType
 from .._errors import DeclarationError
 
-__all__ = ["DdlRules", "column_type", "is_optional"]
+__all__ = ["DdlRules", "column_type", "group_attributes", "is_optional"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,9 @@ class DdlRules:
     # What the group column adds to its type (MySQL: compare group names byte for byte).
     group_attributes: str = ""
     partial_indexes: bool = True
+    # SQLite names the schema on the index, the table bare (PostgreSQL puts an index in its
+    # table's schema, and refuses a qualified index name).
+    schema_on_index: bool = False
     inline_index: bool = False
     table_options: str = ""
 
@@ -158,11 +161,3 @@ def group_attributes(rules: DdlRules, type_text: str) -> str:
     if rules.group_attributes and type_text == rules.indexed_text:
         return " " + rules.group_attributes
     return ""
-
-
-def describe_types(rules: DdlRules) -> dict[str, Any]:
-    """The mapping as a table, for documentation tests: role or Python type -> SQL type."""
-    found: dict[str, Any] = {t.__name__: rules.types[t] for t in _ORDER}
-    found["dict"] = found["list"] = rules.types[dict]
-    found.update(time=rules.time, count=rules.count, payload=rules.payload)
-    return found

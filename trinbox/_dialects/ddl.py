@@ -126,14 +126,13 @@ def _fit(dialect: Dialect, table: str, suffix: str) -> str:
 
 
 def _index_target(dialect: Dialect, spec: TableSpec, name: str) -> str:
-    # SQLite names the index's schema on the index; PostgreSQL puts it in the table's.
-    if dialect.ddl_rules.key == "sqlite":
+    if dialect.ddl_rules.schema_on_index:
         return dialect.qualified(name, spec.schema)
     return dialect.q(name)
 
 
 def _index_table(dialect: Dialect, spec: TableSpec) -> str:
-    if dialect.ddl_rules.key == "sqlite":
+    if dialect.ddl_rules.schema_on_index:
         return dialect.q(spec.table)
     return dialect.table(spec)
 

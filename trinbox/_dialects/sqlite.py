@@ -67,6 +67,7 @@ _DDL = DdlRules(
     generated_id="{type} PRIMARY KEY AUTOINCREMENT",
     integer_id="INTEGER",
     now="(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')",
+    schema_on_index=True,
 )
 # A STRICT table's options, after the column list: "STRICT", "WITHOUT ROWID", in any order.
 _OPTIONS = re.compile(r"\)([^)]*)$")

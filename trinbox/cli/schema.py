@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from .._errors import TrinboxError
-from ..schema import DIALECTS, ddl_script
+from ..schema import DIALECTS, DialectName, ddl_script
 from ._load import load_row
 
 
@@ -39,7 +41,7 @@ def command(target: str, dialect: str, dead_letter: str | None) -> None:
     """
     row = load_row(target)
     try:
-        script = ddl_script(row, dialect, dead_letter=dead_letter)  # type: ignore[arg-type]
+        script = ddl_script(row, cast("DialectName", dialect), dead_letter=dead_letter)
     except TrinboxError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(script, nl=False)
