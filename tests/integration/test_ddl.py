@@ -336,7 +336,7 @@ async def test_data_columns_take_the_types_of_their_fields_and_overrides(
             sqlite = stand_name == "sqlite"
             amount = Decimal("1.25")
             key = UUID(int=7)
-            values: dict[str, object] = {
+            values: dict[str, Any] = {
                 "text": "t",
                 "number": None,
                 "ratio": 0.5,
