@@ -432,3 +432,23 @@ def test_a_dead_letter_table_name_is_schema_dot_table() -> None:
 def test_the_script_ends_each_statement() -> None:
     script = ddl_script(Email, "sqlite")
     assert script == ";\n\n".join(ddl(Email, "sqlite")) + ";\n"
+
+
+def test_mysql_text_in_a_key_is_bounded_and_compared_byte_for_byte() -> None:
+    class Named(Inbox[Lease], table="named"):
+        id: Annotated[str, Id()]
+        name: Annotated[str, Group()]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+        note: str
+
+    assert _lines(ddl(Named, "mysql")[0]) == [
+        "`id` VARCHAR(191) COLLATE utf8mb4_bin PRIMARY KEY",
+        "`name` VARCHAR(191) COLLATE utf8mb4_bin NOT NULL",
+        "`locked_until` DATETIME(6)",
+        "`note` TEXT NOT NULL",
+        "INDEX `named_claim` (`name`, `id`)",
+    ]
+    assert _lines(ddl(Named, "postgres")[0])[:2] == [
+        '"id" TEXT PRIMARY KEY',
+        '"name" TEXT NOT NULL',
+    ]

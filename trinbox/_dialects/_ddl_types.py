@@ -24,7 +24,7 @@ from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType
 from .._errors import DeclarationError
 
-__all__ = ["DdlRules", "column_type", "group_attributes", "is_optional"]
+__all__ = ["DdlRules", "column_type", "is_optional"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,9 @@ class DdlRules:
     key: str
     # A data column's type by its Python type (a subclass takes its base's: bool before int).
     types: Mapping[type, str]
-    # A text column in an index or a primary key (MySQL cannot index TEXT whole).
+    # A text column in an index or a primary key, the group and a text id (MySQL cannot index
+    # TEXT whole, and compares them byte for byte: ids and group names differing in case
+    # stay apart).
     indexed_text: str
     time: str
     count: str
@@ -44,8 +46,6 @@ class DdlRules:
     integer_id: str
     # The default of a RetryAfter the publish leaves to the database (RetryAfter(generated=True)).
     now: str
-    # What the group column adds to its type (MySQL: compare group names byte for byte).
-    group_attributes: str = ""
     partial_indexes: bool = True
     # SQLite names the schema on the index, the table bare (PostgreSQL puts an index in its
     # table's schema, and refuses a qualified index name).
@@ -154,10 +154,3 @@ def column_type(
     if indexed and found == rules.types[str]:
         return rules.indexed_text
     return found
-
-
-def group_attributes(rules: DdlRules, type_text: str) -> str:
-    """What the group column adds after its type (only for trinbox's own text type)."""
-    if rules.group_attributes and type_text == rules.indexed_text:
-        return " " + rules.group_attributes
-    return ""

@@ -24,7 +24,7 @@ from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType, sql_types_of
 from .._errors import DeclarationError
 from ._base import DeadLetter, Dialect, _fold
-from ._ddl_types import DdlRules, column_type, group_attributes, is_optional
+from ._ddl_types import DdlRules, column_type, is_optional
 
 __all__ = ["claim_index_columns", "dead_letter_of", "index_name", "render_ddl"]
 
@@ -172,6 +172,5 @@ def _column(
         # Never NULL: a row without a time would never be due.
         default = f" DEFAULT {rules.now}" if col.generated and override is None else ""
         return f"{name} {sql_type} NOT NULL{default}"
-    attributes = group_attributes(rules, sql_type) if role == "group" else ""
     null = "" if is_optional(col.python_type) else " NOT NULL"
-    return f"{name} {sql_type}{attributes}{null}"
+    return f"{name} {sql_type}{null}"

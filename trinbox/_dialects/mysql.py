@@ -87,8 +87,8 @@ _TYPES: dict[Retype, str] = {"time": "DATETIME(6)", "count": "INT", "bytes": "LO
 
 # Times are DATETIME(6), naive UTC: whole seconds would hold the lease token, the fractions
 # keep retry_after and processed_at to the microsecond. Text in an index or a primary key is
-# VARCHAR(191): 191 utf8mb4 characters fit every InnoDB row format's index key; the group
-# compares byte for byte (utf8mb4_bin), so that group names differing in case stay apart.
+# VARCHAR(191): 191 utf8mb4 characters fit every InnoDB row format's index key; it compares
+# byte for byte (utf8mb4_bin), so that group names and ids differing in case stay apart.
 _DDL = DdlRules(
     key="mysql",
     types={
@@ -103,14 +103,13 @@ _DDL = DdlRules(
         UUID: "CHAR(36)",
         dict: "JSON",
     },
-    indexed_text="VARCHAR(191)",
+    indexed_text="VARCHAR(191) COLLATE utf8mb4_bin",
     time="DATETIME(6)",
     count="INT",
     payload="LONGBLOB",
     generated_id="{type} AUTO_INCREMENT PRIMARY KEY",
     integer_id="BIGINT",
     now="CURRENT_TIMESTAMP(6)",
-    group_attributes="COLLATE utf8mb4_bin",
     partial_indexes=False,
     inline_index=True,
     table_options=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
