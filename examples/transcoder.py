@@ -39,16 +39,6 @@ from trinbox import (
     subscriber,
 )
 
-SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS video_jobs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        channel TEXT NOT NULL,
-        attempt INTEGER NOT NULL DEFAULT 1,
-        payload BLOB NOT NULL
-    )""",
-    "CREATE TABLE IF NOT EXISTS video_jobs_dead AS SELECT * FROM video_jobs WHERE 0",
-]
-
 
 class Transcode(Inbox[Advisory], table="video_jobs", advisory_lock="video_jobs-{channel}"):
     """One row of ``video_jobs``, held by a lock on its channel's key while it is in work."""
@@ -84,9 +74,9 @@ def service(broker: SqlBroker[Sqlite], studio: Studio, *, fail_rate: float = 0.2
 
     @app.on_startup
     async def create_schema() -> None:
-        # The tables, created before the subscription checks its statements against them.
-        for statement in SCHEMA:
-            await broker.database.execute(statement)
+        # The queue table and its dead letter table, from the declaration, created (where
+        # missing) before the subscription checks its statements against them.
+        await broker.create_tables(Transcode, dead_letter="video_jobs_dead")
 
     @subscriber(InboxQueue(Transcode, "videos").workers(4))
     async def transcode(video: Video, attempt: keys.Attempt) -> HandlerOutcome:

@@ -44,6 +44,7 @@ from ._declare._roles import ProcessedAt as ProcessedAt
 from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._spec import KeyColumn as KeyColumn
 from ._declare._spec import KeyLiteral as KeyLiteral
+from ._declare._sqltype import SqlType as SqlType
 from ._errors import AlreadySettled as AlreadySettled
 from ._errors import AlreadySubscribed as AlreadySubscribed
 from ._errors import BatchRolledBack as BatchRolledBack
@@ -96,6 +97,7 @@ __all__ = [
     "Payload",
     "Generated",
     "Column",
+    "SqlType",
     # claim forms, openings, modes
     "RowLock",
     "Lease",

@@ -24,6 +24,7 @@ from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
 from ._columns import ColumnRules
+from ._ddl_types import DdlRules
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
@@ -95,6 +96,8 @@ class Dialect(ColumnRules):
     identifier_limit: ClassVar[int | None]
     forms: ClassVar[tuple[type[Form], ...]]
     openings: ClassVar[tuple[type[Opening], ...]]
+    # What the rendered CREATE TABLE writes (ddl.py).
+    ddl_rules: ClassVar[DdlRules]
     # The SQLite single writer serialises every claim of one subscription; the MySQL lease claim
     # (a transaction of several statements that locks the rows it reads) serialises only lease
     # claims: ``claims_one_at_a_time`` reads both.

@@ -31,6 +31,7 @@ from .._util import positive_duration
 from .codecs import Codec, JsonCodec
 from .handles import Database, Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
+from .tables import create_tables
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -235,6 +236,14 @@ class SqlBroker(Generic[D]):
             return False
         self._queues.add(key)
         return True
+
+    async def create_tables(self, row_type: type, *, dead_letter: str | None = None) -> None:
+        """Create ``row_type``'s table and claim index, and its dead letter table when
+        ``dead_letter`` names one as the mount does, where they are missing: idempotent, for
+        development and tests (an ``on_startup`` hook runs before the subscriptions check
+        their tables). A production schema belongs to your migrations: ``trinbox schema``
+        prints the same statements."""
+        await create_tables(self, row_type, dead_letter)
 
     # -- publishing ------------------------------------------------------------------------------
 
