@@ -57,6 +57,7 @@ from ._errors import IdentifierTooLong as IdentifierTooLong
 from ._errors import IntegrityError as IntegrityError
 from ._errors import LeaseLost as LeaseLost
 from ._errors import LockNotAvailable as LockNotAvailable
+from ._errors import MissingDriver as MissingDriver
 from ._errors import SchemaError as SchemaError
 from ._errors import ServerTooOld as ServerTooOld
 from ._errors import SettlementError as SettlementError
@@ -154,6 +155,7 @@ __all__ = [
     "AlreadySettled",
     "HandlerFailed",
     "Closed",
+    "MissingDriver",
 ]
 
 
