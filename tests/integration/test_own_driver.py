@@ -1,10 +1,10 @@
 """``broker.insert_statement(..., paramstyle=...)`` inside a real transaction of the user's own
-driver or ORM (issue 10, item 7): psycopg and SQLAlchemy Core on PostgreSQL, PyMySQL and
-SQLAlchemy on MariaDB, sqlite3 and SQLAlchemy on SQLite. A queue row and a business write
-commit together, or roll back together and leave no row; an app then handles the committed row,
-its message decoded equal to what was published. Once on the matrix's ``email_jobs`` table and
-once on a table whose every name holds ``%``, ``:``, ``?`` and what each driver reads in them
-(``%s``, ``%(x)s``, ``:name``, ``\\:``, ``::``, ``$1``).
+driver or ORM (issue 10, item 7): psycopg, SQLAlchemy Core and an ORM Session on PostgreSQL,
+PyMySQL and SQLAlchemy on MariaDB, sqlite3 and SQLAlchemy on SQLite. A queue row and a business
+write commit together, or roll back together and leave no row; an app then handles the
+committed row, its message decoded equal to what was published. Once on the matrix's
+``email_jobs`` table and once on a table whose every name holds ``%``, ``:``, ``?`` and what
+each driver reads in them (``%s``, ``%(x)s``, ``:name``, ``\\:``, ``::``, ``$1``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import psycopg
 import pymysql
 import pytest
 import sqlalchemy
+import sqlalchemy.orm
 import trio
 
 from trinbox import (
@@ -186,11 +187,26 @@ def _sqlalchemy(stand: Stand) -> Write:
     return write
 
 
+def _sqlalchemy_orm(stand: Stand) -> Write:
+    def write(statements: list[tuple[str, Any]], commit: bool) -> None:
+        engine = sqlalchemy.create_engine(_sqlalchemy_url(stand))
+        try:
+            with sqlalchemy.orm.Session(engine) as session:  # a transaction opens at once
+                for sql, params in statements:
+                    session.execute(sqlalchemy.text(sql), params)
+                session.commit() if commit else session.rollback()
+        finally:
+            engine.dispose()
+
+    return write
+
+
 DRIVERS: dict[str, Callable[[Stand], Write]] = {
     "psycopg": _psycopg,
     "pymysql": _pymysql,
     "sqlite3": _sqlite3,
     "sqlalchemy": _sqlalchemy,
+    "sqlalchemy-orm": _sqlalchemy_orm,
 }
 
 # (stand, driver, paramstyle); None is the broker's own driver's style, which PyMySQL and
@@ -199,6 +215,7 @@ CASES: list[tuple[StandName, str, str | None]] = [
     ("postgres", "psycopg", "format"),
     ("postgres", "psycopg", "pyformat"),
     ("postgres", "sqlalchemy", "sqlalchemy"),
+    ("postgres", "sqlalchemy-orm", "sqlalchemy"),
     ("mariadb", "pymysql", "format"),
     ("mariadb", "pymysql", "pyformat"),
     ("mariadb", "pymysql", None),
