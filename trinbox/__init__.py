@@ -58,6 +58,7 @@ from ._errors import IdentifierTooLong as IdentifierTooLong
 from ._errors import IntegrityError as IntegrityError
 from ._errors import LeaseLost as LeaseLost
 from ._errors import LockNotAvailable as LockNotAvailable
+from ._errors import MissingDriver as MissingDriver
 from ._errors import SchemaError as SchemaError
 from ._errors import ServerTooOld as ServerTooOld
 from ._errors import SettlementError as SettlementError
@@ -156,6 +157,7 @@ __all__ = [
     "AlreadySettled",
     "HandlerFailed",
     "Closed",
+    "MissingDriver",
 ]
 
 

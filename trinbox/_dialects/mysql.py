@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import ClassVar
 from uuid import UUID
@@ -193,6 +193,12 @@ class MySqlDialect(Dialect):
 
     def begin(self, spec: TableSpec) -> Statement:
         return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
+
+    def driver_value(self, value: object) -> object:
+        # DATETIME(6) holds naive UTC; PyMySQL writes an aware datetime's wall clock as is.
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return value.astimezone(UTC).replace(tzinfo=None)
+        return value
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import ClassVar
 from uuid import UUID
@@ -110,6 +110,13 @@ class PostgresDialect(Dialect):
                 "(or leave the opening out)"
             )
         return super()._opening_fix(opening)
+
+    def driver_value(self, value: object) -> object:
+        # timestamptz takes aware datetimes; a naive one is UTC (psycopg would read it in the
+        # session's TimeZone).
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
 
     def notify_statement(self) -> Statement:
         return self.r("notify", "SELECT pg_notify(" + P("channel") + ", " + P("group") + ")")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import ClassVar
 from uuid import UUID
@@ -104,6 +104,16 @@ class SqliteDialect(Dialect):
         "INT, INTEGER or ANY)"
     )
     bytes_rule: ClassVar[str] = "in a STRICT SQLite table BLOB or ANY"
+
+    def driver_value(self, value: object) -> object:
+        # Times are UTC text that sorts as time ("2026-11-29 20:37:00.000000"), as trinbox's
+        # sqlite3 driver writes them; sqlite3's own datetime adapter (deprecated) would add
+        # the offset.
+        if isinstance(value, datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+            return value.isoformat(" ", "microseconds")
+        return value
 
     def _form_fix(self, form: type[Form]) -> str:
         return (
