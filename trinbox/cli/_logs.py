@@ -1,0 +1,81 @@
+"""Log formatting for ``trinbox run``: a text line, or one JSON object per line.
+
+Both carry every ``extra`` field of a record (any attribute a plain ``LogRecord`` does not
+have), so fields trinbox adds to its records (``subscription``, ``table``, ``row_id``,
+``attempt``...) and those of the service's own loggers appear without being listed here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Literal
+
+__all__ = ["JsonFormatter", "TextFormatter", "configure", "extras"]
+
+LogFormat = Literal["text", "json"]
+
+# What every LogRecord has (plus what Formatter.format adds); anything else came as `extra`.
+_STANDARD = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime", "taskName"}
+)
+
+
+def extras(record: logging.LogRecord) -> dict[str, object]:
+    """The record's ``extra`` fields, in the order they were given."""
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+def _time(record: logging.LogRecord) -> str:
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, every extra field, and the
+    traceback (``exception``) when the record has one. Values JSON cannot hold are written
+    as their ``str``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        found: dict[str, object] = {
+            "time": _time(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in extras(record).items():
+            found.setdefault(key, value)
+        if record.exc_info:
+            found["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            found["exception"] = record.exc_text
+        if record.stack_info:
+            found["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(found, default=str, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message key=value ...``, the traceback on the lines after."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return _time(record)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        fields = " ".join(f"{k}={v}" for k, v in extras(record).items())
+        return f"{line} {fields}" if fields else line
+
+
+def configure(level: str, form: LogFormat) -> None:
+    """Send every logger's records at ``level`` and above to stderr, formatted as ``form``."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if form == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
