@@ -2,9 +2,10 @@
 
 The first signal starts a graceful shutdown (``app.shutdown()``: claiming stops, handlers in
 work get the app's grace); a second one cuts the grace (``app.cut_grace()``: handlers
-still in work are cancelled and their rows released). Either way the command exits 0 once the app has shut down. A startup error (the schema, the server, the
-connection, the target) is one line on stderr and exit status 1; anything else that ends
-serving is a crash, with its traceback.
+still in work are cancelled and their rows released). Either way the command exits 0 once
+the app has shut down. A startup error (the schema, the server, the connection, the target)
+is one line on stderr and exit status 1; anything else that ends serving is a crash, with
+its traceback.
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ ROOT = Path(trinbox.__file__).resolve().parents[1]
 
 # The service the commands are pointed at: ``svc:app``. A lease table with a dead letter
 # group (``email_jobs``, rows marked processed when handled) and an advisory table with a
-# dead letter table (``plain_jobs``, rows deleted when handled). SVC_MODE=hang makes the
-# email handler print its row's payload and never return.
-SERVICE = '''
+# dead letter table (``plain_jobs``, rows deleted when handled). Each handler prints its
+# queue and payload on stdout; SVC_MODE=hang makes the email handler never return.
+SERVICE = """
 import os
 from datetime import datetime
 from typing import Annotated
@@ -62,6 +62,7 @@ class Plain(Inbox[Advisory], table="plain_jobs", advisory_lock="plain_jobs-{tena
 
 @subscriber(InboxQueue(Email, "emails").poll_interval(0.05))
 async def email(body: bytes) -> None:
+    print("email", body.decode(), flush=True)
     if MODE == "hang":
         print("hanging", body.decode(), flush=True)
         await trio.sleep_forever()
@@ -69,7 +70,7 @@ async def email(body: bytes) -> None:
 
 @subscriber(InboxQueue(Plain, "plain").poll_interval(0.05))
 async def plain(body: bytes) -> None:
-    pass
+    print("plain", body.decode(), flush=True)
 
 
 if KIND == "sqlite":
@@ -81,7 +82,7 @@ else:
 app = App(AppInfo("svc"), grace=float(os.environ.get("SVC_GRACE", "10")))
 app.include(broker, email).max_attempts(3).dead_letter("emails_dead")
 app.include(broker, plain).max_attempts(3).dead_letter("plain_jobs_dead")
-'''
+"""
 
 
 @dataclass
@@ -146,8 +147,15 @@ class Service:
         marks = ", ".join("?" for _ in cols)
         self.stand.execute(f"INSERT INTO email_jobs ({', '.join(cols)}) VALUES ({marks})", *values)
 
-    def plain(self, *, table: str = "plain_jobs", id: int | None = None, attempt: int = 1,
-              tenant: str = "t", payload: bytes = b"{}") -> None:
+    def plain(
+        self,
+        *,
+        table: str = "plain_jobs",
+        id: int | None = None,
+        attempt: int = 1,
+        tenant: str = "t",
+        payload: bytes = b"{}",
+    ) -> None:
         cols = ["attempt", "tenant", "payload"]
         values: list[object] = [attempt, tenant, payload]
         if id is not None:
@@ -193,21 +201,28 @@ class Running:
             self.grew.set()
         self.grew.set()
 
-    async def wait_for(self, text: str, *, err: bool = True, timeout: float = 60) -> None:
+    async def wait_lines(self, *texts: str) -> None:
+        """Until every one of ``texts`` was printed by the handlers (stdout)."""
+        for text in texts:
+            await self.wait_for(text, err=False)
+
+    async def wait_for(self, text: str, *, err: bool = True, within: float = 60) -> None:
         """Until ``text`` appears on stderr (or stdout), or fail."""
-        with trio.fail_after(timeout):
+        with trio.fail_after(within):
             while text.encode() not in (self.err if err else self.out):
                 if self.process.returncode is not None:
                     raise AssertionError(f"trinbox run ended: {self.err.decode()}")
                 self.grew = trio.Event()
                 await self.grew.wait()
 
-    async def ended(self, timeout: float = 60) -> int:
-        with trio.fail_after(timeout):
+    async def ended(self, within: float = 60) -> int:
+        with trio.fail_after(within):
             return await self.process.wait()
 
 
-async def start_run(nursery: trio.Nursery, svc: Service, args: Sequence[str], **env: str) -> Running:
+async def start_run(
+    nursery: trio.Nursery, svc: Service, args: Sequence[str], **env: str
+) -> Running:
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "trinbox", "run", *args],
         cwd=svc.dir,

@@ -17,16 +17,17 @@ def _processed(svc: Service) -> int:
 async def test_serves_until_sigint_then_exits_0_with_rows_handled(svc: Service) -> None:
     for n in range(3):
         svc.email("emails", payload=f'{{"n": {n}}}'.encode())
-    svc.plain()
-    svc.plain(tenant="u")
+    svc.plain(payload=b"p1")
+    svc.plain(tenant="u", payload=b"p2")
     async with trio.open_nursery() as nursery:
         running = await start_run(nursery, svc, ["svc:app"])
         await running.wait_for("2 subscriptions serving")
-        with trio.fail_after(30):
-            while _processed(svc) < 3 or svc.stand.value("SELECT COUNT(*) FROM plain_jobs"):
-                await trio.sleep(0.05)
+        await running.wait_lines(*(f'email {{"n": {n}}}' for n in range(3)), "plain p1", "plain p2")
         running.process.send_signal(signal.SIGINT)
         assert await running.ended() == 0, running.err.decode()
+    # The graceful shutdown let the handlers' settlements finish.
+    assert _processed(svc) == 3
+    assert svc.stand.value("SELECT COUNT(*) FROM plain_jobs") == 0
     err = running.err.decode()
     assert "SIGINT received, shutting down" in err
     assert "shut down; 0 locks released" in err
@@ -37,12 +38,11 @@ async def test_sigterm_is_a_graceful_shutdown_too(svc: Service) -> None:
     async with trio.open_nursery() as nursery:
         running = await start_run(nursery, svc, ["svc:app"])
         await running.wait_for("2 subscriptions serving")
-        svc.email("emails")
-        with trio.fail_after(30):
-            while _processed(svc) < 1:
-                await trio.sleep(0.05)
+        svc.email("emails", payload=b"term")
+        await running.wait_lines("email term")
         running.process.send_signal(signal.SIGTERM)
         assert await running.ended() == 0, running.err.decode()
+    assert _processed(svc) == 1
     assert "SIGTERM received, shutting down" in running.err.decode()
 
 
@@ -51,7 +51,7 @@ async def test_a_second_signal_cuts_a_long_handlers_grace(svc: Service) -> None:
     async with trio.open_nursery() as nursery:
         # A grace far longer than the test: only the second signal can end it in time.
         running = await start_run(nursery, svc, ["svc:app"], SVC_MODE="hang", SVC_GRACE="600")
-        await running.wait_for("hanging long", err=False)
+        await running.wait_lines("hanging long")
         running.process.send_signal(signal.SIGINT)
         await running.wait_for("shutting down (grace 600.0 s")
         # Still in its grace: the process has not ended.
@@ -59,7 +59,7 @@ async def test_a_second_signal_cuts_a_long_handlers_grace(svc: Service) -> None:
             await running.process.wait()
         assert running.process.returncode is None
         running.process.send_signal(signal.SIGINT)
-        assert await running.ended(timeout=30) == 0, running.err.decode()
+        assert await running.ended(within=30) == 0, running.err.decode()
     err = running.err.decode()
     assert "received again, cutting the grace" in err
     # The handler was cancelled and its row released: due again, lease cleared, unprocessed.
