@@ -106,12 +106,12 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
         lu = dialect.c(spec.locked_until)
         free = f"({lu} IS NULL OR {lu} <= {now})"
         due_conds.append(free)
-    due = " AND ".join(due_conds) if due_conds else "1 = 1"
+    due = " AND ".join(due_conds)
     cols: list[str] = []
     if spec.group is not None:
         cols.append(dialect.c(spec.group))
     cols.append("COUNT(*)")
-    cols.append(_sum(due))
+    cols.append(_sum(due) if due else "COUNT(*)")  # without a time or a lease, every row
     if spec.retry_after is not None:
         later = f"{dialect.c(spec.retry_after)} > {now}"
         cols.append(_sum(later if free is None else f"{later} AND {free}"))

@@ -13,7 +13,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Literal
 
-__all__ = ["JsonFormatter", "TextFormatter", "configure", "extras"]
+__all__ = ["Held", "JsonFormatter", "TextFormatter", "configure", "extras"]
 
 LogFormat = Literal["text", "json"]
 
@@ -70,12 +70,39 @@ class TextFormatter(logging.Formatter):
         return f"{line} {fields}" if fields else line
 
 
-def configure(level: str, form: LogFormat) -> None:
-    """Send every logger's records at ``level`` and above to stderr, formatted as ``form``."""
+class Held(logging.Handler):
+    """Holds the records of a startup until it is known how it ended: started, every one is
+    written; failed, only warnings and errors (the failure itself is one line of its own, and
+    "shut down" lines of an app that never started say nothing)."""
+
+    def __init__(self, target: logging.Handler) -> None:
+        super().__init__()
+        self.target = target
+        self.held: list[logging.LogRecord] | None = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.held is not None:
+            self.held.append(record)
+        else:
+            self.target.handle(record)
+
+    def let_go(self, least: int = logging.NOTSET) -> None:
+        """Write the held records at ``least`` and above, and every record from now on."""
+        held, self.held = self.held or [], None
+        for record in held:
+            if record.levelno >= least:
+                self.target.handle(record)
+
+
+def configure(level: str, form: LogFormat) -> Held:
+    """Send every logger's records at ``level`` and above to stderr, formatted as ``form``,
+    held until ``let_go()``."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if form == "json" else TextFormatter())
+    held = Held(handler)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
+    root.addHandler(held)
     root.setLevel(level.upper())
+    return held

@@ -21,7 +21,7 @@ import trio
 from .._errors import ConnectError, DeclarationError, StartupError
 from .._runtime.app import App, ShutdownReport
 from ._load import load_app
-from ._logs import configure
+from ._logs import Held, configure
 
 __all__ = ["command", "one_line"]
 
@@ -41,10 +41,13 @@ def one_line(exc: object) -> str:
 class _Started:
     """The task status ``serve`` reports to (a ``trio.TaskStatus``)."""
 
+    logs: Held | None = None
     event: trio.Event = field(default_factory=trio.Event)
 
     def started(self, value: None = None) -> None:
         self.event.set()
+        if self.logs is not None:
+            self.logs.let_go()
 
 
 @dataclass
@@ -54,11 +57,11 @@ class _Outcome:
     cut: bool = False
 
 
-async def serve_until_signalled(app: App) -> _Outcome:
+async def serve_until_signalled(app: App, logs: Held | None = None) -> _Outcome:
     """Serve ``app``; the first SIGINT/SIGTERM shuts it down gracefully, a second cuts the
     grace. What ended it is in the outcome (a failure is raised by the caller)."""
     outcome = _Outcome()
-    started = _Started()
+    started = _Started(logs)
     serve_scope = trio.CancelScope()
     with trio.open_signal_receiver(*_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
@@ -126,14 +129,20 @@ def command(target: str, log_level: str, log_format: str) -> None:
     from the current directory (like examples.mailer:app). The first signal shuts down
     gracefully (handlers in work get the app's grace); a second one cuts the grace. Exits 0
     once shut down, 1 with one line on stderr when the app cannot start."""
-    configure(log_level, "json" if log_format == "json" else "text")
+    logs = configure(log_level, "json" if log_format == "json" else "text")
     try:
         app = load_app(target)
     except click.BadParameter as exc:
+        logs.let_go(logging.WARNING)
         raise click.ClickException(one_line(exc.message)) from None
     except _STARTUP as exc:
+        logs.let_go(logging.WARNING)
         raise click.ClickException(one_line(exc)) from None
-    outcome = trio.run(serve_until_signalled, app)
+    try:
+        outcome = trio.run(serve_until_signalled, app, logs)
+    finally:
+        # Not started: what was held is the story of a failed startup, told by its error.
+        logs.let_go(logging.WARNING)
     if outcome.error is not None:
         if isinstance(outcome.error, _STARTUP):
             click.echo(f"Error: {app.info.name} did not start: {one_line(outcome.error)}", err=True)
