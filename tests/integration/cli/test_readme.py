@@ -4,6 +4,7 @@ and each console block is compared with what the commands print (times and ages 
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import sqlite3
@@ -173,3 +174,39 @@ async def test_the_readme_shows_what_the_commands_print(tmp_path: Path) -> None:
         if normal(found) != normal(block.expected):
             mismatched.append(f"$ {block.command}\n" + "\n".join(found))
     assert not mismatched, "\n\n".join(mismatched)
+
+
+async def test_inspect_reads_the_transcoder_example(tmp_path: Path) -> None:
+    # examples.transcoder:app, from the repository's root, on a database of its SCHEMA.
+    from examples.transcoder import SCHEMA
+
+    path = tmp_path / "videos.db"
+    with sqlite3.connect(path) as conn:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        conn.execute("INSERT INTO video_jobs (channel, payload) VALUES ('c1', X'7b7d')")
+        conn.execute(
+            "INSERT INTO video_jobs_dead (id, channel, attempt, payload) "
+            "VALUES (9, 'c2', 6, X'7b7d')"
+        )
+    done = await trio.run_process(
+        [sys.executable, "-m", "trinbox", "inspect", "examples.transcoder:app", "--json"],
+        cwd=ROOT,
+        env={**environ(), "TRANSCODER_DB": str(path)},
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout) == [
+        {
+            "table": "video_jobs",
+            "group": None,
+            "queue": "videos",
+            "due": 1,
+            "scheduled": 0,
+            "in_work": None,
+            "dead": 1,
+            "oldest_due_age_seconds": None,
+        }
+    ]
