@@ -150,10 +150,11 @@ def _float(value: object) -> float | None:
 async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
     """The depth of each queue (brokers open), in the order given: one statement per table
     and broker for the queues and their dead letter groups, one per dead letter table."""
-    tables: dict[tuple[int, str], list[Queue]] = {}
+    # By broker and table as declared (two row classes of one table's shape read it once).
+    tables: dict[tuple[int, TableSpec], list[Queue]] = {}
     for q in queues:
-        tables.setdefault((id(q.broker), q.table), []).append(q)
-    by_group: dict[tuple[int, str, str | None], tuple[object, ...]] = {}
+        tables.setdefault((id(q.broker), q.spec), []).append(q)
+    by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]] = {}
     for same in tables.values():
         first = same[0]
         groups: list[str] = []
@@ -167,10 +168,10 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
         for row in rows:
             group = str(row[0]) if columns.grouped else None
             rest = row[1:] if columns.grouped else row
-            by_group[(id(first.broker), first.table, group)] = rest
+            by_group[(id(first.broker), first.spec, group)] = rest
     found = []
     for q in queues:
-        key = (id(q.broker), q.table)
+        key = (id(q.broker), q.spec)
         # A group without rows has no row in the result: nothing of it is counted.
         counts: tuple[object, ...] = by_group.get((*key, q.group)) or (0, 0, 0, 0, None)
         due, scheduled = counts[1], counts[2]
@@ -192,13 +193,13 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
 
 
 async def _dead_count(
-    q: Queue, by_group: dict[tuple[int, str, str | None], tuple[object, ...]]
+    q: Queue, by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]]
 ) -> int | None:
     dead = q.dead_letter
     if dead is None:
         return None
     if dead.group is not None:
-        rest = by_group.get((id(q.broker), q.table, dead.group))
+        rest = by_group.get((id(q.broker), q.spec, dead.group))
         return 0 if rest is None else _int(rest[0])
     statement = sql.count_rows(q.broker.dialect, q.spec, dead)
     return _int(await q.broker.database.fetchval(statement.sql))

@@ -24,7 +24,8 @@ ROOT = Path(trinbox.__file__).resolve().parents[1]
 # The service the commands are pointed at: ``svc:app``. A lease table with a dead letter
 # group (``email_jobs``, rows marked processed when handled) and an advisory table with a
 # dead letter table (``plain_jobs``, rows deleted when handled). Each handler prints its
-# queue and payload on stdout; SVC_MODE=hang makes the email handler never return.
+# queue and payload on stdout; SVC_MODE=hang makes the email handler never return, and
+# SVC_MODE=crash makes it raise under the fail-fast policy.
 SERVICE = """
 import os
 from datetime import datetime
@@ -33,8 +34,8 @@ from typing import Annotated
 import trio
 
 from trinbox import (
-    Advisory, App, AppInfo, Attempt, Group, Id, Inbox, InboxQueue, Lease, LockedUntil,
-    Payload, ProcessedAt, RetryAfter, SqlBroker, subscriber,
+    Advisory, App, AppInfo, Attempt, FailurePolicy, Group, Id, Inbox, InboxQueue, Lease,
+    LockedUntil, OnFailure, Payload, ProcessedAt, RetryAfter, SqlBroker, subscriber,
 )
 
 URL = os.environ["SVC_URL"]
@@ -60,9 +61,14 @@ class Plain(Inbox[Advisory], table="plain_jobs", advisory_lock="plain_jobs-{tena
     payload: Annotated[bytes, Payload()]
 
 
-@subscriber(InboxQueue(Email, "emails").poll_interval(0.05))
+FAILURE = OnFailure(handler=FailurePolicy.FAIL_FAST if MODE == "crash" else FailurePolicy.RETRY)
+
+
+@subscriber(InboxQueue(Email, "emails").poll_interval(0.05).on_failure(FAILURE))
 async def email(body: bytes) -> None:
     print("email", body.decode(), flush=True)
+    if MODE == "crash":
+        raise RuntimeError("the handler broke")
     if MODE == "hang":
         print("hanging", body.decode(), flush=True)
         await trio.sleep_forever()

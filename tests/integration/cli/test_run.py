@@ -118,3 +118,14 @@ def test_a_bad_target_is_one_line(svc: Service) -> None:
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1, (target, done.stderr)
         assert words in lines[0], (target, done.stderr)
+
+
+async def test_a_crash_ends_with_its_traceback_and_status_1(svc: Service) -> None:
+    svc.email("emails", payload=b"boom")
+    async with trio.open_nursery() as nursery:
+        running = await start_run(nursery, svc, ["svc:app"], SVC_MODE="crash")
+        assert await running.ended() == 1, running.err.decode()
+    err = running.err.decode()
+    assert "Traceback (most recent call last)" in err
+    assert "HandlerFailed: svc: a handler raised under the fail-fast policy" in err
+    assert "RuntimeError: the handler broke" in err
