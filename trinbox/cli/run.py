@@ -55,6 +55,7 @@ class _Outcome:
     report: ShutdownReport | None = None
     error: Exception | None = None
     cut: bool = False
+    started: bool = False
 
 
 async def serve_until_signalled(app: App, logs: Held | None = None) -> _Outcome:
@@ -103,6 +104,7 @@ async def serve_until_signalled(app: App, logs: Held | None = None) -> _Outcome:
                     else:
                         logger.info("%s: %s received during startup, stopping", app.info.name, name)
                         serve_scope.cancel()
+    outcome.started = started.event.is_set()
     return outcome
 
 
@@ -126,7 +128,7 @@ def command(target: str, log_level: str, log_format: str) -> None:
     """Serve the app MODULE:APP until SIGINT or SIGTERM.
 
     MODULE:APP names an App, or a function without arguments that returns one, importable
-    from the current directory (like examples.mailer:app). The first signal shuts down
+    from the current directory (like examples.transcoder:app). The first signal shuts down
     gracefully (handlers in work get the app's grace); a second one cuts the grace. Exits 0
     once shut down, 1 with one line on stderr when the app cannot start."""
     logs = configure(log_level, "json" if log_format == "json" else "text")
@@ -144,7 +146,7 @@ def command(target: str, log_level: str, log_format: str) -> None:
         # Not started: what was held is the story of a failed startup, told by its error.
         logs.let_go(logging.WARNING)
     if outcome.error is not None:
-        if isinstance(outcome.error, _STARTUP):
+        if isinstance(outcome.error, _STARTUP) and not outcome.started:
             click.echo(f"Error: {app.info.name} did not start: {one_line(outcome.error)}", err=True)
             sys.exit(1)
         raise outcome.error
