@@ -135,3 +135,36 @@ async def test_operations_on_hostile_names(stand_name: StandName, tmp_path: Path
         assert rows(stand, f"SELECT {group}, {attempt} FROM {g_table} WHERE {attempt} = 4") == []
         left = rows(stand, f"SELECT {quote(stand_name, plain.columns['id'])} FROM {dead_table}")
         assert left == [(7,)]
+
+
+@pytest.mark.parametrize("stand_name", STANDS)
+async def test_two_row_classes_of_one_table_are_read_as_each_declares(
+    stand_name: StandName, tmp_path: Path
+) -> None:
+    # Group "a" is served by a class without ProcessedAt, group "b" by one with it: b's
+    # processed rows are finished, a's count (its class does not know the column).
+    from ..matrix.schema import EMAIL_JOBS, LeasedEmail, LeasedFinished
+
+    with fresh_stand(stand_name, tmp_path) as stand:
+        stand.script(EMAIL_JOBS[stand_name])
+        for group in ("a", "b"):
+            for processed in ("NULL", ago(stand_name, 0)):
+                run(
+                    stand,
+                    [
+                        "INSERT INTO email_jobs (name, retry_after, attempt, processed_at, "
+                        f"payload) VALUES ('{group}', {ago(stand_name, 10)}, 1, {processed}, "
+                        f"{blob(stand_name)})"
+                    ],
+                )
+        broker = stand.broker()
+        app = make_app()
+
+        async def handle(message: bytes) -> None:
+            pass
+
+        app.include(broker, subscriber(InboxQueue(LeasedEmail, "a"))(handle))
+        app.include(broker, subscriber(InboxQueue(LeasedFinished, "b"))(handle))
+        async with opened(app.brokers):
+            a, b = await depths(queues_of(app))
+        assert (a.group, a.due, b.group, b.due) == ("a", 2, "b", 1)
