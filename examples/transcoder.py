@@ -13,6 +13,7 @@ two videos in work at once.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import tempfile
@@ -108,6 +109,14 @@ def service(broker: SqlBroker[Sqlite], studio: Studio, *, fail_rate: float = 0.2
 
     app.include(broker, transcode).max_attempts(5).dead_letter("video_jobs_dead")
     return app
+
+
+def app() -> App:
+    """The transcoder on the SQLite file ``$TRANSCODER_DB`` (default ``videos.db``), for the
+    ``trinbox`` command, run from the repository's root:
+    ``TRANSCODER_DB=path/to/jobs.db trinbox inspect examples.transcoder:app``."""
+    path = os.environ.get("TRANSCODER_DB", "videos.db")
+    return service(SqlBroker.sqlite(f"sqlite:///{path}"), Studio(expected=1))
 
 
 async def main(path: Path, *, videos: int = 36, channels: int = 6) -> int:
