@@ -177,12 +177,13 @@ async def test_the_readme_shows_what_the_commands_print(tmp_path: Path) -> None:
 
 
 async def test_inspect_reads_the_transcoder_example(tmp_path: Path) -> None:
-    # examples.transcoder:app, from the repository's root, on a database of its SCHEMA.
-    from examples.transcoder import SCHEMA
+    # examples.transcoder:app, from the repository's root, on a database of its tables.
+    from examples.transcoder import Transcode
+    from trinbox.schema import ddl
 
     path = tmp_path / "videos.db"
     with sqlite3.connect(path) as conn:
-        for statement in SCHEMA:
+        for statement in ddl(Transcode, "sqlite", dead_letter="video_jobs_dead"):
             conn.execute(statement)
         conn.execute("INSERT INTO video_jobs (channel, payload) VALUES ('c1', X'7b7d')")
         conn.execute(
