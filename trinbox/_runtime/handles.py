@@ -20,12 +20,15 @@ Publisher = Callable[..., Awaitable[None]]
 
 class _Runs:
     """Statements on one connection; SQL placeholders are the database driver's own
-    (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite)."""
+    (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite). On MySQL a literal ``%`` is written
+    ``%%``, also in a statement without parameters."""
 
     _conn: Connection
 
     async def execute(self, sql: str, *params: object) -> int:
-        """Run a statement; the number of rows it changed."""
+        """Run a statement; the number of rows an INSERT, UPDATE or DELETE changed (rows
+        matched, on MySQL too). Other statements return the driver's own count (DDL: 0 on
+        PostgreSQL and MySQL, -1 on SQLite); read rows with :meth:`fetch`."""
         return await self._conn.execute(sql, params)
 
     async def fetch(self, sql: str, *params: object) -> list[Record]:
@@ -91,7 +94,8 @@ class Database(_Runs):
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection for several statements; returned (rolled back if a
-        transaction is left open) when the block ends."""
+        transaction is left open) when the block ends. Its ``execute(sql, params)`` and
+        ``fetch(sql, params)`` take the parameters as one sequence."""
         conn = await self._pool.acquire()
         try:
             yield conn
