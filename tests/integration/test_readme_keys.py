@@ -234,11 +234,14 @@ async def test_what_each_method_returns(stand: Stand, clock: VirtualClock) -> No
         assert await db.fetchval("SELECT n FROM notes WHERE body = 'zz'") is None
         returned = "INSERT INTO encode_log (url, attempt) VALUES ('r', 1) RETURNING attempt"
         assert await db.fetch(returned) == [(1,)]
-        # connection(): parameters as one sequence; an open transaction rolled back at the end.
+        # connection(): the pool's methods on one connection, never the driver's own
+        # (whose internals, like abandon, are trinbox's); an open transaction rolled back.
         async with db.connection() as conn:
-            assert await conn.fetch(f"SELECT body FROM notes WHERE n = {ph}", (1,)) == [("a",)]
+            assert not hasattr(conn, "abandon")
+            assert await conn.fetch(f"SELECT body FROM notes WHERE n = {ph}", 1) == [("a",)]
+            assert await conn.fetchval(f"SELECT body FROM notes WHERE n = {ph}", 1) == "a"
             await conn.execute("BEGIN")
-            assert await conn.execute(insert, ("left open",)) == 1
+            assert await conn.execute(insert, "left open") == 1
         assert await db.fetchval("SELECT COUNT(*) FROM notes") == 1
 
 
