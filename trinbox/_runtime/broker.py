@@ -12,13 +12,14 @@ import typing
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, NoReturn, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
 
-from .._declare._capabilities import MySql, Postgres, Sqlite
-from .._declare._inbox import spec_of
+from .._declare._capabilities import MySql, Postgres, Serves, Sqlite
+from .._declare._inbox import Inbox, spec_of
+from .._declare._markers import Form
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
 from .._dialects._paramstyle import (
@@ -46,7 +47,10 @@ __all__ = ["SqlBroker"]
 
 logger = logging.getLogger("trinbox")
 
-D = TypeVar("D", covariant=True)
+D = TypeVar("D", bound=Serves[Any], covariant=True)
+F = TypeVar("F", bound=Form)
+Z = TypeVar("Z")
+_SecondPass = Callable[[Z], NoReturn]
 
 Clock = Callable[[], datetime]
 
@@ -259,8 +263,8 @@ class SqlBroker(Generic[D]):
     # -- publishing ------------------------------------------------------------------------------
 
     async def publish(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -303,8 +307,8 @@ class SqlBroker(Generic[D]):
 
     @overload
     def insert_statement(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -314,8 +318,8 @@ class SqlBroker(Generic[D]):
 
     @overload
     def insert_statement(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -324,8 +328,8 @@ class SqlBroker(Generic[D]):
     ) -> tuple[str, dict[str, object]]: ...
 
     def insert_statement(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -365,7 +369,7 @@ class SqlBroker(Generic[D]):
     async def _publish_in(
         self,
         tx: Tx,
-        row_type: type,
+        row_type: type[Inbox[Any, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import NewType, final
+from typing import Any, NewType, final
 
+from .._declare._inbox import Inbox
 from .._drivers._base import Connection, Pool, Record
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
@@ -63,8 +64,11 @@ class Tx(_Runs):
         """The delivery settled: the transaction is over, and so is this handle."""
         self._tx_conn = None
 
-    async def publish(self, row_type: type, message: object = None, **columns: object) -> None:
-        """Write a row into a queue table inside this transaction; it commits with it."""
+    async def publish(
+        self, row_type: type[Inbox[Any, Any]], message: object = None, **columns: object
+    ) -> None:
+        """Write a row into a queue table inside this transaction; it commits with it (the
+        transaction does not know its broker's dialect: ``broker.publish`` checks the form)."""
         await self._publisher(self, row_type, message, **columns)
 
 
