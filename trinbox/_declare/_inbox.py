@@ -24,7 +24,7 @@ from ._markers import Default, Form, Opening
 from ._roles import ROLE_CLASSES, Column, Role
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
-__all__ = ["GENERATED", "Inbox", "spec_of"]
+__all__ = ["GENERATED", "Inbox", "row_fields", "spec_of"]
 
 F = TypeVar("F", bound=Form, covariant=True)
 O = TypeVar("O", bound=Opening, covariant=True, default=Default)  # noqa: E741
@@ -143,6 +143,16 @@ def spec_of(row_type: type[Any]) -> TableSpec:
         )
         raise DeclarationError(msg)
     return spec
+
+
+def row_fields(row: Inbox[Any, Any], *, delay: bool = False) -> dict[str, object]:
+    """The writable fields of a row instance by name, for ``publish_row``: generated fields
+    are the database's, and a delay replaces the row's ``RetryAfter`` value."""
+    spec = spec_of(type(row))
+    fields = {c.field: getattr(row, c.field) for c in spec.insert_columns}
+    if delay and spec.retry_after is not None:
+        fields.pop(spec.retry_after.field, None)
+    return {name: value for name, value in fields.items() if value is not GENERATED}
 
 
 def _type_arguments(cls: type, where: str) -> tuple[object, object]:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .._declare._capabilities import MySql, Postgres, Serves, Sqlite
-from .._declare._inbox import Inbox, spec_of
+from .._declare._inbox import Inbox, row_fields, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
@@ -285,6 +285,20 @@ class SqlBroker(Generic[D]):
         finally:
             await give_back(self.pool, conn)
         self.wakes.wake(spec.qualified_name, _group_of(spec, columns))
+
+    async def publish_row(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row: Inbox[F, Any],
+        *,
+        delay: timedelta | None = None,
+    ) -> None:
+        """Write ``row``, an instance of a row class, into its table: ``publish`` with the
+        row's fields as its columns, which the row's constructor has checked (names and
+        types) where ``publish(Row, **columns)`` takes any keyword. Generated fields are left
+        to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
+        sets the RetryAfter field over the row's value."""
+        fields = row_fields(row, delay=delay is not None)
+        await self.publish(type(row), delay=delay, **fields)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Tx]:

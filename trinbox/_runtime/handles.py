@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any, NewType, final
 
-from .._declare._inbox import Inbox
+from .._declare._inbox import Inbox, row_fields
 from .._drivers._base import Connection, Pool, Record
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
@@ -70,6 +71,12 @@ class Tx(_Runs):
         """Write a row into a queue table inside this transaction; it commits with it (the
         transaction does not know its broker's dialect: ``broker.publish`` checks the form)."""
         await self._publisher(self, row_type, message, **columns)
+
+    async def publish_row(self, row: Inbox[Any, Any], *, delay: timedelta | None = None) -> None:
+        """Write ``row``, an instance of a row class, inside this transaction (see
+        ``SqlBroker.publish_row``)."""
+        fields = row_fields(row, delay=delay is not None)
+        await self.publish(type(row), delay=delay, **fields)
 
 
 @final
