@@ -43,7 +43,8 @@ class Publisher(Generic[R, T]):
             msg = (
                 f"a Publisher encodes its message into the table's Payload field, found "
                 f"{spec.label} without one; publish its rows with "
-                f"broker.publish({queue.row.__qualname__}, field=...)"
+                f"broker.publish({queue.row.__qualname__}, field=...) or "
+                f"broker.publish_row({queue.row.__qualname__}(...))"
             )
             raise DeclarationError(msg)
         self.queue = queue
