@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, assert_type
+from typing import Annotated, Any, TypedDict, assert_type
 
 from trinbox import (
     GENERATED,
@@ -41,6 +41,10 @@ class Email:
 @dataclass
 class Sms:
     number: str
+
+
+class Mail(TypedDict):
+    to: str
 
 
 class Outbox(Inbox[Lease], table="outbox"):
@@ -73,6 +77,8 @@ async def publish_rows(
     await my.publish(Locked, Email("a"), delay=None)
     _sql, params = pg.insert_statement(Locked, Email("a"))
     assert_type(params, tuple[object, ...])
+    named = sqlite.insert_statement(Outbox, Email("a"), paramstyle="named", queue="emails")
+    assert_type(named, tuple[str, dict[str, object]])
     any_broker: SqlBroker[Any] = sqlite
     await any_broker.publish(Locked, Email("a"))
     async with sqlite.transaction() as tx:
@@ -129,6 +135,11 @@ async def typed_publishers(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) -
         await EMAILS.publish(tx, Email("a"))
     locked = Publisher(InboxQueue(Locked, "locked"), Email)
     await locked.publish(pg, Email("b"))
+    raw = Publisher(InboxQueue(Outbox, "raw"), bytes)
+    await raw.publish(sqlite, b"\x00")
+    dicts = Publisher(InboxQueue(Outbox, "dicts"), Mail)
+    assert_type(dicts, Publisher[Outbox, Mail])
+    await dicts.publish(sqlite, {"to": "a"})
 
 
 async def publisher_wrong_message(sqlite: SqlBroker[Sqlite]) -> None:
@@ -146,6 +157,13 @@ async def publisher_in_tx_wrong_message(sqlite: SqlBroker[Sqlite]) -> None:
         # Argument 2 to "publish" of "Publisher" has incompatible type "dict[str, str]";
         # expected "Email"
         await EMAILS.publish(tx, {"to": "a"})  # type: ignore[arg-type]
+
+
+async def publisher_typed_dict_wrong_key(sqlite: SqlBroker[Sqlite]) -> None:
+    dicts = Publisher(InboxQueue(Outbox, "dicts"), Mail)
+    # Missing key "to" for TypedDict "Mail"  [typeddict-item], and
+    # Extra key "too" for TypedDict "Mail"  [typeddict-unknown-key]
+    await dicts.publish(sqlite, {"too": "a"})  # type: ignore[typeddict-item, typeddict-unknown-key]
 
 
 async def publisher_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
