@@ -30,7 +30,9 @@ from trinbox import (
     RowLock,
     SqlBroker,
     Sqlite,
+    keys,
 )
+from trinbox.keys import Tx
 
 
 @dataclass
@@ -118,8 +120,29 @@ async def publish_an_instance_as_the_class(pg: SqlBroker[Postgres], row: Keyed) 
 async def tx_publish_not_a_row(sqlite: SqlBroker[Sqlite]) -> None:
     async with sqlite.transaction() as tx:
         # Argument 1 to "publish" of "Tx" has incompatible type "type[str]"; expected
-        # "type[Inbox[Any, Any]]"
+        # "type[Inbox[Lease | Advisory, Any]]"
         await tx.publish(str, "x")  # type: ignore[arg-type]
+
+
+async def tx_publish_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
+    async with sqlite.transaction() as tx:
+        assert_type(tx, Tx[Sqlite])
+        # Argument 1 to "publish" of "Tx" has incompatible type "type[Locked]"; expected
+        # "type[Inbox[Lease | Advisory, Any]]"
+        await tx.publish(Locked, Email("a"))  # type: ignore[arg-type]
+
+
+async def delivery_tx_publishes_any_row(tx: keys.Tx) -> None:
+    # A handler's transaction does not know its broker's dialect.
+    assert_type(tx, Tx[Any])
+    await tx.publish(Locked, Email("a"))
+    await tx.publish_row(Keyed(channel="c"))
+
+
+async def delivery_tx_publish_not_a_row(tx: keys.Tx) -> None:
+    # Argument 1 to "publish" of "Tx" has incompatible type "type[int]"; expected
+    # "type[Inbox[Any, Any]]"
+    await tx.publish(int)  # type: ignore[arg-type]
 
 
 # -- Publisher: the message type of a queue ------------------------------------------------------
@@ -181,6 +204,9 @@ async def publish_instances(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) 
     await pg.publish_row(Keyed(channel="c2"), delay=None)
     async with sqlite.transaction() as tx:
         await tx.publish_row(Keyed(channel="c3"))
+        # Argument 1 to "publish_row" of "Tx" has incompatible type "Locked"; expected
+        # "Inbox[Lease | Advisory, Any]"
+        await tx.publish_row(Locked(payload=b""))  # type: ignore[arg-type]
 
 
 async def publish_row_unknown_field(sqlite: SqlBroker[Sqlite]) -> None:

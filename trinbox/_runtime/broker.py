@@ -301,7 +301,7 @@ class SqlBroker(Generic[D]):
         await self.publish(type(row), delay=delay, **fields)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx]:
+    async def transaction(self) -> AsyncIterator[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits."""

@@ -57,7 +57,7 @@ class Publisher(Generic[R, T]):
 
     async def publish(
         self: Publisher[Inbox[F, Any], T],
-        to: SqlBroker[Serves[tuple[F, Any]]] | Tx,
+        to: SqlBroker[Serves[tuple[F, Any]]] | Tx[Serves[tuple[F, Any]]],
         message: T,
         *,
         delay: timedelta | None = None,
