@@ -21,17 +21,22 @@ from trinbox import (
     Group,
     Id,
     Inbox,
+    InboxQueue,
     InboxSpec,
     Lease,
     LockedUntil,
     MySql,
     Payload,
+    Plain,
     Postgres,
     RowLock,
     Serializable,
     SqlBroker,
     Sqlite,
+    Subscriber,
+    subscriber,
 )
+from trinbox._declare._markers import Form, Opening
 
 # -- class keywords ------------------------------------------------------------------------------
 
@@ -87,6 +92,25 @@ def rows_are_inboxes_of_their_form(strict: Strict, named: Named, keyed: Keyed) -
     default: Inbox[Lease, Default] = named
     advisory: Inbox[Advisory] = keyed
     anything: Inbox[Any, Any] = keyed
+
+
+def joined_rows(named: Named, keyed: Keyed, strict: Strict) -> None:
+    # Two rows' types join through the markers' bases (a constraint too, or a list of
+    # subscribers of two row classes would be a list[object]).
+    rows = [named, keyed, strict]
+    first: Inbox[Form, Opening] = rows[0]
+    subscribers = [on_named, on_keyed]
+    mounted: Subscriber[Any, Plain] = subscribers[0]
+
+
+@subscriber(InboxQueue(Named, "named"))
+async def on_named(row: Named) -> None:
+    pass
+
+
+@subscriber(InboxQueue(Keyed, "keyed"))
+async def on_keyed(row: Keyed) -> None:
+    pass
 
 
 # Invalid type argument value for "Inbox"

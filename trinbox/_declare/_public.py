@@ -6,6 +6,12 @@ for "Inbox"  [type-var]), and ``DeclarationError`` at runtime. Inside trinbox th
 named with bound type parameters (``_inbox.Inbox``), because a dialect's capabilities are unions
 (``App.include`` asks for an ``Inbox[Lease | Advisory, ...]`` on SQLite, and a row class
 ``Inbox[Lease]`` is one by covariance): this subclass exists for the type checker only.
+
+The constraints also hold the bases the markers share (``Form``, ``Opening``, ``Isolation``,
+``SqliteMode``): mypy joins two rows' types through them (``[job_subscriber, keyed_subscriber]``
+is a list of ``Subscriber[Inbox[Form, Default], Plain]``), and a join whose type argument is no
+constraint is ``object``. ``Inbox[Form]`` thus passes mypy; no row class declares it (runtime:
+``DeclarationError``).
 """
 
 from __future__ import annotations
@@ -23,19 +29,26 @@ if TYPE_CHECKING:
         Default,
         Deferred,
         Exclusive,
+        Form,
         Immediate,
+        Isolation,
         Lease,
+        Opening,
         ReadCommitted,
         ReadUncommitted,
         RepeatableRead,
         RowLock,
         Serializable,
+        SqliteMode,
     )
 
-    F = TypeVar("F", RowLock, Lease, Advisory, covariant=True)
+    F = TypeVar("F", RowLock, Lease, Advisory, Form, covariant=True)
     O = TypeVar(  # noqa: E741
         "O",
         Default,
+        Opening,
+        Isolation,
+        SqliteMode,
         ReadUncommitted,
         ReadCommitted,
         RepeatableRead,
