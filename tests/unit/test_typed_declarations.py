@@ -20,6 +20,7 @@ from trinbox import (
     GENERATED,
     Advisory,
     Attempt,
+    Closed,
     DeclarationError,
     Default,
     Generated,
@@ -175,3 +176,26 @@ async def test_a_publisher_writes_into_its_own_group_only() -> None:
         "leave queue= out, or publish with a Publisher of InboxQueue(Outbox, 'sms')"
     ):
         await emails.publish(broker, Email("a"), queue="sms")
+
+
+async def test_a_publisher_refuses_another_message_type_at_runtime() -> None:
+    emails = Publisher(InboxQueue(Outbox, "emails"), Email)
+    broker = SqlBroker.sqlite("sqlite:///never-opened.db")
+    message: Any = "hello"
+    with refused(
+        "a Publisher of Email publishes Email messages into 'emails' of Outbox, found str; "
+        "publish an instance of Email, or make a Publisher of the queue's message type"
+    ):
+        await emails.publish(broker, message)
+
+
+class Mail(typing.TypedDict):
+    to: str
+
+
+async def test_a_typed_dict_publisher_leaves_the_check_to_mypy() -> None:
+    mails = Publisher(InboxQueue(Outbox, "mails"), Mail)
+    broker = SqlBroker.sqlite("sqlite:///never-opened.db")
+    # Past the message check, the broker refuses to publish before it is open.
+    with pytest.raises(Closed, match="the broker is not open"):
+        await mails.publish(broker, {"to": "a"})

@@ -15,7 +15,7 @@ Publishing goes through ``broker.publish`` / ``tx.publish``, so it behaves as th
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Generic, TypeVar, final
+from typing import Any, Generic, TypeVar, final, is_typeddict
 
 from .._declare._capabilities import Serves
 from .._declare._inbox import Inbox, spec_of
@@ -65,11 +65,31 @@ class Publisher(Generic[R, T]):
     ) -> None:
         """Write ``message`` into the queue, through ``broker.publish`` or, inside a
         transaction, ``tx.publish``; ``columns`` give the row's other fields by name."""
+        self._check_message(message)
         fields = self._columns(columns)
         if isinstance(to, Tx):
             await to.publish(self.queue.row, message, delay=delay, **fields)
         else:
             await to.publish(self.queue.row, message, delay=delay, **fields)
+
+    def _check_message(self, message: object) -> None:
+        """What mypy checks, checked at runtime too where ``isinstance`` can (not for a
+        TypedDict or a protocol)."""
+        kind: object = self.message
+        if not isinstance(kind, type) or is_typeddict(kind):
+            return
+        try:
+            fits = isinstance(message, kind)
+        except TypeError:
+            return
+        if not fits:
+            msg = (
+                f"a Publisher of {kind.__qualname__} publishes {kind.__qualname__} messages "
+                f"into {self.queue.name!r} of {self.queue.row.__qualname__}, found "
+                f"{type(message).__qualname__}; publish an instance of {kind.__qualname__}, "
+                f"or make a Publisher of the queue's message type"
+            )
+            raise DeclarationError(msg)
 
     def _columns(self, columns: dict[str, object]) -> dict[str, object]:
         """The given fields and the queue's group (the queue's name)."""
