@@ -12,7 +12,7 @@ import typing
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, NoReturn, TypeVar, cast, overload
+from typing import Any, Generic, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
@@ -49,8 +49,6 @@ logger = logging.getLogger("trinbox")
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
-Z = TypeVar("Z")
-_SecondPass = Callable[[Z], NoReturn]
 
 Clock = Callable[[], datetime]
 
