@@ -18,7 +18,7 @@ from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
 from ._declare._capabilities import Serves as Serves
 from ._declare._capabilities import Sqlite as Sqlite
-from ._declare._inbox import Inbox as Inbox
+from ._declare._inbox import GENERATED as GENERATED
 from ._declare._manual import InboxSpec as InboxSpec
 from ._declare._markers import Advisory as Advisory
 from ._declare._markers import Default as Default
@@ -33,6 +33,7 @@ from ._declare._markers import RepeatableRead as RepeatableRead
 from ._declare._markers import RowLock as RowLock
 from ._declare._markers import Serializable as Serializable
 from ._declare._markers import Transactional as Transactional
+from ._declare._public import Inbox as Inbox
 from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
 from ._declare._roles import Generated as Generated
@@ -79,6 +80,7 @@ from ._runtime.codecs import RawCodec as RawCodec
 from ._runtime.outcome import FailurePolicy as FailurePolicy
 from ._runtime.outcome import HandlerOutcome as HandlerOutcome
 from ._runtime.outcome import OnFailure as OnFailure
+from ._runtime.publisher import Publisher as Publisher
 from ._runtime.queue import InboxQueue as InboxQueue
 from ._runtime.queue import Subscriber as Subscriber
 from ._runtime.queue import subscriber as subscriber
@@ -87,6 +89,7 @@ __all__ = [
     # declaring a table
     "Inbox",
     "InboxSpec",
+    "GENERATED",
     "KeyColumn",
     "KeyLiteral",
     "Id",
@@ -127,6 +130,7 @@ __all__ = [
     "InboxQueue",
     "Subscriber",
     "subscriber",
+    "Publisher",
     "keys",
     "HandlerOutcome",
     "Backoff",
