@@ -113,7 +113,7 @@ class App:
     def include(
         self,
         broker: SqlBroker[Serves[Any, C]],
-        subscriber: Subscriber[Any, Any, Any, C | None] | _SecondPass[Z],
+        subscriber: Subscriber[Any, Any, object, C | None] | _SecondPass[Z],
     ) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
         opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""

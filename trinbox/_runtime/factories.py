@@ -338,7 +338,17 @@ class SubscriberFactory(Generic[R, M, B]):
     @overload
     def __call__(
         self: SubscriberFactory[R, Plain, Batched],
+        fn: Callable[Concatenate[Any, Any, int, ...], Awaitable[object]],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Plain, Batched],
         fn: Callable[Concatenate[Any, None, ...], Awaitable[object]],
+    ) -> ContextKeyNotOptional: ...
+    @overload
+    def __call__(
+        self: SubscriberFactory[R, Plain, Batched],
+        fn: Callable[Concatenate[Any, Any, None, ...], Awaitable[object]],
     ) -> ContextKeyNotOptional: ...
     # no per-row key in a batch
     @overload

@@ -130,7 +130,7 @@ def _check_single(where: str, first: object, returns: object, spec: TableSpec) -
     if get_origin(first) in _LISTS and any(_is_row_class(a) for a in get_args(first)):
         msg = (
             f"{where}: a handler takes one row per call unless its queue batches them, found "
-            f"{_show(first)}; add .batch(n) to the queue or take one {spec.label} row"
+            f"{_show(first)}; add .batch(n) to the queue or take one {_row_name(spec)}"
         )
         raise DeclarationError(msg)
     if get_origin(returns) in (*_LISTS, tuple) or returns in (list, tuple):
@@ -141,6 +141,10 @@ def _check_single(where: str, first: object, returns: object, spec: TableSpec) -
         raise DeclarationError(msg)
 
 
+def _row_name(spec: TableSpec) -> str:
+    return spec.row_type.__qualname__ if spec.row_type else "row"
+
+
 def _is_row_class(hint: object) -> bool:
     return isinstance(hint, type) and isinstance(getattr(hint, "__inbox_spec__", None), TableSpec)
 
@@ -148,6 +152,9 @@ def _is_row_class(hint: object) -> bool:
 def _show(hint: object) -> str:
     if hint is None:
         return "no annotation"
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is not None and args and not isinstance(hint, types.UnionType):
+        return f"{_show(origin)}[{', '.join(_show(a) for a in args)}]"
     return getattr(hint, "__qualname__", None) or repr(hint)
 
 
