@@ -149,9 +149,9 @@ def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
 
 # -- refused -------------------------------------------------------------------------------------
 # Each refusal reads, at the include: Argument 2 to "include" of "App" has incompatible type
-# "<the rule>"; expected "Subscriber[Any, Any, Any, tuple[Inbox[Lease | Advisory, Default |
+# "<the rule>"; expected "Subscriber[Any, Any, object, tuple[Inbox[Lease | Advisory, Default |
 # Deferred | Immediate | Exclusive], Plain | Transactional] | None] | Callable[[Never], Never]"
-# [arg-type]
+# [arg-type]. (A handler of no known shape, like ``subscriber(q)(42)``, is [call-overload].)
 
 
 async def batch_attempt(rows: list[Keyed], attempt: keys.Attempt) -> None: ...
@@ -282,7 +282,7 @@ def check_not_a_handler(app: App, broker: SqlBroker[Sqlite]) -> None:
 # "BatchesNeverTransactional"  [arg-type]
 # and, the other way round, .transactional() on a batch queue is a BatchesNeverTransactional:
 # Argument 1 to "subscriber" has incompatible type "BatchesNeverTransactional"; expected
-# "InboxQueue[Never, Never, Never]"  [arg-type]
+# "Subscribable[Never]"  [arg-type]
 
 
 def check_batches_never_run_in_transactional_mode() -> None:

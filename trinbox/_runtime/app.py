@@ -119,7 +119,7 @@ class App:
         opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""
         # Typing: mypy infers C from the broker alone (the (row, mode) pairs its dialect
         # mounts, _capabilities.py), then checks the subscriber's needs against them, so a
-        # mismatch reads "Argument 2 ... expected Subscriber[Any, Any, Any, tuple[Inbox[Lease
+        # mismatch reads "Argument 2 ... expected Subscriber[Any, Any, object, tuple[Inbox[Lease
         # | Advisory, ...], Plain | Transactional] | None]". ``_SecondPass[Z]`` is what defers
         # the subscriber to mypy's second inference pass (a callable type with a type
         # variable); without it both arguments constrain C at once and a mismatch is only

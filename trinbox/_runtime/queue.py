@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, final, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
@@ -20,6 +20,9 @@ from .._util import evolve, positive_duration
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
 from .outcome import OnFailure
+
+if TYPE_CHECKING:
+    from .factories import BatchSubscriberFactory, SubscriberFactory, TransactionalSubscriberFactory
 
 __all__ = ["Batched", "BatchesNeverTransactional", "InboxQueue", "Single"]
 
@@ -112,6 +115,20 @@ class InboxQueue(Generic[R, M, B]):
         # The mode is the type argument that changes.
         changed: InboxQueue[R, Transactional, Single] = evolve(self, mode=Transactional)  # type: ignore[arg-type]
         return changed
+
+    @overload
+    def _subscribe(self: InboxQueue[R, Plain, Single]) -> SubscriberFactory[R]: ...
+    @overload
+    def _subscribe(
+        self: InboxQueue[R, Transactional, Single],
+    ) -> TransactionalSubscriberFactory[R]: ...
+    @overload
+    def _subscribe(self: InboxQueue[R, Plain, Batched]) -> BatchSubscriberFactory[R]: ...
+    def _subscribe(self) -> object:
+        """The factory ``subscriber(self)`` returns: by the queue's mode and shape."""
+        from .factories import factory_for
+
+        return factory_for(self)
 
     def poll_interval(self, interval: timedelta | float) -> InboxQueue[R, M, B]:
         """How long to wait after a claim that found fewer rows than it could take."""
