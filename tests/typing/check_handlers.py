@@ -301,3 +301,49 @@ def check_batches_never_run_in_transactional_mode() -> None:
 
 def check_subscriber_is_made_by_decorating() -> None:
     Subscriber(KEYED, on_row)  # type: ignore[arg-type]
+
+
+# -- what mypy takes for payload mode: a bytes field named payload ---------------------------------
+
+
+class Renamed(Inbox[Lease], table="renamed"):
+    """Payload mode under another name: mypy cannot tell, so only startup refuses its row."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    body: Annotated[bytes, Payload()]
+
+
+class TextPayload(Inbox[Advisory], table="text", advisory_lock="{id}"):
+    """Row mode with a data field named payload that is not bytes: its handler takes the row."""
+
+    id: Annotated[int, Id(generated=True)]
+    payload: str
+
+
+async def takes_renamed(row: Renamed) -> None: ...
+async def takes_text(row: TextPayload) -> None: ...
+
+
+def check_payload_mode_as_mypy_sees_it() -> None:
+    assert_type(
+        subscriber(InboxQueue(Renamed, "r"))(takes_renamed),
+        Subscriber[
+            Renamed, Plain, Callable[[Renamed], Awaitable[None]], tuple[Renamed, Plain] | None
+        ],
+    )
+    assert_type(
+        subscriber(InboxQueue(Renamed, "r"))(on_email),
+        Subscriber[
+            Renamed, Plain, Callable[[Email], Awaitable[None]], tuple[Renamed, Plain] | None
+        ],
+    )
+    assert_type(
+        subscriber(InboxQueue(TextPayload, "t"))(takes_text),
+        Subscriber[
+            TextPayload,
+            Plain,
+            Callable[[TextPayload], Awaitable[None]],
+            tuple[TextPayload, Plain] | None,
+        ],
+    )

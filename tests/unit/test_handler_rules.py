@@ -201,3 +201,22 @@ def test_a_subscriber_is_made_by_decorating_its_handler() -> None:
     made = subscriber(InboxQueue(Ticket, "t"))(takes_ticket)
     assert isinstance(made, Subscriber)
     assert made.handler is takes_ticket
+
+
+class Renamed(Inbox[Lease], table="renamed"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    body: Annotated[bytes, Payload()]
+
+
+async def takes_renamed(row: Renamed) -> None:
+    pass
+
+
+def test_a_payload_field_of_another_name_is_refused_at_startup() -> None:
+    # mypy reads payload mode off a field named payload; startup reads the Payload() role.
+    refused(
+        subscriber(InboxQueue(Renamed, "r"))(takes_renamed),
+        "renamed (Renamed) has a Payload field, so its handler takes the decoded payload, "
+        "found the row class Renamed",
+    )

@@ -76,8 +76,8 @@ class HandlerTakesAnotherRow(_Refusal):
 class PayloadHandlerTakesTheMessage(_Refusal):
     """A handler taking the row class on a table with a ``payload`` field: its handler takes
     the decoded payload (a dataclass, msgspec Struct, pydantic model, TypedDict or ``bytes``),
-    never the row. (mypy sees a payload field by its name, ``payload``; handler.py checks it
-    at runtime by its ``Payload()`` role.)"""
+    never the row. (mypy sees a payload field by its name and type, ``payload: bytes``;
+    handler.py checks it at runtime by its ``Payload()`` role.)"""
 
 
 @final
@@ -112,11 +112,13 @@ class Row(Protocol):
 
 
 class PayloadRow(Protocol):
-    """A row with a field named ``payload``: the name every payload table in the docs uses,
-    and the only sign of payload mode a type checker can see (``Payload()`` is ``Annotated``
-    metadata, which mypy does not read)."""
+    """A row with a ``bytes`` field named ``payload``: the name every payload table in the docs
+    uses, and the only sign of payload mode a type checker can see (``Payload()`` is
+    ``Annotated`` metadata, which mypy does not read). A payload field of another name is
+    checked at startup only; a data field ``payload: bytes`` in row mode would be taken for
+    one (declare it ``Payload()``, or name it otherwise)."""
 
     __inbox_spec__: ClassVar[TableSpec]
 
     @property
-    def payload(self) -> object: ...
+    def payload(self) -> bytes: ...
