@@ -77,13 +77,15 @@ from ._runtime.broker import SqlBroker as SqlBroker
 from ._runtime.codecs import Codec as Codec
 from ._runtime.codecs import JsonCodec as JsonCodec
 from ._runtime.codecs import RawCodec as RawCodec
+from ._runtime.factories import subscriber as subscriber
 from ._runtime.outcome import FailurePolicy as FailurePolicy
 from ._runtime.outcome import HandlerOutcome as HandlerOutcome
 from ._runtime.outcome import OnFailure as OnFailure
 from ._runtime.publisher import Publisher as Publisher
+from ._runtime.queue import Batched as Batched
 from ._runtime.queue import InboxQueue as InboxQueue
-from ._runtime.queue import Subscriber as Subscriber
-from ._runtime.queue import subscriber as subscriber
+from ._runtime.queue import Single as Single
+from ._runtime.subscribers import Subscriber as Subscriber
 
 __all__ = [
     # declaring a table
@@ -116,6 +118,8 @@ __all__ = [
     "Exclusive",
     "Plain",
     "Transactional",
+    "Single",
+    "Batched",
     # dialects as types
     "Serves",
     "Postgres",

@@ -100,7 +100,7 @@ def joined_rows(named: Named, keyed: Keyed, strict: Strict) -> None:
     rows = [named, keyed, strict]
     first: Inbox[Form, Opening] = rows[0]
     subscribers = [on_named, on_keyed]
-    mounted: Subscriber[Any, Plain] = subscribers[0]
+    mounted: Subscriber[Any, Plain, Any, Any] = subscribers[0]
 
 
 @subscriber(InboxQueue(Named, "named"))

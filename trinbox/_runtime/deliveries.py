@@ -42,7 +42,7 @@ from .codecs import DecodeError
 from .handler import HandlerPlan, decode_message
 from .handles import Attempt, Tx
 from .outcome import FailurePolicy, HandlerOutcome
-from .queue import Subscriber
+from .subscribers import Subscriber
 
 if TYPE_CHECKING:
     from .claim_loop import ClaimLoop

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any, Generic, NewType, final
+from typing import Any, Generic, NewType, TypeAlias, final, overload
 
 from typing_extensions import TypeVar
 
@@ -79,22 +79,40 @@ class Tx(_Runs, Generic[D]):
         """The delivery settled: the transaction is over, and so is this handle."""
         self._tx_conn = None
 
+    @overload
+    async def publish(
+        self: AnyTx, row_type: type[Inbox[Any, Any]], message: object = ..., **columns: object
+    ) -> None: ...
+    @overload
     async def publish(
         self: Tx[Serves[tuple[F, Any]]],
         row_type: type[Inbox[F, Any]],
-        message: object = None,
+        message: object = ...,
         **columns: object,
-    ) -> None:
+    ) -> None: ...
+    async def publish(self, row_type: Any, message: object = None, **columns: object) -> None:
         """Write a row into a queue table inside this transaction; it commits with it."""
         await self._publisher(self, row_type, message, **columns)
 
+    @overload
     async def publish_row(
-        self: Tx[Serves[tuple[F, Any]]], row: Inbox[F, Any], *, delay: timedelta | None = None
-    ) -> None:
+        self: AnyTx, row: Inbox[Any, Any], *, delay: timedelta | None = ...
+    ) -> None: ...
+    @overload
+    async def publish_row(
+        self: Tx[Serves[tuple[F, Any]]], row: Inbox[F, Any], *, delay: timedelta | None = ...
+    ) -> None: ...
+    async def publish_row(self, row: Any, *, delay: timedelta | None = None) -> None:
         """Write ``row``, an instance of a row class, inside this transaction (see
         ``SqlBroker.publish_row``)."""
         fields = row_fields(row, delay=delay is not None)
-        await self.publish(type(row), delay=delay, **fields)
+        await self._publisher(self, type(row), None, delay=delay, **fields)
+
+
+AnyTx: TypeAlias = Tx[Serves[object, object]]
+"""A handler's ``keys.Tx``, whatever the broker: ``Serves`` is contravariant, so
+``Serves[object, object]`` is below every dialect and its ``publish`` takes every row class.
+No ``Any`` in it, so that mypy picks one handler overload for a handler that takes it."""
 
 
 @final

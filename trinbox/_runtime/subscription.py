@@ -31,7 +31,8 @@ from .backoff import DEFAULT_BACKOFF, Backoff
 from .broker import SqlBroker
 from .claim_loop import ClaimLoop
 from .deliveries import DeliveryRunner
-from .queue import InboxQueue, Subscriber
+from .queue import InboxQueue
+from .subscribers import Subscriber
 
 __all__ = ["Subscription"]
 
