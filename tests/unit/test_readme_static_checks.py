@@ -1,0 +1,35 @@
+"""The README's "Static checks" section shows what ``mypy --strict`` really prints for its
+``service.py``: the file is written from the README, mypy runs on it as a user's project would
+(no mypy.ini of ours, the installed trinbox), and its output must be the README's block."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.readme import README, block
+
+
+def readme_output() -> str:
+    found = re.search(
+        r"<!-- test: readme_static_checks_output -->\n```\n(.*?)```", README.read_text(), re.DOTALL
+    )
+    assert found is not None, "README.md has no block marked readme_static_checks_output"
+    return found.group(1)
+
+
+def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
+    (tmp_path / "service.py").write_text(block("readme_static_checks"))
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "service.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == readme_output()
+    # Each mistake in the file is caught, and nothing else is reported.
+    assert done.stdout.count(": error: ") == 5
