@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, emit, fill, remaining
 
@@ -64,13 +65,12 @@ async def drain(
             # Timed from here, as the raw loop is timed from its first claim: the pools are
             # open and every statement is prepared (the start-up is reported on its own).
             started = time.perf_counter()
-            subscription = app.subscription(sub)
-            before = subscription.finished  # settled while serve was reporting its start
+            before = app.statistics(sub).finished  # settled while serve reported its start
             # A run that cannot drain in time reports the rate it kept up to then.
             with trio.move_on_after(max_seconds):
-                await subscription.wait_finished(n)
+                await settled(app, sub, n)
             seconds = time.perf_counter() - started
-            finished = subscription.finished
+            finished = app.statistics(sub).finished
             app.shutdown()
     return {
         "jobs_per_s": (finished - before) / seconds,

@@ -13,7 +13,7 @@ import pytest
 
 import trinbox
 
-PUBLIC_SUBMODULES = {"keys", "testing", "asyncapi"}
+PUBLIC_SUBMODULES = {"keys", "testing", "asyncapi", "metrics"}
 """Modules users import as ``trinbox.<name>``; importing one binds it on the package."""
 
 INIT = Path(trinbox.__file__)

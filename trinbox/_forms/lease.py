@@ -42,7 +42,7 @@ from ._coalesce import SettleTogether
 
 __all__ = ["LeaseForm"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.settle")
 
 
 class _Tokens:
@@ -511,8 +511,10 @@ class LeaseForm:
                     values = {"lease": new, "id": delivery.id, "token": delivery.token}
                     if await conn.execute(extend.sql, extend.bind(values)) == 1:
                         delivery.token = new
+                        ctx.extended(delivery, True)
                     else:
                         delivery.lease_lost = True
+                        ctx.extended(delivery, False)
                         logger.warning(
                             "%s: the lease of row %r is gone; its settlement will fail",
                             ctx.spec.label,

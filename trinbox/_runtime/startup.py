@@ -23,7 +23,7 @@ from .queue import Subscriber
 
 __all__ = ["Checked", "check", "check_pool_budget", "make_form", "prepare", "worker_cap"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.app")
 
 
 class Checked:
