@@ -426,7 +426,9 @@ class DeliveryRunner:
         self.fields.log(
             settle_log,
             WARNING,
-            f"settling the row ({step.event}) failed: {error}",
+            f"settling the row ({step.event}) failed: {unexpected!r}"
+            if unexpected is not None
+            else f"settling the row ({step.event}) failed: {error}",
             row=True,
             row_id=delivery.id,
             attempt=delivery.attempt,

@@ -97,4 +97,4 @@ class Fields:
             "row_id": row_id,
             "attempt": attempt,
         }
-        logger.log(level, "%s [%s]", message, where, extra=extra, exc_info=exc_info)
+        logger.log(level, "%s [%s]", message, where, extra=extra, exc_info=exc_info, stacklevel=2)
