@@ -514,12 +514,7 @@ class LeaseForm:
                         ctx.extended(delivery, True)
                     else:
                         delivery.lease_lost = True
-                        ctx.extended(delivery, False)
-                        logger.warning(
-                            "%s: the lease of row %r is gone; its settlement will fail",
-                            ctx.spec.label,
-                            delivery.id,
-                        )
+                        ctx.extended(delivery, False)  # logs it, with its fields
                 finally:
                     self._tokens.give(delivery)
         finally:

@@ -351,24 +351,19 @@ class DeliveryRunner:
 
     # -- settlements ----------------------------------------------------------------------------
 
-    def _timing(self) -> Timing | None:
-        """When an observed settlement starts (``None``: no hook, nothing read)."""
-        if self._events is None:
-            return None
-        return now_ns(), time.perf_counter()
+    # Without a hook, a settlement reads no clock and calls nothing for events: ``timing`` is
+    # None and each call site tests it before reporting.
 
-    def _settled(
+    def _report(
         self,
         delivery: Delivery,
         step: Step,
-        timing: Timing | None,
+        timing: Timing,
         error: Exception | None = None,
         batch: int = 1,
     ) -> None:
-        """Count a settlement that took effect (``error`` None), and report it to the hooks."""
-        if error is None:
-            self.outcomes[step.event] += 1
-        if timing is not None and self._events is not None:
+        """Report a settlement to the hooks (there are some: ``timing`` was read)."""
+        if self._events is not None:
             start, t0 = timing
             self._events.settled(
                 SettleEvent(
@@ -386,11 +381,13 @@ class DeliveryRunner:
     async def _settle(self, delivery: Delivery, step: Step) -> bool:
         """Settle shielded and bounded: a shutdown waits for settlements in flight. Whether it
         took effect. A settlement that fails or runs out of time drops its delivery."""
-        timing = self._timing()
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
                 await self._form.settle(delivery, step)
-                self._settled(delivery, step, timing)
+                self.outcomes[step.event] += 1
+                if timing is not None:
+                    self._report(delivery, step, timing)
                 return True
             except Exception as exc:
                 self._settle_failed(delivery, step, exc, timing)
@@ -422,7 +419,8 @@ class DeliveryRunner:
             )
         self.settle_failures += 1
         self.settle_errors.append(error)
-        self._settled(delivery, step, timing, error, batch)
+        if timing is not None:
+            self._report(delivery, step, timing, error, batch)
         self.fields.log(
             settle_log,
             WARNING,
@@ -445,7 +443,7 @@ class DeliveryRunner:
         assert claims is not None
         chained = Chained()
         failed = False
-        timing = self._timing()
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
                 chained = await self._form.settle_and_claim(delivery, step, self._per_claim)
@@ -456,7 +454,9 @@ class DeliveryRunner:
                 self._settle_failed(delivery, step, chained.error, timing)
                 failed = True
             elif not failed:
-                self._settled(delivery, step, timing)
+                self.outcomes[step.event] += 1
+                if timing is not None:
+                    self._report(delivery, step, timing)
             if chained.claim_error is not None:
                 self.fields.log(
                     claim_log, WARNING, f"a claim failed: {chained.claim_error}; next claim in 1 s"
@@ -478,7 +478,7 @@ class DeliveryRunner:
         if len(items) == 1:
             await self._settle(*items[0])
             return
-        timing = self._timing()
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
                 errors: Sequence[Exception | None] = await self._form.settle_batch(items)
@@ -488,7 +488,9 @@ class DeliveryRunner:
                 if error is not None:
                     self._settle_failed(delivery, step, error, timing, len(items))
                 else:
-                    self._settled(delivery, step, timing, None, len(items))
+                    self.outcomes[step.event] += 1
+                    if timing is not None:
+                        self._report(delivery, step, timing, None, len(items))
         if bound.cancelled_caught:
             for delivery, step in items:
                 if not delivery.settled:

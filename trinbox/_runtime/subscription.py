@@ -38,6 +38,7 @@ from .statistics import SubscriptionStatistics
 __all__ = ["Subscription", "system_of"]
 
 logger = logging.getLogger("trinbox.app")
+settle_log = logging.getLogger("trinbox.settle")
 
 
 def _backoff_of(queue: InboxQueue[Any, Any]) -> Backoff:
@@ -208,6 +209,14 @@ class Subscription:
             self.lease_extensions += 1
         else:
             self.leases_lost += 1
+            self._run.fields.log(
+                settle_log,
+                logging.WARNING,
+                "the row's lease is gone (another claim took it); its settlement will fail",
+                row=True,
+                row_id=delivery.id,
+                attempt=delivery.attempt,
+            )
         if self._events is not None:
             self._events.lease_extended(LeaseEvent(self.source, delivery.id, extended))
 

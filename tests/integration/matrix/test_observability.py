@@ -22,6 +22,7 @@ from trinbox import (
     HandleEvent,
     HandlerOutcome,
     InboxQueue,
+    LeaseEvent,
     PublishEvent,
     ReleaseEvent,
     SettleEvent,
@@ -37,7 +38,7 @@ from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
-from .kit import cells
+from .kit import DUE, cells, stored
 
 
 @dataclass
@@ -323,3 +324,54 @@ async def test_a_settlement_failing_after_a_handler_failure_repeats_no_traceback
     # Each traceback once: the handler's is not repeated under the settlement's.
     assert sum("the mail server is down" in t for t in texts) == 1
     assert sum("the settlement broke" in t for t in texts) == 1
+
+
+class Leases(Events):
+    def __init__(self) -> None:
+        self.events: list[LeaseEvent] = []
+
+    def lease_extended(self, event: LeaseEvent) -> None:
+        self.events.append(event)
+
+
+@cells(forms=["lease"])
+async def test_lease_extensions_and_a_lost_lease_are_counted_reported_and_logged(
+    case: Case, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = case.stand.broker(lease=2)
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def send(email: Email) -> None:
+        if email.to == "stolen":
+            # Another claim took the row: the keeper's next extension finds its lease gone.
+            case.stand.execute("UPDATE email_jobs SET locked_until = ? WHERE customer = ?",
+                               stored(case.name, DUE), "stolen")  # fmt: skip
+        await trio.sleep(3)  # past the lease: the keeper extends it every second
+
+    leases = Leases()
+    app = make_app()
+    app.add_events(leases)
+    app.include(broker, send)
+    caplog.set_level(logging.WARNING, logger="trinbox")
+    async with serving(app):
+        await broker.publish(case.email, Email("kept"), name="emails", customer="kept")
+        with trio.fail_after(60):
+            await settled(app, send, 1)
+        await broker.publish(case.email, Email("stolen"), name="emails", customer="stolen")
+        with trio.fail_after(60):
+            await settled(app, send, 2)
+    stats = app.statistics(send)
+    assert stats.lease_extensions >= 2  # twice or more in the first three seconds
+    assert stats.leases_lost == 1
+    assert (stats.acked, stats.settle_failures) == (1, 1)
+    assert [e.extended for e in leases.events].count(False) == 1
+    assert len(leases.events) == stats.lease_extensions + 1
+    assert (caplog.records[0].getMessage(), caplog.records[0].exc_info) == (
+        "the row's lease is gone (another claim took it); its settlement will fail "
+        "[subscription=emails table=email_jobs row_id=2 attempt=1]",
+        None,
+    )
+    assert [fields(r) for r in caplog.records] == [
+        ("trinbox.settle", "emails", "email_jobs", 2, 1)
+    ] * 2
+    assert caplog.records[1].getMessage().startswith("settling the row (ack) failed: ")
