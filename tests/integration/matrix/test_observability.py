@@ -375,3 +375,34 @@ async def test_lease_extensions_and_a_lost_lease_are_counted_reported_and_logged
         ("trinbox.settle", "emails", "email_jobs", 2, 1)
     ] * 2
     assert caplog.records[1].getMessage().startswith("settling the row (ack) failed: ")
+
+
+async def test_a_delivery_stopped_by_shutdown_is_released_counted_and_reported(
+    case: Case, clock: VirtualClock
+) -> None:
+    broker = case.stand.broker()
+    started = trio.Event()
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def send(email: Email) -> None:
+        started.set()
+        await trio.sleep_forever()
+
+    recorder = Recorder()
+    app = make_app(grace=0.5)
+    app.add_events(recorder)
+    app.include(broker, send)
+    async with serving(app):
+        await broker.publish(case.email, Email("a@x"), name="emails", customer="c")
+        with trio.fail_after(60):
+            await started.wait()
+        assert app.statistics(send).in_work == 1
+    stats = app.statistics(send)
+    assert (stats.claimed, stats.in_work, stats.released, stats.finished) == (1, 0, 1, 1)
+    assert stats.acked + stats.dropped + stats.retried == 0
+    assert [(e.row_id, e.attempt, e.shutdown, e.abandoned) for e in recorder.releases] == [
+        (1, 1, True, False)
+    ]
+    ((_, _, end),) = recorder.ended
+    assert isinstance(end.error, trio.Cancelled)
+    assert case.stand.value("SELECT count(*) FROM email_jobs") == 1
