@@ -36,15 +36,6 @@ from trinbox import (
     subscriber,
 )
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS email_jobs (
-    job_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    retry_after TEXT NOT NULL,
-    attempt INTEGER NOT NULL DEFAULT 1,
-    locked_until TEXT,
-    payload BLOB NOT NULL
-)"""
-
 
 class SendEmail(Inbox[Lease], table="email_jobs"):
     """A row of ``email_jobs``: the group column ``name`` is the queue."""
@@ -75,7 +66,8 @@ def service(broker: SqlBroker[Sqlite], outbox: Outbox) -> App:
 
     @app.on_startup
     async def create_schema() -> None:
-        await broker.database.execute(SCHEMA)
+        # The table from the declaration; its dead letters are a group of it (no table).
+        await broker.create_tables(SendEmail, dead_letter="emails.failed")
 
     @subscriber(InboxQueue(SendEmail, "emails").workers(4))
     async def send(email: Email, attempt: keys.Attempt) -> HandlerOutcome:

@@ -30,12 +30,6 @@ from trinbox import (
     subscriber,
 )
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS report_jobs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    locked_until TEXT,
-    payload BLOB NOT NULL
-)"""
-
 
 class Report(Inbox[Lease], table="report_jobs"):
     """A report to render; the lease holds the row while it renders."""
@@ -55,7 +49,7 @@ def service(broker: SqlBroker[Sqlite], rendered: list[int], done: trio.Event) ->
 
     @app.on_startup
     async def create_schema() -> None:
-        await broker.database.execute(SCHEMA)
+        await broker.create_tables(Report)  # the table from the declaration
 
     # A renderer that crashed leaves its report leased for one second; a live one keeps
     # extending the lease while it renders.

@@ -13,6 +13,7 @@ two videos in work at once.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import tempfile
@@ -38,16 +39,6 @@ from trinbox import (
     keys,
     subscriber,
 )
-
-SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS video_jobs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        channel TEXT NOT NULL,
-        attempt INTEGER NOT NULL DEFAULT 1,
-        payload BLOB NOT NULL
-    )""",
-    "CREATE TABLE IF NOT EXISTS video_jobs_dead AS SELECT * FROM video_jobs WHERE 0",
-]
 
 
 class Transcode(Inbox[Advisory], table="video_jobs", advisory_lock="video_jobs-{channel}"):
@@ -84,9 +75,9 @@ def service(broker: SqlBroker[Sqlite], studio: Studio, *, fail_rate: float = 0.2
 
     @app.on_startup
     async def create_schema() -> None:
-        # The tables, created before the subscription checks its statements against them.
-        for statement in SCHEMA:
-            await broker.database.execute(statement)
+        # The queue table and its dead letter table, from the declaration, created (where
+        # missing) before the subscription checks its statements against them.
+        await broker.create_tables(Transcode, dead_letter="video_jobs_dead")
 
     @subscriber(InboxQueue(Transcode, "videos").workers(4))
     async def transcode(video: Video, attempt: keys.Attempt) -> HandlerOutcome:
@@ -118,6 +109,14 @@ def service(broker: SqlBroker[Sqlite], studio: Studio, *, fail_rate: float = 0.2
 
     app.include(broker, transcode).max_attempts(5).dead_letter("video_jobs_dead")
     return app
+
+
+def app() -> App:
+    """The transcoder on the SQLite file ``$TRANSCODER_DB`` (default ``videos.db``), for the
+    ``trinbox`` command, run from the repository's root:
+    ``TRANSCODER_DB=path/to/jobs.db trinbox inspect examples.transcoder:app``."""
+    path = os.environ.get("TRANSCODER_DB", "videos.db")
+    return service(SqlBroker.sqlite(f"sqlite:///{path}"), Studio(expected=1))
 
 
 async def main(path: Path, *, videos: int = 36, channels: int = 6) -> int:

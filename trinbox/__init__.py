@@ -44,6 +44,7 @@ from ._declare._roles import ProcessedAt as ProcessedAt
 from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._spec import KeyColumn as KeyColumn
 from ._declare._spec import KeyLiteral as KeyLiteral
+from ._declare._sqltype import SqlType as SqlType
 from ._errors import AlreadySettled as AlreadySettled
 from ._errors import AlreadySubscribed as AlreadySubscribed
 from ._errors import BatchRolledBack as BatchRolledBack
@@ -57,6 +58,7 @@ from ._errors import IdentifierTooLong as IdentifierTooLong
 from ._errors import IntegrityError as IntegrityError
 from ._errors import LeaseLost as LeaseLost
 from ._errors import LockNotAvailable as LockNotAvailable
+from ._errors import MissingDriver as MissingDriver
 from ._errors import SchemaError as SchemaError
 from ._errors import ServerTooOld as ServerTooOld
 from ._errors import SettlementError as SettlementError
@@ -106,6 +108,7 @@ __all__ = [
     "Payload",
     "Generated",
     "Column",
+    "SqlType",
     # claim forms, openings, modes
     "RowLock",
     "Lease",
@@ -175,6 +178,7 @@ __all__ = [
     "AlreadySettled",
     "HandlerFailed",
     "Closed",
+    "MissingDriver",
 ]
 
 

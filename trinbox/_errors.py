@@ -19,7 +19,8 @@
     │   ├── BatchRolledBack     an earlier settlement of the row lock batch failed
     │   └── AlreadySettled      a delivery was settled twice
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
-    └── Closed                  the broker is shut down
+    ├── Closed                  the broker is shut down
+    └── MissingDriver           a broker's driver is not installed (also an ImportError)
 
 Messages state the rule that was broken, what was found, and the fix.
 """
@@ -40,6 +41,7 @@ __all__ = [
     "IntegrityError",
     "LeaseLost",
     "LockNotAvailable",
+    "MissingDriver",
     "SchemaError",
     "ServerTooOld",
     "SettlementError",
@@ -160,3 +162,9 @@ class HandlerFailed(TrinboxError):
 
 class Closed(TrinboxError):
     """The broker is shut down."""
+
+
+class MissingDriver(TrinboxError, ImportError):
+    """The driver a broker talks to its database through is not installed (``name`` is its
+    module); the message names the extra that installs it: ``pip install "trinbox[postgres]"``
+    or ``"trinbox[mysql]"``. SQLite needs none."""

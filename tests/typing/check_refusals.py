@@ -165,3 +165,10 @@ def check_listen_notify_is_postgres_only() -> None:
     SqlBroker.postgres("postgresql://db/app", listen_notify=True)
     SqlBroker.mysql("mysql://db/app", listen_notify=True)  # type: ignore[call-arg]
     SqlBroker.sqlite("sqlite:///app.db", listen_notify=True)  # type: ignore[call-arg]
+
+
+def check_paramstyles(broker: SqlBroker[Postgres]) -> None:
+    broker.insert_statement(Job, b"m", paramstyle="numeric")  # type: ignore[call-overload]
+    broker.insert_statement(Job, b"m", paramstyle="dollar")  # type: ignore[call-overload]
+    _, params = broker.insert_statement(Job, b"m", paramstyle="pyformat")
+    params[0]  # type: ignore[index]

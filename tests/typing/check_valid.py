@@ -123,3 +123,17 @@ def check_untyped_callers_mount_anything(
 ) -> None:
     assert_type(app.include(broker, sub), Mount)
     assert_type(app.include(broker, subscriber(InboxQueue(Locked, "l"))(handle_locked)), Mount)
+
+
+def insert_statements_by_paramstyle(broker: SqlBroker[Postgres]) -> None:
+    """The parameters' type follows the paramstyle: a tuple for the positional styles and the
+    broker's own driver, a dict for the named ones."""
+    positional = tuple[str, tuple[object, ...]]
+    named = tuple[str, dict[str, object]]
+    assert_type(broker.insert_statement(Job, b"m"), positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle=None), positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="format"), positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="qmark"), positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="pyformat"), named)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="named"), named)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="sqlalchemy"), named)

@@ -24,6 +24,7 @@ from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
 from ._columns import ColumnRules
+from ._ddl_types import DdlRules
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
@@ -95,6 +96,8 @@ class Dialect(ColumnRules):
     identifier_limit: ClassVar[int | None]
     forms: ClassVar[tuple[type[Form], ...]]
     openings: ClassVar[tuple[type[Opening], ...]]
+    # What the rendered CREATE TABLE writes (ddl.py).
+    ddl_rules: ClassVar[DdlRules]
     # The SQLite single writer serialises every claim of one subscription; the MySQL lease claim
     # (a transaction of several statements that locks the rows it reads) serialises only lease
     # claims: ``claims_one_at_a_time`` reads both.
@@ -340,14 +343,25 @@ class Dialect(ColumnRules):
 
     def insert(self, spec: TableSpec) -> Statement:
         """The publish: every writable column, each bound under its column's name."""
+        return self.r("insert", self.insert_sql(spec))
+
+    def insert_sql(self, spec: TableSpec) -> Frag:
+        """The publish's parts, before rendering (``insert_statement`` renders them for the
+        user's own driver)."""
         self.check_names(spec)
         cols = spec.insert_columns
         t = self.table(spec)
         if not cols:
-            return self.r("insert", self.insert_defaults(t))
+            return self.insert_defaults(t)
         names = ", ".join(self.c(c) for c in cols)
         values = join(", ", (P(c.column) for c in cols))
-        return self.r("insert", f"INSERT INTO {t} ({names}) VALUES (" + values + ")")
+        return f"INSERT INTO {t} ({names}) VALUES (" + values + ")"
+
+    def driver_value(self, value: object) -> object:
+        """``value`` as another driver of this database binds it into the column as trinbox's
+        own driver writes it (``insert_statement``); the same conversion as the driver's own,
+        written again since dialects never import drivers."""
+        return value
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} DEFAULT VALUES"

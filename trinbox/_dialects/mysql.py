@@ -29,7 +29,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import ClassVar
+from uuid import UUID
 
 from .._declare._markers import (
     Advisory,
@@ -47,6 +50,7 @@ from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
 from ._columns import FoundColumn, Retype
+from ._ddl_types import DdlRules
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -81,6 +85,36 @@ _INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
 _BYTES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 _TYPES: dict[Retype, str] = {"time": "DATETIME(6)", "count": "INT", "bytes": "LONGBLOB"}
 
+# Times are DATETIME(6), naive UTC: whole seconds would hold the lease token, the fractions
+# keep retry_after and processed_at to the microsecond. Text in an index or a primary key is
+# VARCHAR(191): 191 utf8mb4 characters fit every InnoDB row format's index key; it compares
+# byte for byte (utf8mb4_bin), so that group names and ids differing in case stay apart.
+_DDL = DdlRules(
+    key="mysql",
+    types={
+        bool: "BOOLEAN",
+        int: "BIGINT",
+        float: "DOUBLE",
+        Decimal: "DECIMAL(38, 10)",
+        str: "TEXT",
+        bytes: "LONGBLOB",
+        datetime: "DATETIME(6)",
+        date: "DATE",
+        UUID: "CHAR(36)",
+        dict: "JSON",
+    },
+    indexed_text="VARCHAR(191) COLLATE utf8mb4_bin",
+    time="DATETIME(6)",
+    count="INT",
+    payload="LONGBLOB",
+    generated_id="{type} AUTO_INCREMENT PRIMARY KEY",
+    integer_id="BIGINT",
+    now="CURRENT_TIMESTAMP(6)",
+    partial_indexes=False,
+    inline_index=True,
+    table_options=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+)
+
 
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -101,6 +135,7 @@ class MySqlDialect(Dialect):
         Serializable,
     )
     lease_claim_serial: ClassVar[bool] = True
+    ddl_rules: ClassVar[DdlRules] = _DDL
     version_query: ClassVar[str | None] = "SELECT VERSION()"
     time_rule: ClassVar[str] = (
         "on MySQL and MariaDB a DATETIME or TIMESTAMP (whole seconds hold the lease token; "
@@ -158,6 +193,12 @@ class MySqlDialect(Dialect):
 
     def begin(self, spec: TableSpec) -> Statement:
         return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
+
+    def driver_value(self, value: object) -> object:
+        # DATETIME(6) holds naive UTC; PyMySQL writes an aware datetime's wall clock as is.
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return value.astimezone(UTC).replace(tzinfo=None)
+        return value
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"

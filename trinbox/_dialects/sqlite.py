@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import ClassVar
+from uuid import UUID
 
 from .._declare._markers import (
     Advisory,
@@ -25,6 +28,7 @@ from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect
 from ._columns import FoundColumn, Retype
+from ._ddl_types import DdlRules
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["SqliteDialect"]
@@ -38,6 +42,33 @@ _BEGIN = {
 
 
 _TYPES: dict[Retype, str] = {"time": "TEXT", "count": "INTEGER", "bytes": "BLOB"}
+
+# Times are the UTC text trinbox writes ("YYYY-MM-DD HH:MM:SS.ffffff"); the default of a
+# generated RetryAfter writes the same shape (SQLite's %f has milliseconds).
+_DDL = DdlRules(
+    key="sqlite",
+    types={
+        bool: "INTEGER",
+        int: "INTEGER",
+        float: "REAL",
+        Decimal: "NUMERIC",
+        str: "TEXT",
+        bytes: "BLOB",
+        datetime: "TEXT",
+        date: "TEXT",
+        UUID: "TEXT",
+        dict: "TEXT",
+    },
+    indexed_text="TEXT",
+    time="TEXT",
+    count="INTEGER",
+    payload="BLOB",
+    # The rowid: AUTOINCREMENT never hands out the id of a deleted (acked) row again.
+    generated_id="{type} PRIMARY KEY AUTOINCREMENT",
+    integer_id="INTEGER",
+    now="(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')",
+    schema_on_index=True,
+)
 # A STRICT table's options, after the column list: "STRICT", "WITHOUT ROWID", in any order.
 _OPTIONS = re.compile(r"\)([^)]*)$")
 _RECREATE = "(SQLite changes a column's declaration by recreating its table)"
@@ -66,12 +97,23 @@ class SqliteDialect(Dialect):
     forms: ClassVar[tuple[type[Form], ...]] = (Lease, Advisory)
     openings: ClassVar[tuple[type[Opening], ...]] = (Default, Deferred, Immediate, Exclusive)
     one_claim_at_a_time: ClassVar[bool] = True
+    ddl_rules: ClassVar[DdlRules] = _DDL
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"
     count_rule: ClassVar[str] = (
         "on SQLite a declared type of INTEGER or NUMERIC affinity, or none (in a STRICT table "
         "INT, INTEGER or ANY)"
     )
     bytes_rule: ClassVar[str] = "in a STRICT SQLite table BLOB or ANY"
+
+    def driver_value(self, value: object) -> object:
+        # Times are UTC text that sorts as time ("2026-11-29 20:37:00.000000"), as trinbox's
+        # sqlite3 driver writes them; sqlite3's own datetime adapter (deprecated) would add
+        # the offset.
+        if isinstance(value, datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+            return value.isoformat(" ", "microseconds")
+        return value
 
     def _form_fix(self, form: type[Form]) -> str:
         return (

@@ -202,6 +202,13 @@ class App:
             for sub in self._subscriptions:
                 sub.stop()
 
+    def cut_grace(self) -> None:
+        """Shut down without the grace: handlers still in work are cancelled now and their rows
+        released (``trinbox run``'s second signal)."""
+        self.shutdown()
+        for sub in self._subscriptions:
+            sub.cut_grace()
+
     def _fail_fast(self, exc: BaseException) -> None:
         if self._failure is None:
             self._failure = exc

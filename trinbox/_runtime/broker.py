@@ -13,7 +13,7 @@ import typing
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
@@ -22,8 +22,16 @@ from .._declare._capabilities import MySql, Postgres, Sqlite
 from .._declare._inbox import spec_of
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
+from .._dialects._paramstyle import (
+    NamedStyle,
+    Paramstyle,
+    PositionalStyle,
+    check_paramstyle,
+    render_for_driver,
+)
 from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Pool
+from .._drivers._requires import load_driver, require_driver
 from .._drivers._urls import check_server_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed, DatabaseError, DeclarationError
@@ -33,6 +41,7 @@ from .codecs import Codec, JsonCodec
 from .events import EventBus, PublishEvent, now_ns
 from .handles import Database, Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
+from .tables import create_tables
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -136,7 +145,9 @@ class SqlBroker(Generic[D]):
         ``listen_notify``. ``"session"`` (or ``None``, a direct connection) changes nothing:
         every form works.
         """
-        # A port that is not a number fails here, at the line that wrote it, not at startup.
+        # A missing driver or a port that is not a number fails here, at the line that wrote
+        # it, not at startup.
+        require_driver("postgres")
         check_server_url(url, server="PostgreSQL", default=5432)
         dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect()
         return SqlBroker[Postgres](
@@ -163,7 +174,8 @@ class SqlBroker(Generic[D]):
         codec: Codec | None = None,
     ) -> SqlBroker[MySql]:
         """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql)."""
-        check_server_url(url, server="MySQL", default=3306)  # fails here, not at startup
+        require_driver("mysql")  # fails here, not at startup
+        check_server_url(url, server="MySQL", default=3306)
         dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect()
         return SqlBroker[MySql](
             kind="mysql",
@@ -205,13 +217,13 @@ class SqlBroker(Generic[D]):
             self._pool = pool
         else:
             check_listen(self)
-            module = importlib.import_module(f"trinbox._drivers.{self.kind}")
+            module = load_driver(self.kind)
             pool = await module.open_pool(self.url, max_size=self.pool_size, **self._pool_options)
             self._pool = cast("Pool", pool)
 
     async def open_side_pool(self) -> Pool:
         """A one-connection pool beside the broker's (the LISTEN connection)."""
-        module = importlib.import_module(f"trinbox._drivers.{self.kind}")
+        module = load_driver(self.kind)
         return cast("Pool", await module.open_pool(self.url, max_size=1, **self._pool_options))
 
     @property
@@ -238,6 +250,14 @@ class SqlBroker(Generic[D]):
             return False
         self._queues.add(key)
         return True
+
+    async def create_tables(self, row_type: type, *, dead_letter: str | None = None) -> None:
+        """Create ``row_type``'s table and claim index, and its dead letter table when
+        ``dead_letter`` names one as the mount does, where they are missing: idempotent, for
+        development and tests (an ``on_startup`` hook runs before the subscriptions check
+        their tables). A production schema belongs to your migrations: ``trinbox schema``
+        prints the same statements."""
+        await create_tables(self, row_type, dead_letter)
 
     # -- publishing ------------------------------------------------------------------------------
 
@@ -326,23 +346,66 @@ class SqlBroker(Generic[D]):
         for table, group in tx.published:
             self.wakes.wake(table, group)
 
+    @overload
     def insert_statement(
         self,
         row_type: type,
         message: object = None,
         *,
         delay: timedelta | None = None,
+        paramstyle: PositionalStyle | None = None,
         **columns: object,
-    ) -> tuple[str, tuple[object, ...]]:
-        """The SQL text and parameters that write this row, in the broker's dialect, to run
-        on a connection of your own (inside your own transaction, beside the business write
-        it belongs to). Rows written this way wake no subscription: they are seen at the next
-        poll (or, on PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
+    ) -> tuple[str, tuple[object, ...]]: ...
+
+    @overload
+    def insert_statement(
+        self,
+        row_type: type,
+        message: object = None,
+        *,
+        delay: timedelta | None = None,
+        paramstyle: NamedStyle,
+        **columns: object,
+    ) -> tuple[str, dict[str, object]]: ...
+
+    def insert_statement(
+        self,
+        row_type: type,
+        message: object = None,
+        *,
+        delay: timedelta | None = None,
+        paramstyle: Paramstyle | None = None,
+        **columns: object,
+    ) -> tuple[str, tuple[object, ...]] | tuple[str, dict[str, object]]:
+        """The SQL text and parameters that write this row, to run on a connection of your
+        own (inside your own transaction, beside the business write it belongs to).
+
+        ``paramstyle`` names your driver's DB-API placeholder style; the parameters are a
+        tuple for the positional styles and a dict for the named ones:
+
+        - ``"format"`` (``%s``, tuple) or ``"pyformat"`` (``%(name)s``, dict): psycopg 3,
+          psycopg2, PyMySQL, mysqlclient; each ``%`` of the text is written ``%%``.
+        - ``"qmark"`` (``?``, tuple) or ``"named"`` (``:name``, dict): sqlite3.
+        - ``"sqlalchemy"`` (``:name``, dict, each ``:`` of the text written ``\\:``):
+          ``conn.execute(sqlalchemy.text(sql), params)`` on any SQLAlchemy engine.
+        - ``None`` (the default): the broker's own driver, asyncpg's ``$1`` on PostgreSQL,
+          aiomysql's ``%s`` on MySQL, sqlite3's ``?`` on SQLite (a tuple).
+
+        Named parameters are the columns' names where those are plain identifiers (else
+        ``p1``, ``p2``... by position). Values are what the database's drivers bind as
+        trinbox writes them: aware UTC datetimes on PostgreSQL, naive UTC on MySQL, UTC text
+        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes. Rows
+        written this way wake no subscription: they are seen at the next poll (or, on
+        PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
         """
         spec = spec_of(row_type)
-        statement = self.dialect.insert(spec)
-        values = insert_values(spec, message, columns, self.clock(), delay, self.codec)
-        return statement.sql, statement.bind(values)
+        style = None if paramstyle is None else check_paramstyle(paramstyle)
+        raw = insert_values(spec, message, columns, self.clock(), delay, self.codec)
+        values = {column: self.dialect.driver_value(value) for column, value in raw.items()}
+        if style is None:
+            statement = self.dialect.insert(spec)
+            return statement.sql, statement.bind(values)
+        return render_for_driver(self.dialect.insert_sql(spec), values, style)
 
     async def _publish_in(
         self,

@@ -99,6 +99,7 @@ class Subscription:
         self.max_attempts = max_attempts
         self.dead_letter_name = dead_letter
         self.grace = grace
+        self._grace_scope: trio.CancelScope | None = None
         self.backoff = backoff or _backoff_of(self.queue)
         self._on_fail_fast = on_fail_fast
         self.where = f"subscription {self.name!r} ({subscriber!r})"
@@ -249,6 +250,12 @@ class Subscription:
             self.form.begin_shutdown()
             self._stopped.set()
 
+    def cut_grace(self) -> None:
+        """End the grace now: handlers still in work are cancelled and their rows released."""
+        self.grace = 0.0
+        if self._grace_scope is not None:
+            self._grace_scope.cancel()
+
     async def _work_area(self, ready: trio.Event) -> None:
         runner = self._runner
         assert runner is not None
@@ -262,6 +269,7 @@ class Subscription:
                             ready.set()
                             await self._stopped.wait()
                             handlers.cancel_scope.deadline = trio.current_time() + self.grace
+                            self._grace_scope = handlers.cancel_scope
                         finally:
                             runner.handlers = None  # closed to new arrivals
                     # Claims in flight finish (bounded) and release what they took.

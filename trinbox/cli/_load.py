@@ -22,7 +22,7 @@ def load_object(target: str) -> object:
     """The object ``MODULE:NAME`` names, or a ``click.BadParameter`` saying what is wrong."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        msg = f"a target is MODULE:NAME, like examples.mailer:app; found {target!r}"
+        msg = f"a target is MODULE:NAME, like examples.transcoder:app; found {target!r}"
         raise click.BadParameter(msg)
     cwd = os.getcwd()
     if cwd not in sys.path:

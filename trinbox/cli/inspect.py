@@ -1,11 +1,84 @@
-"""`trinbox inspect` (not built yet)."""
+"""``trinbox inspect MODULE:APP [--json]``: each mounted queue's rows, read-only.
+
+Only the brokers' pools open; no startup hook runs and no subscription starts, so it is safe
+beside a serving app. One statement per table (conditional aggregates, in the database's
+clock), and one per dead letter table.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import click
+
+from .._runtime.operations import QueueDepth, depths
+from ._queues import app_queues, choose, run_open, table
+
+__all__ = ["command", "render"]
+
+NONE = "—"  # where the form cannot tell, or there is nothing to tell
+
+HEADERS = ("TABLE", "QUEUE", "DUE", "SCHEDULED", "IN WORK", "DEAD", "OLDEST DUE")
+RIGHT = (False, False, True, True, True, True, True)
+
+
+def _count(value: int | None) -> str:
+    return NONE if value is None else str(value)
+
+
+def age(seconds: float | None) -> str:
+    """An age, in the unit that reads best."""
+    if seconds is None:
+        return NONE
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def render(found: list[QueueDepth]) -> str:
+    """The text table of ``trinbox inspect``."""
+    rows = [
+        (
+            d.table,
+            d.queue,
+            str(d.due),
+            str(d.scheduled),
+            _count(d.in_work),
+            _count(d.dead),
+            age(d.oldest_due_age_seconds),
+        )
+        for d in found
+    ]
+    return table(HEADERS, rows, RIGHT)
 
 
 @click.command("inspect")
-def command() -> None:
-    """Not built yet."""
-    raise click.ClickException("trinbox inspect is not built yet")
+@click.argument("target", metavar="MODULE:APP")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list, one object per queue.")
+@click.option("--queue", "queue_name", metavar="NAME", help="Only this queue (NAME or TABLE:NAME).")
+def command(target: str, as_json: bool, queue_name: str | None) -> None:
+    """Show each mounted queue of MODULE:APP: rows due now, scheduled for later, in work,
+    dead letters, and how long the oldest due row has waited.
+
+    IN WORK counts leased rows (lease tables); row locks and advisory keys cannot be read
+    without taking locks, so it shows — there (and their rows in work count as due). Rows
+    marked processed are not counted. Opens only the database pools: safe beside a serving
+    app."""
+    app, queues = app_queues(target)
+    chosen = choose(queues, queue_name, what=app.info.name)
+
+    async def read() -> list[QueueDepth]:
+        return await depths(chosen)
+
+    found = run_open(app, read)
+    if as_json:
+        click.echo(json.dumps([asdict(d) for d in found], indent=2))
+    elif not found:
+        click.echo(f"{app.info.name} mounts no queue")
+    else:
+        click.echo(render(found))

@@ -38,25 +38,24 @@ class Note:
     text: str
 
 
-def sqlite_params(params: tuple[object, ...]) -> tuple[object, ...]:
-    # The user's own sqlite3 connection: times as trinbox stores them on SQLite.
-    return tuple(
-        p.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(p, datetime) else p for p in params
-    )
-
-
 async def test_the_row_commits_or_rolls_back_with_the_users_transaction(db: Db) -> None:
     db.script(JOBS)
     broker = db.broker(poll_interval=0.05)
     sql, params = broker.insert_statement(Job, Note("kept"))
     assert sql == "INSERT INTO `jobs` (`retry_after`, `locked_until`, `payload`) VALUES (?, ?, ?)"
     assert params[1:] == (None, b'{"text":"kept"}')
+    # Times as trinbox stores them on SQLite, ready for the user's own sqlite3 connection.
+    assert isinstance(params[0], str)
+    assert (
+        datetime.strptime(params[0], "%Y-%m-%d %H:%M:%S.%f").isoformat(" ", "microseconds")
+        == params[0]
+    )
     with sqlite3.connect(db.path, isolation_level=None) as own:
         own.execute("BEGIN")
-        own.execute(sql, sqlite_params(broker.insert_statement(Job, Note("undone"))[1]))
+        own.execute(sql, broker.insert_statement(Job, Note("undone"))[1])
         own.execute("ROLLBACK")
         own.execute("BEGIN")
-        own.execute(sql, sqlite_params(params))
+        own.execute(sql, params)
         own.execute("COMMIT")
     got: list[str] = []
 

@@ -1,0 +1,245 @@
+"""The read-only statistics and dead-letter statements of ``trinbox inspect`` and
+``trinbox dead-letters`` (and of the queue-depth gauge), rendered per dialect. Pure text.
+
+Times are read in the database's own clock (``now()``, ``UTC_TIMESTAMP(6)``, SQLite's
+``'now'`` written as trinbox writes its times), so the numbers do not depend on the clock of
+the host that asks. Every name is quoted by the dialect, every value is a parameter.
+
+Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``group`` the
+group a redrive returns rows to, ``i0, i1, ...`` the ids of a chunk, ``limit`` rows listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._declare._markers import RowLock
+from .._declare._spec import ColumnSpec, TableSpec
+from ._base import DeadLetter, Dialect
+from ._statement import Frag, P, Sql, Statement, join
+
+__all__ = [
+    "Clock",
+    "DepthColumns",
+    "clock_of",
+    "count_rows",
+    "bind_ids",
+    "dead_ids",
+    "deliveries_made",
+    "depth",
+    "list_dead",
+    "redrive",
+    "redrive_begin",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A dialect's reading of the database clock: ``now`` compares with the stored times,
+    ``age`` is the seconds from a stored time to now, ``lock`` is the row-lock suffix of a
+    select in a transaction, ``begin`` the transaction of a redrive, ``overriding`` what an
+    insert of explicit ids needs."""
+
+    now: str
+    age: str  # with {t} for the stored time
+    lock: str
+    begin: str | None = None
+    overriding: str = ""
+
+
+# One table for the per-dialect choices, by the dialect's name.
+_CLOCKS: dict[str, Clock] = {
+    "PostgreSQL": Clock(
+        now="now()",
+        age="EXTRACT(EPOCH FROM now() - {t})",
+        lock=" FOR UPDATE",
+        overriding=" OVERRIDING SYSTEM VALUE",
+    ),
+    "MySQL": Clock(
+        now="UTC_TIMESTAMP(6)",
+        age="TIMESTAMPDIFF(MICROSECOND, {t}, UTC_TIMESTAMP(6)) / 1000000",
+        lock=" FOR UPDATE",
+    ),
+    # trinbox writes SQLite times as "YYYY-MM-DD HH:MM:SS.ffffff" text; 'now' has
+    # milliseconds, padded to six digits so that the text compares as the times do. The
+    # redrive reads, then writes: it takes the write lock at BEGIN (a deferred transaction
+    # could not upgrade while a serving app writes).
+    "SQLite": Clock(
+        now="strftime('%Y-%m-%d %H:%M:%f000', 'now')",
+        age="(julianday('now') - julianday({t})) * 86400.0",
+        lock="",
+        begin="BEGIN IMMEDIATE",
+    ),
+}
+
+
+def clock_of(dialect: Dialect) -> Clock:
+    return _CLOCKS[dialect.name]
+
+
+@dataclass(frozen=True, slots=True)
+class DepthColumns:
+    """What each row of the depth statement holds, in order: the group (when the table has
+    one), then total, due, scheduled, in work (lease tables) and the oldest due row's age."""
+
+    grouped: bool
+    in_work: bool
+
+
+def _sum(cond: str) -> str:
+    return f"COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0)"
+
+
+def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, DepthColumns]:
+    """One statement over the table: per group (``groups`` of them, bound ``g0``...), its
+    unfinished rows, those due now (not leased), scheduled for later, leased, and the age in
+    seconds of the oldest due row. Unfinished: not marked processed."""
+    clock = clock_of(dialect)
+    now = clock.now
+    t = dialect.table(spec)
+    due_conds: list[str] = []
+    if spec.retry_after is not None:
+        due_conds.append(f"{dialect.c(spec.retry_after)} <= {now}")
+    free = None
+    if spec.locked_until is not None:
+        lu = dialect.c(spec.locked_until)
+        free = f"({lu} IS NULL OR {lu} <= {now})"
+        due_conds.append(free)
+    due = " AND ".join(due_conds)
+    cols: list[str] = []
+    if spec.group is not None:
+        cols.append(dialect.c(spec.group))
+    cols.append("COUNT(*)")
+    cols.append(_sum(due) if due else "COUNT(*)")  # without a time or a lease, every row
+    if spec.retry_after is not None:
+        later = f"{dialect.c(spec.retry_after)} > {now}"
+        cols.append(_sum(later if free is None else f"{later} AND {free}"))
+    else:
+        cols.append("0")  # nothing can be scheduled
+    if spec.locked_until is not None:
+        cols.append(_sum(f"{dialect.c(spec.locked_until)} > {now}"))
+    if spec.retry_after is not None:
+        oldest = f"MIN(CASE WHEN {due} THEN {dialect.c(spec.retry_after)} END)"
+        cols.append(clock.age.format(t=oldest))
+    else:
+        cols.append("NULL")
+    conds: list[Frag] = []
+    if spec.group is not None and groups:
+        slots = join(", ", (P(f"g{n}") for n in range(groups)))
+        conds.append(dialect.c(spec.group) + " IN (" + slots + ")")
+    if spec.processed_at is not None:
+        conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
+    sql = f"SELECT {', '.join(cols)} FROM {t}" + dialect.where(conds)
+    if spec.group is not None:
+        sql = sql + f" GROUP BY {dialect.c(spec.group)}"
+    columns = DepthColumns(grouped=spec.group is not None, in_work=spec.locked_until is not None)
+    return dialect.r("depth", sql), columns
+
+
+def _dest(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> tuple[str, list[Frag]]:
+    """The table that holds a destination's rows, and the conditions that pick them."""
+    if dead.group is not None:
+        conds: list[Frag] = [dialect.c(spec.group) + " = " + P("dest")]
+        if spec.processed_at is not None:
+            conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
+        return dialect.table(spec), conds
+    return dialect.qualified(str(dead.table), dead.schema), []
+
+
+def _in_ids(dialect: Dialect, spec: TableSpec, count: int) -> Sql:
+    return dialect.c(spec.id) + " IN (" + join(", ", (P(f"i{n}") for n in range(count))) + ")"
+
+
+def count_rows(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> Statement:
+    """The rows of a dead letter destination."""
+    table, conds = _dest(dialect, spec, dead)
+    return dialect.r("dead_count", f"SELECT COUNT(*) FROM {table}" + dialect.where(conds))
+
+
+def list_dead(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> Statement:
+    """The first ``limit`` rows of a destination by id, every declared column."""
+    table, conds = _dest(dialect, spec, dead)
+    return dialect.r(
+        "dead_list",
+        f"SELECT {dialect.select_list(spec)} FROM {table}"
+        + dialect.where(conds)
+        + f" ORDER BY {dialect.c(spec.id)} LIMIT "
+        + P("limit"),
+    )
+
+
+def dead_ids(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int | None) -> Statement:
+    """Inside a redrive's transaction, the ids of the destination's rows (``count`` None:
+    all of them; else those among ``i0``...), locked where the database locks rows."""
+    table, conds = _dest(dialect, spec, dead)
+    if count is not None:
+        conds = [*conds, _in_ids(dialect, spec, count)]
+    return dialect.r(
+        "dead_ids",
+        f"SELECT {dialect.c(spec.id)} FROM {table}"
+        + dialect.where(conds)
+        + f" ORDER BY {dialect.c(spec.id)}"
+        + clock_of(dialect).lock,
+    )
+
+
+def _reset(dialect: Dialect, col: ColumnSpec) -> str | None:
+    """What a redriven row's column becomes: the first delivery's attempt, due now, free."""
+    if col.role == "attempt":
+        return "1"
+    if col.role == "retry_after":
+        return clock_of(dialect).now
+    if col.role in ("locked_until", "processed_at"):
+        return "NULL"
+    return None
+
+
+def redrive(
+    dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int
+) -> tuple[Statement, ...]:
+    """Return ``count`` rows (ids ``i0``...) to their queue as a first delivery due now: a
+    dead letter group's rows by one update of their group (to ``group``); a dead letter
+    table's by a copy into the queue's table and a delete. Run in one transaction."""
+    ids = _in_ids(dialect, spec, count)
+    if dead.group is not None:
+        table, conds = _dest(dialect, spec, dead)
+        sets: list[Frag] = [dialect.c(spec.group) + " = " + P("group")]
+        for col in spec.columns:
+            value = _reset(dialect, col)
+            if value is not None:
+                sets.append(f"{dialect.c(col)} = {value}")
+        return (
+            dialect.r(
+                "redrive",
+                f"UPDATE {table} SET " + join(", ", sets) + dialect.where([*conds, ids]),
+            ),
+        )
+    source = dialect.qualified(str(dead.table), dead.schema)
+    names = ", ".join(dialect.c(c) for c in spec.columns)
+    values = ", ".join(_reset(dialect, c) or dialect.c(c) for c in spec.columns)
+    overriding = clock_of(dialect).overriding
+    return (
+        dialect.r(
+            "redrive",
+            f"INSERT INTO {dialect.table(spec)} ({names}){overriding} SELECT {values} "
+            f"FROM {source} WHERE " + ids,
+        ),
+        dialect.r("redrive", f"DELETE FROM {source} WHERE " + ids),
+    )
+
+
+def redrive_begin(dialect: Dialect) -> str:
+    """The text that opens a redrive's transaction."""
+    return clock_of(dialect).begin or dialect.plain_begin().sql
+
+
+def deliveries_made(spec: TableSpec, attempt: int) -> int:
+    """The deliveries a row has had, from its Attempt column: the row lock form counts a
+    failed delivery when it settles; the lease and advisory forms count at the claim, so
+    their column reads one ahead."""
+    return attempt if spec.form is RowLock else max(0, attempt - 1)
+
+
+def bind_ids(ids: Sequence[object]) -> dict[str, object]:
+    return {f"i{n}": value for n, value in enumerate(ids)}

@@ -1,0 +1,176 @@
+"""The DDL of a queue table, rendered from its ``TableSpec``: what the startup check accepts.
+
+Three kinds of statement, each idempotent (``IF NOT EXISTS``):
+
+* ``CREATE TABLE`` with one column per field, in declaration order, typed by ``_ddl_types``;
+* the claim index, in the claim's order: the group, then ``retry_after``, then the id, with
+  only the columns the table has (none when that is the id alone: the primary key serves).
+  Partial (``WHERE processed_at IS NULL``) where the database has partial indexes and the
+  table a ``ProcessedAt`` field, so finished rows drop out of it; inline in the CREATE TABLE
+  on MySQL, which has no ``CREATE INDEX IF NOT EXISTS``;
+* the dead letter table, when the mount names one and the table has no group (a grouped table
+  moves spent rows to another group of itself): the same columns, its id a plain primary key,
+  since the move inserts each row with its id.
+
+Names are quoted as the dialect quotes them in every other statement. The text is plain SQL,
+as a database client runs it; ``render`` turns it into a statement for trinbox's drivers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .._declare._spec import ColumnSpec, TableSpec
+from .._declare._sqltype import SqlType, sql_types_of
+from .._errors import DeclarationError
+from ._base import DeadLetter, Dialect, _fold
+from ._ddl_types import DdlRules, column_type, is_optional
+
+__all__ = ["claim_index_columns", "dead_letter_of", "index_name", "render_ddl"]
+
+
+def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None) -> list[str]:
+    """The statements that create ``spec``'s table, its claim index and (``dead_letter``,
+    written ``[schema.]table`` as the mount writes it) its dead letter table."""
+    rules = dialect.ddl_rules
+    dest = dead_letter_of(spec, dead_letter)
+    dialect.check_names(spec, dest)
+    overrides = sql_types_of(spec.row_type)
+    columns = [
+        _column(dialect, rules, spec, c, overrides.get(c.field), dead=False) for c in spec.columns
+    ]
+    statements: list[str] = []
+    index = claim_index_columns(spec)
+    name = index_name(dialect, spec, dest) if index else ""
+    cols = ", ".join(dialect.c(c) for c in index)
+    if index and rules.inline_index:
+        columns.append(f"INDEX {dialect.q(name)} ({cols})")
+    statements.append(_create_table(dialect, dialect.table(spec), columns))
+    if index and not rules.inline_index:
+        where = ""
+        if rules.partial_indexes and spec.processed_at is not None:
+            where = f" WHERE {dialect.c(spec.processed_at)} IS NULL"
+        statements.append(
+            f"CREATE INDEX IF NOT EXISTS {_index_target(dialect, spec, name)} "
+            f"ON {_index_table(dialect, spec)} ({cols}){where}"
+        )
+    if dest is not None and dest.table is not None:
+        dead = [
+            _column(dialect, rules, spec, c, overrides.get(c.field), dead=True)
+            for c in spec.columns
+        ]
+        statements.append(_create_table(dialect, dialect.qualified(dest.table, dest.schema), dead))
+    return statements
+
+
+def claim_index_columns(spec: TableSpec) -> tuple[ColumnSpec, ...]:
+    """The claim's order: its equality first, then its sort (``Dialect.order_by``). Empty
+    when the primary key alone serves it."""
+    found: list[ColumnSpec] = []
+    if spec.group is not None:
+        found.append(spec.group)
+    # Issue 12: the priority column goes here, between the group and retry_after.
+    if spec.retry_after is not None:
+        found.append(spec.retry_after)
+    if not found:
+        return ()
+    return (*found, spec.id)
+
+
+def dead_letter_of(spec: TableSpec, name: str | None) -> DeadLetter | None:
+    """Where ``name`` sends spent rows of ``spec``, read as the mount reads it: a group of a
+    grouped table, else a ``[schema.]table``."""
+    if name is None:
+        return None
+    if spec.group is not None:
+        return DeadLetter(group=name)
+    parts = name.split(".")
+    if len(parts) > 2 or not all(parts):
+        msg = (
+            f"{spec.label}: a dead letter table is named [schema.]table, found {name!r}; "
+            f"give one table name, with at most one schema"
+        )
+        raise DeclarationError(msg)
+    if len(parts) == 2:
+        return DeadLetter(schema=parts[0], table=parts[1])
+    return DeadLetter(table=parts[0])
+
+
+def index_name(dialect: Dialect, spec: TableSpec, dest: DeadLetter | None = None) -> str:
+    """``<table>_claim``, within the dialect's identifier limit (cut, with a hash of the whole
+    table name) and clear of the dead letter table's name (an index and a table share one
+    namespace on PostgreSQL and SQLite, where IF NOT EXISTS would silently skip the second)."""
+    taken = {_fold(spec.table)}
+    if dest is not None and dest.table is not None:
+        taken.add(_fold(dest.table))
+    n = 1
+    while True:
+        suffix = "_claim" if n == 1 else f"_claim_{n}"
+        name = _fit(dialect, spec.table, suffix)
+        if _fold(name) not in taken:
+            return name
+        n += 1
+
+
+def _fit(dialect: Dialect, table: str, suffix: str) -> str:
+    name = table + suffix
+    limit = dialect.identifier_limit
+    if limit is None or dialect.identifier_length(name) <= limit:
+        return name
+    digest = hashlib.sha256(table.encode("utf-8")).hexdigest()[:8]
+    tail = f"_{digest}{suffix}"
+    head = table
+    while head and dialect.identifier_length(head + tail) > limit:
+        head = head[:-1]
+    return head + tail
+
+
+def _index_target(dialect: Dialect, spec: TableSpec, name: str) -> str:
+    if dialect.ddl_rules.schema_on_index:
+        return dialect.qualified(name, spec.schema)
+    return dialect.q(name)
+
+
+def _index_table(dialect: Dialect, spec: TableSpec) -> str:
+    if dialect.ddl_rules.schema_on_index:
+        return dialect.q(spec.table)
+    return dialect.table(spec)
+
+
+def _create_table(dialect: Dialect, table: str, lines: list[str]) -> str:
+    body = ",\n".join(f"    {line}" for line in lines)
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n{body}\n){dialect.ddl_rules.table_options}"
+
+
+def _column(
+    dialect: Dialect,
+    rules: DdlRules,
+    spec: TableSpec,
+    col: ColumnSpec,
+    override: SqlType | None,
+    *,
+    dead: bool,
+) -> str:
+    """One column's line. In the dead letter table the id is a plain primary key (the move
+    writes it) and nothing is generated."""
+    role = col.role
+    indexed = role in ("id", "group")
+    if dead and col.generated and role not in ("id", "attempt"):
+        # The move copies every column; the dead letter table needs no default of its own.
+        col = ColumnSpec(col.field, col.column, role, False, col.python_type)
+    sql_type = column_type(rules, spec, col, override, indexed=indexed)
+    name = dialect.c(col)
+    if role == "id":
+        if col.generated and not dead:
+            return f"{name} {rules.generated_id.format(type=sql_type)}"
+        return f"{name} {sql_type} PRIMARY KEY"
+    if role == "attempt":
+        return f"{name} {sql_type} NOT NULL DEFAULT 1"
+    if role in ("locked_until", "processed_at"):
+        return f"{name} {sql_type}"  # NULL while free / unfinished
+    if role == "retry_after":
+        # Never NULL: a row without a time would never be due.
+        default = f" DEFAULT {rules.now}" if col.generated and override is None else ""
+        return f"{name} {sql_type} NOT NULL{default}"
+    null = "" if is_optional(col.python_type) else " NOT NULL"
+    return f"{name} {sql_type}{null}"

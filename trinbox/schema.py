@@ -1,0 +1,61 @@
+"""The DDL of a queue table, from its row class, per database (public facade).
+
+    >>> from trinbox.schema import ddl
+    >>> for statement in ddl(Transcode, "postgres", dead_letter="video_jobs_dead"):
+    ...     print(statement + ";")
+
+Every statement is idempotent (``CREATE ... IF NOT EXISTS``) and creates exactly what the
+startup check accepts: the column types of each role, the attempt's ``DEFAULT 1``, the
+generated id, the claim index, and the dead letter table when the mount names one. For
+development and tests ``await broker.create_tables(Row)`` runs them; a production schema
+belongs to your migrations (print it with ``trinbox schema MODULE:Row``, then keep it there).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Literal
+
+from ._declare._inbox import spec_of
+from ._dialects._base import Dialect
+from ._dialects.ddl import render_ddl
+
+__all__ = ["DIALECTS", "DialectName", "ddl", "ddl_script"]
+
+DialectName = Literal["postgres", "mysql", "sqlite"]
+DIALECTS: tuple[DialectName, ...] = ("postgres", "mysql", "sqlite")
+_CLASSES = {
+    "postgres": ("postgres", "PostgresDialect"),
+    "mysql": ("mysql", "MySqlDialect"),
+    "sqlite": ("sqlite", "SqliteDialect"),
+}
+
+
+def dialect_named(name: str) -> Dialect:
+    """The dialect ``name`` names, or ``ValueError`` listing the names."""
+    found = _CLASSES.get(name)
+    if found is None:
+        msg = (
+            f"a dialect is one of {', '.join(map(repr, DIALECTS))} (MySQL serves MariaDB too), "
+            f"found {name!r}"
+        )
+        raise ValueError(msg)
+    module, cls = found
+    dialect: Dialect = getattr(importlib.import_module(f"trinbox._dialects.{module}"), cls)()
+    return dialect
+
+
+def ddl(row: type[Any], dialect: DialectName, *, dead_letter: str | None = None) -> list[str]:
+    """The statements (without their ``;``) that create ``row``'s table and its claim index,
+    and, given ``dead_letter`` as the mount names it (``.dead_letter("jobs_dead")``), its dead
+    letter table (a table with a ``Group`` field moves spent rows to a group: no table).
+
+    ``dialect`` is ``"postgres"``, ``"mysql"`` (MySQL and MariaDB) or ``"sqlite"``. A field
+    whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``."""
+    return render_ddl(dialect_named(dialect), spec_of(row), dead_letter)
+
+
+def ddl_script(row: type[Any], dialect: DialectName, *, dead_letter: str | None = None) -> str:
+    """:func:`ddl`'s statements as one script to print or save: each ends with ``;`` and a
+    blank line parts them."""
+    return "\n".join(f"{statement};\n" for statement in ddl(row, dialect, dead_letter=dead_letter))
