@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - the extra's absence is tested i
     raise ImportError(msg, name=exc.name) from exc
 
 from .._runtime.app import App
+from .._runtime.operations import depths, queues_of
 from .._runtime.events import (
     ClaimEvent,
     Events,
@@ -259,6 +260,23 @@ class QueueDepthGauges:
         self._leased = gauge("leased", "Rows in work (lease tables).")
         self._dead = gauge("dead_letters", "Rows of the queue's dead letter destination.")
         self._age = gauge("oldest_due_age_seconds", "How long the oldest due row has waited.")
+
+    @classmethod
+    def of_app(
+        cls,
+        app: App,
+        *,
+        interval: float = 15.0,
+        registry: CollectorRegistry | None = None,
+        namespace: str = "trinbox",
+    ) -> QueueDepthGauges:
+        """The depth of every queue mounted on ``app``, by ``trinbox inspect``'s queries (one
+        read-only statement per table), on the app's own pools: run it while ``app`` serves."""
+
+        async def depth() -> list[DepthLike]:
+            return list(await depths(queues_of(app)))
+
+        return cls(depth, interval=interval, registry=registry, namespace=namespace)
 
     async def refresh(self) -> None:
         """Read every queue's depth once and set the gauges."""

@@ -136,6 +136,46 @@ async def test_queue_depth_gauges_refresh_from_an_async_depth_function(case: Cas
         nursery.cancel_scope.cancel()
 
 
+@cells(forms=["lease"])
+async def test_queue_depth_gauges_of_an_app_read_inspects_queries(
+    case: Case, clock: VirtualClock
+) -> None:
+    registry = CollectorRegistry()
+    broker = case.stand.broker()
+    in_handler = trio.Event()
+    go_on = trio.Event()
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def send(email: Email) -> None:
+        in_handler.set()
+        await go_on.wait()
+
+    app = make_app()
+    app.include(broker, send).max_attempts(3).dead_letter("emails.dead")
+    gauges = QueueDepthGauges.of_app(app, registry=registry)
+    async with serving(app), trio.open_nursery() as nursery:
+        for n in range(3):
+            await broker.publish(case.email, Email(f"{n}"), name="emails", customer=f"c{n}")
+        with trio.fail_after(60):
+            await in_handler.wait()
+        await nursery.start(gauges.run)
+        # One row leased by the handler in work, two waiting, no dead letter yet. (The broker's
+        # clock is the test's, in 2030: by the database's clock the rows are due later.)
+        assert registry.get_sample_value("trinbox_queue_leased", QUEUE) == 1
+        waiting = [
+            registry.get_sample_value(f"trinbox_queue_{n}", QUEUE) for n in ("due", "scheduled")
+        ]
+        assert waiting == [0, 2]
+        assert registry.get_sample_value("trinbox_queue_dead_letters", QUEUE) == 0
+        nursery.cancel_scope.cancel()
+        go_on.set()
+        with trio.fail_after(60):
+            await settled(app, send, 3)
+        await gauges.refresh()
+        assert registry.get_sample_value("trinbox_queue_scheduled", QUEUE) == 0
+        assert registry.get_sample_value("trinbox_queue_leased", QUEUE) == 0
+
+
 def spans_of(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
     return list(exporter.get_finished_spans())
 
