@@ -6,8 +6,8 @@
     prometheus_client.start_http_server(9100)
 
 Every series is labelled by ``queue`` (the subscription's name) and ``table``; publishes by
-``table`` and ``group``. ``QueueDepthGauges`` adds each queue's depth, read from the database
-by a task of its own (scrapes never wait for a query).
+``table`` and ``group``. ``QueueDepthGauges.of_app(app)`` adds each queue's depth, read by
+``trinbox inspect``'s queries in a task of its own (scrapes never wait for a query).
 """
 
 from __future__ import annotations
