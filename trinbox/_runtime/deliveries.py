@@ -203,7 +203,7 @@ class DeliveryRunner:
             started = self._handle_started(events, ready)
         args: list[object] = []
         failure: BaseException | None = None
-        outcomes: list[HandlerOutcome] = []
+        outcomes: list[HandlerOutcome]  # set when the handler returned
         try:
             try:
                 args = await self._arguments(ready, messages)

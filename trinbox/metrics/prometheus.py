@@ -30,7 +30,6 @@ except ImportError as exc:  # pragma: no cover - the extra's absence is tested i
     raise ImportError(msg, name=exc.name) from exc
 
 from .._runtime.app import App
-from .._runtime.operations import depths, queues_of
 from .._runtime.events import (
     ClaimEvent,
     Events,
@@ -41,6 +40,7 @@ from .._runtime.events import (
     ReleaseEvent,
     SettleEvent,
 )
+from .._runtime.operations import depths, queues_of
 
 __all__ = ["DepthLike", "PrometheusMetrics", "QueueDepthGauges"]
 
