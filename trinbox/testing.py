@@ -1,10 +1,20 @@
-"""Helpers for testing services built on trinbox with pytest-trio.
+"""Helpers for testing services built on trinbox with pytest-trio: ``VirtualClock`` (Trio's
+clock, as a ``clock`` fixture the test takes), ``TrioClock`` (the broker's clock following it)
+and ``settled`` (wait for deliveries). README.md, "Testing a service", shows a whole test.
 
-async def test_mail(nursery, tmp_path):
-    app = make_app(f"sqlite:///{tmp_path}/q.db", clock=TrioClock())
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+async def test_mail(nursery, tmp_path, clock):
+    broker = SqlBroker.sqlite(f"sqlite:///{tmp_path}/q.db", clock=TrioClock())
+    ...
     await nursery.start(app.serve)
     await broker.publish(...)
     await settled(app, send_mail, 1)
+
+Not ``trio.testing.MockClock`` (pytest-trio's ``autojump_clock``): it jumps while a database
+call is in flight, so connects and statements run out of their time bounds.
 """
 
 from __future__ import annotations
@@ -24,8 +34,10 @@ __all__ = ["TrioClock", "VirtualClock", "idle", "settled"]
 class TrioClock:
     """A broker clock that follows Trio's clock: ``start`` plus ``trio.current_time()``.
 
-    With ``trio.testing.MockClock`` (pytest-trio's ``autojump_clock``), a test that sleeps
-    moves the database's "now" too, so leases run out and delayed retries fall due at once.
+    With ``VirtualClock`` as Trio's clock, a test that waits moves the broker's "now" too, so
+    leases run out and delayed retries fall due without waiting in real time. (Without it the
+    broker stamps rows by the system clock, and a delayed retry never falls due in virtual
+    time.)
     """
 
     def __init__(self, start: datetime | None = None) -> None:

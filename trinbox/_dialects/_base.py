@@ -15,10 +15,12 @@ declared name (``internal``). Parameter names used across dialects:
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
+from uuid import UUID
 
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
@@ -360,7 +362,13 @@ class Dialect(ColumnRules):
     def driver_value(self, value: object) -> object:
         """``value`` as another driver of this database binds it into the column as trinbox's
         own driver writes it (``insert_statement``); the same conversion as the driver's own,
-        written again since dialects never import drivers."""
+        written again since dialects never import drivers. The DDL's JSON columns take a
+        ``dict`` or ``list`` as its JSON text, its UUID columns a UUID as text (every
+        driver binds text into them; none binds a dict)."""
+        if isinstance(value, dict | list):
+            return json.dumps(value)
+        if isinstance(value, UUID):
+            return str(value)
         return value
 
     def insert_defaults(self, table: str) -> str:

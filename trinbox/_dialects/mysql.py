@@ -198,7 +198,7 @@ class MySqlDialect(Dialect):
         # DATETIME(6) holds naive UTC; PyMySQL writes an aware datetime's wall clock as is.
         if isinstance(value, datetime) and value.tzinfo is not None:
             return value.astimezone(UTC).replace(tzinfo=None)
-        return value
+        return super().driver_value(value)
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"

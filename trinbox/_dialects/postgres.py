@@ -116,7 +116,7 @@ class PostgresDialect(Dialect):
         # session's TimeZone).
         if isinstance(value, datetime) and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value
+        return super().driver_value(value)
 
     def notify_statement(self) -> Statement:
         return self.r("notify", "SELECT pg_notify(" + P("channel") + ", " + P("group") + ")")

@@ -113,7 +113,9 @@ class SqliteDialect(Dialect):
             if value.tzinfo is not None:
                 value = value.astimezone(UTC).replace(tzinfo=None)
             return value.isoformat(" ", "microseconds")
-        return value
+        if isinstance(value, Decimal):
+            return str(value)  # sqlite3 binds no Decimal; NUMERIC affinity reads the text
+        return super().driver_value(value)
 
     def _form_fix(self, form: type[Form]) -> str:
         return (

@@ -433,7 +433,8 @@ class SqlBroker(Generic[D]):
         columns: dict[str, object],
     ) -> None:
         statement = self.dialect.insert(spec)
-        values = insert_values(spec, message, columns, self.clock(), delay, self.codec)
+        raw = insert_values(spec, message, columns, self.clock(), delay, self.codec)
+        values = {column: self.dialect.driver_value(value) for column, value in raw.items()}
         await conn.execute(statement.sql, statement.bind(values))
         notify = self.dialect.notify_statement()
         if self.listen_notify and notify is not None:

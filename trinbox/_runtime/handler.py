@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import inspect
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, get_args, get_origin
+from uuid import UUID
 
 from .._declare._spec import TableSpec
 from .._errors import DeclarationError
@@ -145,4 +148,14 @@ def _convert(value: object, hint: object) -> object:
         return bool(value)
     if bytes in targets and isinstance(value, memoryview | bytearray):
         return bytes(value)
+    # JSON columns come back as their text from every driver; SQLite's NUMERIC and the UUID
+    # columns of MySQL and SQLite as numbers and text.
+    if isinstance(value, str) and any(
+        get_origin(t) in (dict, list) or t in (dict, list) for t in targets
+    ):
+        return json.loads(value)
+    if Decimal in targets and isinstance(value, str | int | float):
+        return Decimal(str(value))
+    if UUID in targets and isinstance(value, str):
+        return UUID(value)
     return value

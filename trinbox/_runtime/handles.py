@@ -10,7 +10,7 @@ from .._drivers._base import Connection, Pool, Record
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
 
-__all__ = ["Attempt", "Database", "Tx"]
+__all__ = ["Attempt", "Database", "Held", "Tx"]
 
 Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""
@@ -20,12 +20,15 @@ Publisher = Callable[..., Awaitable[None]]
 
 class _Runs:
     """Statements on one connection; SQL placeholders are the database driver's own
-    (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite)."""
+    (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite). On MySQL a literal ``%`` is written
+    ``%%``, also in a statement without parameters."""
 
     _conn: Connection
 
     async def execute(self, sql: str, *params: object) -> int:
-        """Run a statement; the number of rows it changed."""
+        """Run a statement; the number of rows an INSERT, UPDATE or DELETE changed (rows
+        matched, on MySQL too). Other statements return the driver's own count (DDL: 0 on
+        PostgreSQL and MySQL, -1 on SQLite); read rows with :meth:`fetch`."""
         return await self._conn.execute(sql, params)
 
     async def fetch(self, sql: str, *params: object) -> list[Record]:
@@ -69,6 +72,16 @@ class Tx(_Runs):
 
 
 @final
+class Held(_Runs):
+    """One pooled connection lent by ``keys.Pool.connection()``: the same ``execute``,
+    ``fetch`` and ``fetchval`` as the pool's, all on this connection (a ``BEGIN`` on it holds
+    until a ``COMMIT`` or the block's end)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+
+@final
 class Database(_Runs):
     """The broker's pool: each statement runs on a connection of its own and commits on its
     own, whatever the delivery's outcome."""
@@ -77,24 +90,25 @@ class Database(_Runs):
         self._pool = pool
 
     async def execute(self, sql: str, *params: object) -> int:
-        async with self.connection() as conn:
-            return await conn.execute(sql, params)
+        async with self.connection() as held:
+            return await held.execute(sql, *params)
 
     async def fetch(self, sql: str, *params: object) -> list[Record]:
-        async with self.connection() as conn:
-            return await conn.fetch(sql, params)
+        async with self.connection() as held:
+            return await held.fetch(sql, *params)
 
     async def fetchval(self, sql: str, *params: object) -> object:
         rows = await self.fetch(sql, *params)
         return rows[0][0] if rows else None
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Connection]:
-        """A pooled connection for several statements; returned (rolled back if a
-        transaction is left open) when the block ends."""
+    async def connection(self) -> AsyncIterator[Held]:
+        """A pooled connection for several statements, with the same methods as the pool's
+        (never the driver's own connection: its internals are trinbox's); returned, rolled
+        back if a transaction is left open, when the block ends."""
         conn = await self._pool.acquire()
         try:
-            yield conn
+            yield Held(conn)
         finally:
             if conn.in_transaction:
                 await rollback_quietly(conn)
