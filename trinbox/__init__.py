@@ -18,7 +18,7 @@ from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
 from ._declare._capabilities import Serves as Serves
 from ._declare._capabilities import Sqlite as Sqlite
-from ._declare._inbox import Inbox as Inbox
+from ._declare._inbox import GENERATED as GENERATED
 from ._declare._manual import InboxSpec as InboxSpec
 from ._declare._markers import Advisory as Advisory
 from ._declare._markers import Default as Default
@@ -33,6 +33,7 @@ from ._declare._markers import RepeatableRead as RepeatableRead
 from ._declare._markers import RowLock as RowLock
 from ._declare._markers import Serializable as Serializable
 from ._declare._markers import Transactional as Transactional
+from ._declare._public import Inbox as Inbox
 from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
 from ._declare._roles import Generated as Generated
@@ -85,18 +86,22 @@ from ._runtime.events import LeaseEvent as LeaseEvent
 from ._runtime.events import PublishEvent as PublishEvent
 from ._runtime.events import ReleaseEvent as ReleaseEvent
 from ._runtime.events import SettleEvent as SettleEvent
+from ._runtime.factories import subscriber as subscriber
 from ._runtime.outcome import FailurePolicy as FailurePolicy
 from ._runtime.outcome import HandlerOutcome as HandlerOutcome
 from ._runtime.outcome import OnFailure as OnFailure
+from ._runtime.publisher import Publisher as Publisher
+from ._runtime.queue import Batched as Batched
 from ._runtime.queue import InboxQueue as InboxQueue
-from ._runtime.queue import Subscriber as Subscriber
-from ._runtime.queue import subscriber as subscriber
+from ._runtime.queue import Single as Single
 from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistics
+from ._runtime.subscribers import Subscriber as Subscriber
 
 __all__ = [
     # declaring a table
     "Inbox",
     "InboxSpec",
+    "GENERATED",
     "KeyColumn",
     "KeyLiteral",
     "Id",
@@ -123,6 +128,8 @@ __all__ = [
     "Exclusive",
     "Plain",
     "Transactional",
+    "Single",
+    "Batched",
     # dialects as types
     "Serves",
     "Postgres",
@@ -137,6 +144,7 @@ __all__ = [
     "InboxQueue",
     "Subscriber",
     "subscriber",
+    "Publisher",
     "keys",
     "HandlerOutcome",
     "Backoff",

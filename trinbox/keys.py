@@ -5,8 +5,8 @@ async def handle(job: Job, attempt: keys.Attempt, tx: keys.Tx) -> HandlerOutcome
 
 from __future__ import annotations
 
+from ._runtime.handles import AnyTx as Tx
 from ._runtime.handles import Attempt as Attempt
 from ._runtime.handles import Database as Pool
-from ._runtime.handles import Tx as Tx
 
 __all__ = ["Attempt", "Pool", "Tx"]

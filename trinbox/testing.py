@@ -26,7 +26,7 @@ import trio
 
 from ._drivers._activity import calls_in_flight
 from ._runtime.app import App
-from ._runtime.queue import Subscriber
+from ._runtime.subscribers import Subscriber
 
 __all__ = ["TrioClock", "VirtualClock", "idle", "settled"]
 

@@ -24,6 +24,7 @@ from trinbox import (
     Inbox,
     Payload,
     SqlBroker,
+    Sqlite,
 )
 from trinbox.testing import TrioClock, VirtualClock
 
@@ -103,7 +104,7 @@ async def test_a_broker_no_serving_app_opened_refuses_to_publish(
 # -- hooks ---------------------------------------------------------------------------------------
 
 
-def _app(tmp_path: Path) -> tuple[App, SqlBroker[object]]:
+def _app(tmp_path: Path) -> tuple[App, SqlBroker[Sqlite]]:
     broker = SqlBroker.sqlite(f"sqlite:///{tmp_path}/q.db", clock=TrioClock())
     app = App(AppInfo("hooks"))
     app.add_broker(broker)

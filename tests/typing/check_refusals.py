@@ -65,9 +65,10 @@ async def handle_key_then_tx(job: Job, pool: keys.Pool, tx: keys.Tx) -> None: ..
 
 
 # -- a form the dialect does not serve ----------------------------------------------------------
-# Argument 2 to "include" of "App" has incompatible type "Subscriber[Locked, Plain]"; expected
-# "Subscriber[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Any] |
-# Callable[[Never], Never]"  [arg-type]
+# Argument 2 to "include" of "App" has incompatible type "Subscriber[Locked, Plain,
+# Callable[[object], Awaitable[None]], tuple[Locked, Plain] | None]"; expected "Subscriber[Any,
+# Any, object, tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
+# Transactional] | None] | Callable[[Never], Never]"  [arg-type]
 
 
 def check_sqlite_has_no_row_locks(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -80,8 +81,10 @@ def check_sqlite_has_no_row_locks_in_tx(app: App, broker: SqlBroker[Sqlite]) -> 
 
 
 # -- an opening the dialect does not open ---------------------------------------------------------
-# ... incompatible type "Subscriber[Strict, Plain]"; expected "Subscriber[Inbox[Lease | Advisory,
-# Default | Deferred | Immediate | Exclusive], Any] | Callable[[Never], Never]"  [arg-type]
+# ... incompatible type "Subscriber[Strict, Plain, Callable[[object], Awaitable[None]],
+# tuple[Strict, Plain] | None]"; expected "Subscriber[Any, Any, object, tuple[Inbox[Lease |
+# Advisory, Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None] |
+# Callable[[Never], Never]"  [arg-type]
 
 
 def check_sqlite_opens_no_isolation_level(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -114,10 +117,10 @@ def check_advisory_table_takes_no_lease() -> None:
 
 
 # -- keys.Tx outside transactional mode -----------------------------------------------------------
-# overload def [T] (self: trinbox._runtime.queue.SubscriberFactory[R,
-# trinbox._declare._markers.Plain], fn: def (T, trinbox._runtime.handles.Tx) ->
-# typing.Awaitable[object]) -> trinbox._runtime.queue.TxNeedsTransactional of function
-# trinbox._runtime.queue.SubscriberFactory.__call__ is deprecated: keys.Tx, the delivery's
+# overload def (self: trinbox._runtime.factories.SubscriberFactory[R], fn: def (Any,
+# trinbox._runtime.handles.Tx, *Any, **Any) -> typing.Awaitable[object]) ->
+# trinbox._runtime.refusals.TxNeedsTransactional of function
+# trinbox._runtime.factories.SubscriberFactory.__call__ is deprecated: keys.Tx, the delivery's
 # transaction, is lent only in transactional mode; subscribe with
 # InboxQueue(Row, name).transactional()  [deprecated]
 # mypy leaves [deprecated] off unless enabled (mypy.ini enables it as an error); without it the

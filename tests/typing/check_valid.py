@@ -7,6 +7,8 @@ needed and one case cannot leak a wrong inference into the next.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, assert_type
 
@@ -14,6 +16,7 @@ from trinbox import (
     Advisory,
     App,
     Attempt,
+    Batched,
     HandlerOutcome,
     Id,
     Immediate,
@@ -28,6 +31,7 @@ from trinbox import (
     Postgres,
     RowLock,
     Serializable,
+    Single,
     SqlBroker,
     Sqlite,
     Subscriber,
@@ -52,24 +56,43 @@ class Locked(Inbox[RowLock, Serializable], table="locked"):
     id: Annotated[int, Id(generated=True)]
 
 
-async def handle_job(job: Job) -> None: ...
+@dataclass
+class Email:
+    to: str
+
+
+# Job has a payload field: its handlers take the decoded message (here an Email), never a Job.
+async def handle_job(email: Email) -> None: ...
 async def handle_keyed(row: Keyed) -> HandlerOutcome:
     return HandlerOutcome.ack()
 
 
 async def handle_locked(row: Locked) -> None: ...
-async def handle_with_keys(job: Job, attempt: keys.Attempt, pool: keys.Pool) -> None: ...
-async def handle_in_tx(job: Job, tx: keys.Tx, attempt: keys.Attempt) -> HandlerOutcome | None: ...
-async def handle_batch(jobs: list[Job]) -> list[HandlerOutcome]:
-    return [HandlerOutcome.ack() for _ in jobs]
+async def handle_with_keys(email: Email, attempt: keys.Attempt, pool: keys.Pool) -> None: ...
+async def handle_in_tx(
+    email: Email, tx: keys.Tx, attempt: keys.Attempt
+) -> HandlerOutcome | None: ...
+async def handle_batch(emails: list[Email]) -> list[HandlerOutcome]:
+    return [HandlerOutcome.ack() for _ in emails]
 
 
 @subscriber(InboxQueue(Job, "jobs"))
-async def decorated(job: Job, attempt: keys.Attempt) -> HandlerOutcome:
+async def decorated(email: Email, attempt: keys.Attempt) -> HandlerOutcome:
     return HandlerOutcome.ack()
 
 
-assert_type(decorated, Subscriber[Job, Plain])
+# A subscriber keeps its handler's type (parameters and return) and what it needs of a dialect.
+assert_type(
+    decorated,
+    Subscriber[
+        Job,
+        Plain,
+        Callable[[Email, keys.Attempt], Awaitable[HandlerOutcome]],
+        tuple[Job, Plain] | None,
+    ],
+)
+# Annotations name the row and mode; the rest defaults to "any handler" and the row's needs.
+as_annotated: Subscriber[Job, Plain] = decorated
 
 
 def check_brokers_carry_their_dialect() -> None:
@@ -80,10 +103,15 @@ def check_brokers_carry_their_dialect() -> None:
 
 def check_queue_settings_keep_row_and_mode() -> None:
     assert_type(InboxQueue(Job, "jobs"), InboxQueue[Job, Plain])
+    assert_type(InboxQueue(Job, "jobs"), InboxQueue[Job, Plain, Single])
     assert_type(InboxQueue(Job, "jobs").transactional(), InboxQueue[Job, Transactional])
     assert_type(
-        InboxQueue(Locked, "locked").transactional().workers(4).poll_interval(0.5).batch(1),
+        InboxQueue(Locked, "locked").transactional().workers(4).poll_interval(0.5),
         InboxQueue[Locked, Transactional],
+    )
+    assert_type(
+        InboxQueue(Locked, "locked").workers(4).batch(10).poll_interval(0.5).batch(5),
+        InboxQueue[Locked, Plain, Batched],
     )
     assert_type(InboxQueue(Job, "jobs").lease(timedelta(seconds=30)), InboxQueue[Job, Plain])
     assert_type(InboxQueue(Job, "jobs").transactional().lease(30), InboxQueue[Job, Transactional])
@@ -95,12 +123,22 @@ def check_lease_setting_on_any_row(queue: InboxQueue[Any, Plain]) -> None:
 
 def check_handlers() -> None:
     plain = subscriber(InboxQueue(Job, "jobs"))
-    assert_type(plain(handle_job), Subscriber[Job, Plain])
-    assert_type(plain(handle_with_keys), Subscriber[Job, Plain])
-    assert_type(subscriber(InboxQueue(Job, "jobs").batch(10))(handle_batch), Subscriber[Job, Plain])
+    needs = tuple[Job, Plain] | None
+    assert_type(
+        plain(handle_job), Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], needs]
+    )
+    with_keys = Callable[[Email, keys.Attempt, keys.Pool], Awaitable[None]]
+    assert_type(plain(handle_with_keys), Subscriber[Job, Plain, with_keys, needs])
+    batch = Callable[[list[Email]], Awaitable[list[HandlerOutcome]]]
+    assert_type(
+        subscriber(InboxQueue(Job, "jobs").batch(10))(handle_batch),
+        Subscriber[Job, Plain, batch, needs],
+    )
     in_tx = subscriber(InboxQueue(Job, "jobs").transactional())
-    assert_type(in_tx(handle_in_tx), Subscriber[Job, Transactional])
-    assert_type(in_tx(handle_with_keys), Subscriber[Job, Transactional])
+    tx_needs = tuple[Job, Transactional] | None
+    tx_keys = Callable[[Email, keys.Tx, keys.Attempt], Awaitable[HandlerOutcome | None]]
+    assert_type(in_tx(handle_in_tx), Subscriber[Job, Transactional, tx_keys, tx_needs])
+    assert_type(in_tx(handle_with_keys), Subscriber[Job, Transactional, with_keys, tx_needs])
 
 
 def check_sqlite_serves_lease_and_advisory(app: App, broker: SqlBroker[Sqlite]) -> None:

@@ -76,7 +76,7 @@ def test_a_sync_handler_or_a_non_callable_is_refused_where_it_is_bound() -> None
         pass
 
     with pytest.raises(TypeError, match=r"found the plain function .*plain for queue 'q'"):
-        subscriber(queue)(plain)  # type: ignore[arg-type]
+        subscriber(queue)(plain)
     with pytest.raises(TypeError, match="found 42 for queue 'q'"):
         subscriber(queue)(42)  # type: ignore[call-overload]
 

@@ -105,7 +105,7 @@ def test_unknown_class_keyword() -> None:
         "table=, schema=, advisory_lock=, spec=, found tabel=; remove or correct it"
     ):
 
-        class Job(Inbox[RowLock], tabel="jobs"):
+        class Job(Inbox[RowLock], tabel="jobs"):  # type: ignore[call-arg]
             id: Annotated[int, Id()]
 
 
@@ -116,7 +116,7 @@ def test_unknown_class_keywords_are_listed() -> None:
         "or correct them"
     ):
 
-        class Job(Inbox[RowLock], table="jobs", lock="x", isolation="serializable"):
+        class Job(Inbox[RowLock], table="jobs", lock="x", isolation="serializable"):  # type: ignore[call-arg]
             id: Annotated[int, Id()]
 
 
@@ -489,7 +489,7 @@ def test_spec_is_an_inbox_spec() -> None:
         "build one with InboxSpec(..)"
     ):
 
-        class Job(Inbox[RowLock], spec="jobs"):
+        class Job(Inbox[RowLock], spec="jobs"):  # type: ignore[arg-type]
             id: int
 
 

@@ -1,19 +1,28 @@
 """Dialects as types: what each database serves, so that mypy refuses a mount it cannot serve.
 
-A dialect type derives from ``Serves[tuple[Forms, Openings]]``, contravariant in its argument:
-``Sqlite`` serves ``tuple[Lease | Advisory, ...]`` and so is a ``Serves[tuple[Lease, Default]]``
-but not a ``Serves[tuple[RowLock, Default]]``. A broker is covariant in its dialect.
-``App.include(broker, subscriber)`` reads the forms and openings a broker serves off its type
-and asks for a subscriber whose row is an ``Inbox`` of one of each, so that mypy says, for a row
-lock table on SQLite: Argument 2 to "include" of "App" has incompatible type
-"Subscriber[Job, Plain]"; expected "Subscriber[Inbox[Lease | Advisory, Default | Deferred |
-Immediate | Exclusive], Any] | ..." (tests/typing/check_matrix.py has every pair).
+A dialect type derives from ``Serves[tuple[Forms, Openings], Mounts]``, contravariant in both
+arguments. The first names the claim forms and openings the dialect serves: ``Sqlite`` serves
+``tuple[Lease | Advisory, ...]`` and so is a ``Serves[tuple[Lease, Default]]`` but not a
+``Serves[tuple[RowLock, Default]]`` (publishing reads it). The second names the (row, mode)
+pairs it mounts, ``tuple[Inbox[Forms, Openings], Modes]``, a union where a rule ties the three
+together: PostgreSQL mounts a lease table at RepeatableRead or Serializable in plain mode only
+(a transactional lease handler must see the lease extensions committed after it began).
+
+``App.include(broker, subscriber)`` reads the second argument off the broker's type and asks
+for a subscriber whose ``Needs`` (``tuple[Row, Mode] | None``, subscribers.py) are among them,
+so that mypy says, for a row lock table on SQLite: Argument 2 to "include" of "App" has
+incompatible type "Subscriber[Job, Plain, ..., tuple[Job, Plain] | None]"; expected
+"Subscriber[Any, Any, object, tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate |
+Exclusive], Plain | Transactional] | None] | ..." (tests/typing/check_matrix.py has every cell).
 """
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar, final
+from typing import Any, Generic, final
 
+from typing_extensions import TypeVar
+
+from ._inbox import Inbox
 from ._markers import (
     Advisory,
     Default,
@@ -21,46 +30,60 @@ from ._markers import (
     Exclusive,
     Immediate,
     Lease,
+    Plain,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
     RowLock,
     Serializable,
+    Transactional,
 )
 
 __all__ = ["MySql", "Postgres", "Serves", "Sqlite"]
 
 Capability = TypeVar("Capability", contravariant=True)
+Mounts = TypeVar("Mounts", contravariant=True, default=Any)
 
 
-class Serves(Generic[Capability]):
-    """A dialect that serves the (form, opening) pairs its argument names."""
+class Serves(Generic[Capability, Mounts]):
+    """A dialect that serves the (form, opening) pairs its first argument names, and mounts
+    the (row, mode) pairs its second names."""
+
+
+_PgOpenings = Default | ReadCommitted | RepeatableRead | Serializable
+_MySqlOpenings = Default | ReadUncommitted | ReadCommitted | RepeatableRead | Serializable
+_SqliteOpenings = Default | Deferred | Immediate | Exclusive
+_Modes = Plain | Transactional
 
 
 @final
 class Postgres(
     Serves[
-        tuple[
-            RowLock | Lease | Advisory,
-            Default | ReadCommitted | RepeatableRead | Serializable,
-        ]
+        tuple[RowLock | Lease | Advisory, _PgOpenings],
+        tuple[Inbox[RowLock | Advisory, _PgOpenings], _Modes]
+        | tuple[Inbox[Lease, _PgOpenings], Plain]
+        | tuple[Inbox[Lease, Default | ReadCommitted], Transactional],
     ]
 ):
-    """PostgreSQL (asyncpg): every form; read committed, repeatable read, serializable."""
+    """PostgreSQL (asyncpg): every form; read committed, repeatable read, serializable (a
+    transactional lease table at read committed only)."""
 
 
 @final
 class MySql(
     Serves[
-        tuple[
-            RowLock | Lease | Advisory,
-            Default | ReadUncommitted | ReadCommitted | RepeatableRead | Serializable,
-        ]
+        tuple[RowLock | Lease | Advisory, _MySqlOpenings],
+        tuple[Inbox[RowLock | Lease | Advisory, _MySqlOpenings], _Modes],
     ]
 ):
     """MySQL 8.0.1+ and MariaDB 10.6+ (aiomysql): every form; every isolation level."""
 
 
 @final
-class Sqlite(Serves[tuple[Lease | Advisory, Default | Deferred | Immediate | Exclusive]]):
+class Sqlite(
+    Serves[
+        tuple[Lease | Advisory, _SqliteOpenings],
+        tuple[Inbox[Lease | Advisory, _SqliteOpenings], _Modes],
+    ]
+):
     """SQLite: the lease and advisory forms (no row locks); deferred/immediate/exclusive."""

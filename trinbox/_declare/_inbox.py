@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, get_args, get_origin
 
 from typing_extensions import TypeVar, dataclass_transform
 
@@ -24,7 +24,7 @@ from ._markers import Default, Form, Opening
 from ._roles import ROLE_CLASSES, Column, Role
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
-__all__ = ["Inbox", "spec_of"]
+__all__ = ["GENERATED", "Inbox", "row_fields", "spec_of"]
 
 F = TypeVar("F", bound=Form, covariant=True)
 O = TypeVar("O", bound=Opening, covariant=True, default=Default)  # noqa: E741
@@ -49,25 +49,88 @@ class Inbox(Generic[F, O]):
         # "trinbox", where TableSpec does not resolve).
         __inbox_spec__: ClassVar[TableSpec]
 
-    def __init_subclass__(cls, **keywords: Any) -> None:
-        where = f"class {cls.__qualname__}"
-        unknown_keywords(where, keywords, _KEYWORDS)
-        form, opening = _type_arguments(cls, where)
-        manual = keywords.get("spec")
-        if manual is not None:
-            cls.__inbox_spec__ = _compile_manual(cls, where, manual, form, opening, keywords)
-        else:
-            cls.__inbox_spec__ = compile_spec(
-                where=where,
-                table=keywords.get("table"),
-                schema=keywords.get("schema"),
-                form=form,
-                opening=opening,
-                fields=_field_decls(cls, where),
-                advisory_lock=keywords.get("advisory_lock"),
-                row_type=cls,
+        # mypy checks a class statement's keywords against this signature (a misspelt or
+        # mistyped keyword fails there); at runtime every keyword reaches _declare, which
+        # refuses an unknown one with a message naming the keywords it takes.
+        def __init_subclass__(
+            cls,
+            *,
+            table: str | None = None,
+            schema: str | None = None,
+            advisory_lock: str | None = None,
+            spec: InboxSpec[Any] | None = None,
+        ) -> None: ...
+
+    else:
+
+        def __init_subclass__(cls, **keywords):
+            _declare(cls, keywords)
+
+
+def _declare(cls: type[Inbox[Any, Any]], keywords: dict[str, object]) -> None:
+    where = f"class {cls.__qualname__}"
+    unknown_keywords(where, keywords, _KEYWORDS)
+    _check_keyword_types(where, keywords)
+    form, opening = _type_arguments(cls, where)
+    manual = keywords.get("spec")
+    if manual is not None:
+        spec = _compile_manual(cls, where, manual, form, opening, keywords)
+    else:
+        spec = compile_spec(
+            where=where,
+            table=cast("str | None", keywords.get("table")),
+            schema=cast("str | None", keywords.get("schema")),
+            form=form,
+            opening=opening,
+            fields=_field_decls(cls, where),
+            advisory_lock=cast("str | None", keywords.get("advisory_lock")),
+            row_type=cls,
+        )
+    cls.__inbox_spec__ = spec
+    _default_generated(cls, spec)
+    dataclasses.dataclass(kw_only=True)(cls)
+
+
+class _Unfilled:
+    """The value of a generated field that the database has not filled yet (one instance)."""
+
+    def __init__(self) -> None:
+        # Presents itself as what users import (trinbox/__init__ names exports the same way).
+        self.__qualname__ = "GENERATED"
+
+    def __repr__(self) -> str:
+        return "trinbox.GENERATED"
+
+    def __reduce__(self) -> str:
+        return self.__qualname__
+
+
+GENERATED: Any = _Unfilled()
+"""The default of a generated field, for the type checker: ``id: Annotated[int,
+Id(generated=True)] = GENERATED`` makes ``id`` optional in the row's constructor under mypy,
+which reads no ``Annotated`` metadata. At runtime every generated field without a default gets
+this one: a row built in Python holds ``GENERATED`` until the database fills the column (the
+insert leaves generated columns out)."""
+
+
+def _default_generated(cls: type, spec: TableSpec) -> None:
+    """Give the class's own generated fields a default, so a row is built without them."""
+    own = inspect.get_annotations(cls)
+    for col in spec.columns:
+        if col.generated and col.field in own and col.field not in cls.__dict__:
+            setattr(cls, col.field, GENERATED)
+
+
+def _check_keyword_types(where: str, keywords: dict[str, object]) -> None:
+    for name in ("table", "schema", "advisory_lock"):
+        value = keywords.get(name)
+        if value is not None and not isinstance(value, str):
+            example = {"advisory_lock": "'job-{id}'"}.get(name, "'jobs'")
+            msg = (
+                f"{where}: {name}= takes a string, found {type(value).__name__} {value!r}; "
+                f"write {name}={example}"
             )
-        dataclasses.dataclass(kw_only=True)(cls)
+            raise DeclarationError(msg)
 
 
 def spec_of(row_type: type[Any]) -> TableSpec:
@@ -80,6 +143,16 @@ def spec_of(row_type: type[Any]) -> TableSpec:
         )
         raise DeclarationError(msg)
     return spec
+
+
+def row_fields(row: Inbox[Any, Any], *, delay: bool = False) -> dict[str, object]:
+    """The writable fields of a row instance by name, for ``publish_row``: generated fields
+    are the database's, and a delay replaces the row's ``RetryAfter`` value."""
+    spec = spec_of(type(row))
+    fields = {c.field: getattr(row, c.field) for c in spec.insert_columns}
+    if delay and spec.retry_after is not None:
+        fields.pop(spec.retry_after.field, None)
+    return {name: value for name, value in fields.items() if value is not GENERATED}
 
 
 def _type_arguments(cls: type, where: str) -> tuple[object, object]:
@@ -185,7 +258,7 @@ def _compile_manual(
     manual: object,
     form: object,
     opening: object,
-    keywords: dict[str, Any],
+    keywords: dict[str, object],
 ) -> TableSpec:
     if not isinstance(manual, InboxSpec):
         msg = f"{where}: spec= takes an InboxSpec, found {manual!r}; build one with InboxSpec(..)"

@@ -7,6 +7,8 @@ builder, end in :func:`compile_spec`, so they share every rule and every message
 from __future__ import annotations
 
 import re
+import types
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -330,6 +332,7 @@ def check_form(where: str, form: object) -> type[Form]:
     if form in FORMS:
         assert isinstance(form, type)
         return form
+    _refuse_union(where, "claim form", form, "Inbox[Lease]")
     msg = (
         f"{where}: the claim form is the type argument of Inbox, found {_name(form)}; "
         f"write Inbox[RowLock], Inbox[Lease] or Inbox[Advisory]"
@@ -341,6 +344,7 @@ def _check_opening(where: str, opening: object) -> type[Opening]:
     if opening in OPENINGS:
         assert isinstance(opening, type)
         return opening
+    _refuse_union(where, "opening", opening, "Inbox[Lease, Serializable]")
     names = ", ".join(o.__name__ for o in OPENINGS)
     msg = (
         f"{where}: the second type argument of Inbox is an isolation level or SQLite mode, "
@@ -451,6 +455,19 @@ def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:
                 f"Inbox[RowLock] table; declare Inbox[Advisory] or drop advisory_lock="
             )
             raise DeclarationError(msg)
+
+
+def _refuse_union(where: str, what: str, found: object, example: str) -> None:
+    """A union type argument (``Inbox[Lease | Advisory]``) names no single form or opening."""
+    members = typing.get_args(found)
+    if typing.get_origin(found) not in (typing.Union, types.UnionType) or not members:
+        return
+    names = " | ".join(_name(member) for member in members)
+    msg = (
+        f"{where}: a table has one {what}, found the union {names} as a type argument of "
+        f"Inbox; name one, like {example} (declare a row class per {what})"
+    )
+    raise DeclarationError(msg)
 
 
 def _name(obj: object) -> str:

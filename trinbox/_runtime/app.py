@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, cast, overload
 
 import trio
 
 from .._bounds import GRACE, HOOK, within
 from .._declare._capabilities import Serves
-from .._declare._inbox import Inbox, spec_of
-from .._declare._markers import Form, Opening
+from .._declare._inbox import spec_of
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
@@ -21,16 +20,15 @@ from .backoff import Backoff, require_backoff
 from .broker import SqlBroker
 from .events import EventBus, Events
 from .notify import NotifyListener
-from .queue import Subscriber
 from .statistics import SubscriptionStatistics
+from .subscribers import Subscriber
 from .subscription import Subscription
 
 __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
 
 logger = logging.getLogger("trinbox.app")
 
-F = TypeVar("F", bound=Form)
-O = TypeVar("O", bound=Opening)  # noqa: E741
+C = TypeVar("C")
 Z = TypeVar("Z")
 _SecondPass = Callable[[Z], NoReturn]
 Hook = Callable[[], Awaitable[object]]
@@ -134,25 +132,28 @@ class App:
 
     def include(
         self,
-        broker: SqlBroker[Serves[tuple[F, O]]],
-        subscriber: Subscriber[Inbox[F, O], Any] | _SecondPass[Z],
+        broker: SqlBroker[Serves[Any, C]],
+        subscriber: Subscriber[Any, Any, object, C | None] | _SecondPass[Z],
     ) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
-        opening: mypy refuses what it cannot, and so does this call."""
-        # Typing: mypy infers F and O from the broker alone (the forms and openings its
-        # dialect serves), then checks the subscriber against them, so a mismatch reads
-        # "Argument 2 ... expected Subscriber[Inbox[Lease | Advisory, Default | ...]]".
-        # ``_SecondPass[Z]`` is what defers the subscriber to mypy's second inference pass
-        # (a callable type with a type variable); without it both arguments constrain F and
-        # O at once and a mismatch is only "Cannot infer value of type parameter".
+        opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""
+        # Typing: mypy infers C from the broker alone (the (row, mode) pairs its dialect
+        # mounts, _capabilities.py), then checks the subscriber's needs against them, so a
+        # mismatch reads "Argument 2 ... expected Subscriber[Any, Any, object, tuple[Inbox[Lease
+        # | Advisory, ...], Plain | Transactional] | None]". ``_SecondPass[Z]`` is what defers
+        # the subscriber to mypy's second inference pass (a callable type with a type
+        # variable); without it both arguments constrain C at once and a mismatch is only
+        # "Cannot infer value of type parameter".
         if not isinstance(subscriber, Subscriber):
             msg = (
                 f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "
                 f"@subscriber(InboxQueue(Row, name))"
             )
             raise TypeError(msg)
-        broker.dialect.check(spec_of(subscriber.queue.row))
-        mount = Mount(broker, subscriber)
+        spec = spec_of(subscriber.queue.row)
+        broker.dialect.check(spec)
+        startup.check_mode(broker, spec, subscriber.queue.mode, where=repr(subscriber))
+        mount = Mount(broker, cast("Subscriber[Any, Any]", subscriber))
         self._mounts.append(mount)
         return mount
 

@@ -18,8 +18,9 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .._declare._capabilities import MySql, Postgres, Sqlite
-from .._declare._inbox import spec_of
+from .._declare._capabilities import MySql, Postgres, Serves, Sqlite
+from .._declare._inbox import Inbox, row_fields, spec_of
+from .._declare._markers import Form
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
 from .._dialects._paramstyle import (
@@ -48,7 +49,8 @@ __all__ = ["SqlBroker"]
 
 logger = logging.getLogger("trinbox.publish")
 
-D = TypeVar("D", covariant=True)
+D = TypeVar("D", bound=Serves[Any], covariant=True)
+F = TypeVar("F", bound=Form)
 
 Clock = Callable[[], datetime]
 
@@ -262,8 +264,8 @@ class SqlBroker(Generic[D]):
     # -- publishing ------------------------------------------------------------------------------
 
     async def publish(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -327,8 +329,22 @@ class SqlBroker(Generic[D]):
                 )
             )
 
+    async def publish_row(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row: Inbox[F, Any],
+        *,
+        delay: timedelta | None = None,
+    ) -> None:
+        """Write ``row``, an instance of a row class, into its table: ``publish`` with the
+        row's fields as its columns, which the row's constructor has checked (names and
+        types) where ``publish(Row, **columns)`` takes any keyword. Generated fields are left
+        to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
+        sets the RetryAfter field over the row's value."""
+        fields = row_fields(row, delay=delay is not None)
+        await self.publish(type(row), delay=delay, **fields)
+
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx]:
+    async def transaction(self) -> AsyncIterator[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits."""
@@ -348,8 +364,8 @@ class SqlBroker(Generic[D]):
 
     @overload
     def insert_statement(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -359,8 +375,8 @@ class SqlBroker(Generic[D]):
 
     @overload
     def insert_statement(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -369,8 +385,8 @@ class SqlBroker(Generic[D]):
     ) -> tuple[str, dict[str, object]]: ...
 
     def insert_statement(
-        self,
-        row_type: type,
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -410,7 +426,7 @@ class SqlBroker(Generic[D]):
     async def _publish_in(
         self,
         tx: Tx,
-        row_type: type,
+        row_type: type[Inbox[Any, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,

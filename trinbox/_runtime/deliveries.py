@@ -41,9 +41,9 @@ from .events import EventBus, EventSource, HandleEnd, HandleEvent, ReleaseEvent,
 from .handler import HandlerPlan, decode_message
 from .handles import Attempt, Tx
 from .outcome import FailurePolicy, HandlerOutcome
-from .queue import Subscriber
 from .statistics import Fields
 from .steps import StepRules
+from .subscribers import Subscriber
 
 if TYPE_CHECKING:
     from .claim_loop import ClaimLoop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import json
 import types
@@ -21,6 +22,14 @@ from .handles import Attempt, Database, Tx
 __all__ = ["HandlerPlan", "decode_row", "plan_handler"]
 
 _KEYS: dict[object, str] = {Attempt: "attempt", Tx: "tx", Database: "pool"}
+_KEY_NAMES = {"attempt": "Attempt", "tx": "Tx", "pool": "Pool"}
+_LISTS = (
+    list,
+    typing.Sequence,
+    typing.Iterable,
+    collections.abc.Sequence,
+    collections.abc.Iterable,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +64,22 @@ def plan_handler(
     first = hints.get(params[0].name, bytes)
     row_mode = spec.payload is None
     if batch:
-        if get_origin(first) not in (list, typing.Sequence, typing.Iterable):
+        if get_origin(first) not in _LISTS:
             msg = (
                 f"{where}: a batch handler takes a list, found {_show(first)}; annotate the "
                 f"first parameter as list[...]"
             )
             raise DeclarationError(msg)
         (first,) = get_args(first) or (bytes,)
+    else:
+        _check_single(where, first, hints.get("return"), spec)
+    if not row_mode and _is_row_class(first):
+        msg = (
+            f"{where}: {spec.label} has a Payload field, so its handler takes the decoded "
+            f"payload, found the row class {_show(first)}; annotate the message with the "
+            f"payload's type (a dataclass, msgspec Struct, pydantic model, TypedDict or bytes)"
+        )
+        raise DeclarationError(msg)
     if row_mode and first is not spec.row_type:
         row_name = spec.row_type.__qualname__ if spec.row_type else "the row"
         msg = (
@@ -72,7 +90,7 @@ def plan_handler(
     keys = []
     for param in params[1:]:
         hint = hints.get(param.name)
-        key = _KEYS.get(hint)
+        key = _KEYS.get(get_origin(hint) or hint)  # keys.Tx is Tx[...]
         if key is None:
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
@@ -97,13 +115,46 @@ def plan_handler(
                 f"{spec.label}; add one, like attempt: Annotated[int, Attempt()]"
             )
             raise DeclarationError(msg)
+        if key in keys:
+            msg = (
+                f"{where}: a handler takes each context key once, found keys.{_KEY_NAMES[key]} "
+                f"twice; drop {param.name}"
+            )
+            raise DeclarationError(msg)
         keys.append(key)
     return HandlerPlan(message_type=first, row_mode=row_mode, batch=batch, keys=tuple(keys))
+
+
+def _check_single(where: str, first: object, returns: object, spec: TableSpec) -> None:
+    """Outside a batch a handler takes one message and returns one outcome."""
+    if get_origin(first) in _LISTS and any(_is_row_class(a) for a in get_args(first)):
+        msg = (
+            f"{where}: a handler takes one row per call unless its queue batches them, found "
+            f"{_show(first)}; add .batch(n) to the queue or take one {_row_name(spec)}"
+        )
+        raise DeclarationError(msg)
+    if get_origin(returns) in (*_LISTS, tuple) or returns in (list, tuple):
+        msg = (
+            f"{where}: a handler returns one outcome per delivery unless its queue batches, "
+            f"found -> {_show(returns)}; return a HandlerOutcome (or None), or add .batch(n)"
+        )
+        raise DeclarationError(msg)
+
+
+def _row_name(spec: TableSpec) -> str:
+    return spec.row_type.__qualname__ if spec.row_type else "row"
+
+
+def _is_row_class(hint: object) -> bool:
+    return isinstance(hint, type) and isinstance(getattr(hint, "__inbox_spec__", None), TableSpec)
 
 
 def _show(hint: object) -> str:
     if hint is None:
         return "no annotation"
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is not None and args and not isinstance(hint, types.UnionType):
+        return f"{_show(origin)}[{', '.join(_show(a) for a in args)}]"
     return getattr(hint, "__qualname__", None) or repr(hint)
 
 

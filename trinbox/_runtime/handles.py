@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import NewType, final
+from datetime import timedelta
+from typing import Any, Generic, NewType, TypeAlias, final, overload
 
+from typing_extensions import TypeVar
+
+from .._declare._capabilities import Serves
+from .._declare._inbox import Inbox, row_fields
+from .._declare._markers import Form
 from .._drivers._base import Connection, Pool, Record
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
@@ -16,6 +22,9 @@ Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""
 
 Publisher = Callable[..., Awaitable[None]]
+
+D = TypeVar("D", bound=Serves[Any], covariant=True, default=Any)
+F = TypeVar("F", bound=Form)
 
 
 class _Runs:
@@ -42,9 +51,13 @@ class _Runs:
 
 
 @final
-class Tx(_Runs):
+class Tx(_Runs, Generic[D]):
     """A transaction: the delivery's in transactional mode (ack commits what was written
-    through it, every other outcome discards it), or one from ``broker.transaction()``."""
+    through it, every other outcome discards it), or one from ``broker.transaction()``.
+
+    The type argument is the broker's dialect where it is known (``broker.transaction()`` on
+    a ``SqlBroker[Sqlite]`` yields a ``Tx[Sqlite]``, whose ``publish`` refuses a row lock row
+    as the broker's does); a handler's ``keys.Tx`` is ``Tx[Any]``."""
 
     def __init__(self, conn: Connection, publisher: Publisher) -> None:
         self._tx_conn: Connection | None = conn
@@ -66,9 +79,40 @@ class Tx(_Runs):
         """The delivery settled: the transaction is over, and so is this handle."""
         self._tx_conn = None
 
-    async def publish(self, row_type: type, message: object = None, **columns: object) -> None:
+    @overload
+    async def publish(
+        self: AnyTx, row_type: type[Inbox[Any, Any]], message: object = ..., **columns: object
+    ) -> None: ...
+    @overload
+    async def publish(
+        self: Tx[Serves[tuple[F, Any]]],
+        row_type: type[Inbox[F, Any]],
+        message: object = ...,
+        **columns: object,
+    ) -> None: ...
+    async def publish(self, row_type: Any, message: object = None, **columns: object) -> None:
         """Write a row into a queue table inside this transaction; it commits with it."""
         await self._publisher(self, row_type, message, **columns)
+
+    @overload
+    async def publish_row(
+        self: AnyTx, row: Inbox[Any, Any], *, delay: timedelta | None = ...
+    ) -> None: ...
+    @overload
+    async def publish_row(
+        self: Tx[Serves[tuple[F, Any]]], row: Inbox[F, Any], *, delay: timedelta | None = ...
+    ) -> None: ...
+    async def publish_row(self, row: Any, *, delay: timedelta | None = None) -> None:
+        """Write ``row``, an instance of a row class, inside this transaction (see
+        ``SqlBroker.publish_row``)."""
+        fields = row_fields(row, delay=delay is not None)
+        await self._publisher(self, type(row), None, delay=delay, **fields)
+
+
+AnyTx: TypeAlias = Tx[Serves[object, object]]
+"""A handler's ``keys.Tx``, whatever the broker: ``Serves`` is contravariant, so
+``Serves[object, object]`` is below every dialect and its ``publish`` takes every row class.
+No ``Any`` in it, so that mypy picks one handler overload for a handler that takes it."""
 
 
 @final

@@ -1,21 +1,17 @@
-"""``InboxQueue`` (a subscription's source and settings) and the ``subscriber`` decorator.
+"""``InboxQueue``: a subscription's source and settings.
 
-The overloads of ``SubscriberFactory.__call__`` are the static half of the handler rules: a
-handler's parameters after the message are context keys, and ``keys.Tx`` is only lent in
-transactional mode.
+``InboxQueue[Row, Mode, Shape]`` carries in its type what the handler rules depend on: the row
+class, the mode (``Plain`` or ``Transactional``) and whether rows come one by one (``Single``)
+or as lists (``Batched``, after ``.batch(n)``). ``subscriber(queue)`` (factories.py) reads them.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypeVar, cast, final, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, final, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
-from typing_extensions import deprecated
 
 from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import Advisory, Lease, Mode, Plain, RowLock, Transactional
@@ -23,34 +19,42 @@ from .._errors import DeclarationError
 from .._util import evolve, positive_duration
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
-from .handles import Attempt, Database, Tx
-from .outcome import HandlerOutcome, OnFailure
+from .outcome import OnFailure
 
-__all__ = ["InboxQueue", "Subscriber", "SubscriberFactory", "subscriber"]
+if TYPE_CHECKING:
+    from .factories import BatchSubscriberFactory, SubscriberFactory, TransactionalSubscriberFactory
+
+__all__ = ["Batched", "BatchesNeverTransactional", "InboxQueue", "Single"]
 
 R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
 M = DefaultTypeVar("M", bound=Mode, covariant=True, default=Plain)
-T = TypeVar("T")
-
-Result = HandlerOutcome | Sequence[HandlerOutcome] | None
-Handler = Callable[..., Awaitable[Result]]
-
-# The context keys a plain handler may take, and those a transactional one may take.
-K1 = TypeVar("K1", Attempt, Database)
-K2 = TypeVar("K2", Attempt, Database)
-X1 = TypeVar("X1", Attempt, Database, Tx)
-X2 = TypeVar("X2", Attempt, Database, Tx)
-X3 = TypeVar("X3", Attempt, Database, Tx)
 
 
 @final
-class TxNeedsTransactional:
-    """What mypy sees a handler taking ``keys.Tx`` on a plain queue become: mounting it fails.
+class Single:
+    """A queue whose handler takes one row (or message) per call: the default."""
 
-    The ``@deprecated`` overloads of ``SubscriberFactory.__call__`` say why on the decorator's
-    line where mypy reports deprecations as errors (``enable_error_code = deprecated``);
-    elsewhere ``App.include`` refuses this type.
-    """
+    def __new__(cls) -> Single:
+        raise TypeError("Single is a marker type for InboxQueue[...] and is never instantiated")
+
+
+@final
+class Batched:
+    """A queue after ``.batch(n)``: its handler takes a list of rows (or messages)."""
+
+    def __new__(cls) -> Batched:
+        raise TypeError("Batched is a marker type for InboxQueue[...] and is never instantiated")
+
+
+B = DefaultTypeVar("B", bound=Single | Batched, covariant=True, default=Single)
+
+
+@final
+class BatchesNeverTransactional:
+    """What ``.transactional()`` on a batch queue returns for mypy, and what ``.batch(n)`` on a
+    transactional queue expects, so that mypy reads: Argument 1 to "batch" of "InboxQueue" has
+    incompatible type "int"; expected "BatchesNeverTransactional". A batch shares no delivery
+    transaction: drop ``.batch(n)`` or ``.transactional()``. Nothing is of this type."""
 
 
 @final
@@ -63,7 +67,7 @@ class LeaseNeedsLockedUntil:
 
 @final
 @dataclass(frozen=True, slots=True, init=False)
-class InboxQueue(Generic[R, M]):
+class InboxQueue(Generic[R, M, B]):
     """A subscription to the queue ``name`` of ``row``'s table.
 
     With a ``Group`` field the name selects the group; without one the table is a single queue
@@ -81,7 +85,7 @@ class InboxQueue(Generic[R, M]):
     failure: OnFailure
     backoff_policy: Backoff | None
 
-    def __init__(self: InboxQueue[R, Plain], row: type[R], name: str) -> None:
+    def __init__(self: InboxQueue[R, Plain, Single], row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
         object.__setattr__(self, "row", row)
         object.__setattr__(self, "name", name)
@@ -94,26 +98,51 @@ class InboxQueue(Generic[R, M]):
         object.__setattr__(self, "failure", OnFailure())
         object.__setattr__(self, "backoff_policy", None)
 
-    def transactional(self) -> InboxQueue[R, Transactional]:
+    @overload
+    def transactional(self: InboxQueue[R, Any, Single]) -> InboxQueue[R, Transactional, Single]: ...
+    @overload
+    def transactional(self: InboxQueue[R, Any, Batched]) -> BatchesNeverTransactional: ...
+    def transactional(self) -> InboxQueue[R, Transactional, Single] | BatchesNeverTransactional:
         """Lend the handler the delivery's transaction (``keys.Tx``): ack commits the
         handler's writes with the settlement; every other outcome discards them first."""
+        if self.batch_size is not None:
+            msg = (
+                f"batches never run in transactional mode, found .batch({self.batch_size})"
+                f".transactional() on queue {self.name!r} of {self.row.__qualname__}; drop "
+                f"one of them"
+            )
+            raise DeclarationError(msg)
         # The mode is the type argument that changes.
-        changed: InboxQueue[R, Transactional] = evolve(self, mode=Transactional)  # type: ignore[arg-type]
+        changed: InboxQueue[R, Transactional, Single] = evolve(self, mode=Transactional)  # type: ignore[arg-type]
         return changed
 
-    def poll_interval(self, interval: timedelta | float) -> InboxQueue[R, M]:
+    @overload
+    def _subscribe(self: InboxQueue[R, Plain, Single]) -> SubscriberFactory[R]: ...
+    @overload
+    def _subscribe(
+        self: InboxQueue[R, Transactional, Single],
+    ) -> TransactionalSubscriberFactory[R]: ...
+    @overload
+    def _subscribe(self: InboxQueue[R, Plain, Batched]) -> BatchSubscriberFactory[R]: ...
+    def _subscribe(self) -> object:
+        """The factory ``subscriber(self)`` returns: by the queue's mode and shape."""
+        from .factories import factory_for
+
+        return factory_for(self)
+
+    def poll_interval(self, interval: timedelta | float) -> InboxQueue[R, M, B]:
         """How long to wait after a claim that found fewer rows than it could take."""
         return evolve(self, poll_every=positive_duration("a poll interval", interval))
 
     @overload
     def lease(
-        self: InboxQueue[Inbox[Lease, Any], M], lease: timedelta | float
-    ) -> InboxQueue[R, M]: ...
+        self: InboxQueue[Inbox[Lease, Any], M, B], lease: timedelta | float
+    ) -> InboxQueue[R, M, B]: ...
     @overload
     def lease(
-        self: InboxQueue[Inbox[RowLock | Advisory, Any], M], lease: LeaseNeedsLockedUntil
-    ) -> InboxQueue[R, M]: ...
-    def lease(self, lease: timedelta | float | LeaseNeedsLockedUntil) -> InboxQueue[R, M]:
+        self: InboxQueue[Inbox[RowLock | Advisory, Any], M, B], lease: LeaseNeedsLockedUntil
+    ) -> InboxQueue[R, M, B]: ...
+    def lease(self, lease: timedelta | float | LeaseNeedsLockedUntil) -> InboxQueue[R, M, B]:
         """How long a claim leases each row (whole seconds, rounded up); lease tables only."""
         spec = spec_of(self.row)
         if spec.form is not Lease:
@@ -125,141 +154,45 @@ class InboxQueue(Generic[R, M]):
             raise DeclarationError(msg)
         return evolve(self, lease_for=positive_duration("a lease", lease))
 
-    def batch(self, size: int) -> InboxQueue[R, M]:
-        """Claim up to ``size`` rows at once and hand them to the handler as one list."""
-        if size < 1:
-            msg = f"a batch holds one row or more, found batch({size}); pass a size >= 1"
+    @overload
+    def batch(self: InboxQueue[R, Plain, Any], size: int) -> InboxQueue[R, Plain, Batched]: ...
+    @overload
+    def batch(
+        self: InboxQueue[R, Transactional, Any], size: BatchesNeverTransactional
+    ) -> BatchesNeverTransactional: ...
+    def batch(
+        self, size: int | BatchesNeverTransactional
+    ) -> InboxQueue[R, Plain, Batched] | BatchesNeverTransactional:
+        """Claim up to ``size`` rows at once and hand them to the handler as one list (whose
+        handler then takes a ``list`` and no per-row key); never in transactional mode."""
+        if self.mode is Transactional:
+            msg = (
+                f"batches never run in transactional mode, found .transactional().batch("
+                f"{size!r}) on queue {self.name!r} of {self.row.__qualname__}; drop one of them"
+            )
+            raise DeclarationError(msg)
+        if not isinstance(size, int) or size < 1:
+            msg = f"a batch holds one row or more, found batch({size!r}); pass a size >= 1"
             raise ValueError(msg)
-        return evolve(self, batch_size=size)
+        batched: InboxQueue[R, Plain, Batched] = evolve(self, batch_size=size)  # type: ignore[arg-type]
+        return batched
 
-    def workers(self, count: int) -> InboxQueue[R, M]:
+    def workers(self, count: int) -> InboxQueue[R, M, B]:
         """How many deliveries (or batches) are in work at once."""
         if count < 1:
             msg = f"a subscription has one worker or more, found workers({count})"
             raise ValueError(msg)
         return evolve(self, worker_count=count)
 
-    def codec(self, codec: Codec) -> InboxQueue[R, M]:
+    def codec(self, codec: Codec) -> InboxQueue[R, M, B]:
         """The codec that decodes payloads (JSON unless set)."""
         return evolve(self, codec_used=codec)
 
-    def on_failure(self, policy: OnFailure) -> InboxQueue[R, M]:
+    def on_failure(self, policy: OnFailure) -> InboxQueue[R, M, B]:
         """What handler exceptions and undecodable rows become."""
         return evolve(self, failure=policy)
 
-    def backoff(self, policy: Backoff) -> InboxQueue[R, M]:
+    def backoff(self, policy: Backoff) -> InboxQueue[R, M, B]:
         """How long a row whose handler raised (or returned no outcome) waits before it is
         claimable again (exponential from 1 s, at most 5 min, unless set)."""
         return evolve(self, backoff_policy=require_backoff(policy))
-
-
-@final
-class Subscriber(Generic[R, M]):
-    """A handler bound to its queue; mount it with ``App.include(broker, subscriber)``."""
-
-    def __init__(self, queue: InboxQueue[R, M], handler: Handler) -> None:
-        _check_handler(handler, queue)
-        self.queue = queue
-        self.handler = handler
-
-    def __repr__(self) -> str:
-        name = getattr(self.handler, "__qualname__", repr(self.handler))
-        return f"<Subscriber {name} on {self.queue.name!r} of {self.queue.row.__qualname__}>"
-
-
-@final
-class SubscriberFactory(Generic[R, M]):
-    """What ``subscriber(queue)`` returns: decorate the handler with it."""
-
-    def __init__(self, queue: InboxQueue[R, M]) -> None:
-        self._queue = queue
-
-    @overload
-    def __call__(self, fn: Callable[[T], Awaitable[Result]]) -> Subscriber[R, M]: ...
-    @overload
-    def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, K1], Awaitable[Result]]
-    ) -> Subscriber[R, M]: ...
-    @overload
-    def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, K1, K2], Awaitable[Result]]
-    ) -> Subscriber[R, M]: ...
-    @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
-    def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx], Awaitable[object]]
-    ) -> TxNeedsTransactional: ...
-    @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
-    def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, Tx, X2], Awaitable[object]]
-    ) -> TxNeedsTransactional: ...
-    @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
-    def __call__(
-        self: SubscriberFactory[R, Plain], fn: Callable[[T, X1, Tx], Awaitable[object]]
-    ) -> TxNeedsTransactional: ...
-    @overload
-    def __call__(
-        self: SubscriberFactory[R, Transactional], fn: Callable[[T, X1], Awaitable[Result]]
-    ) -> Subscriber[R, M]: ...
-    @overload
-    def __call__(
-        self: SubscriberFactory[R, Transactional],
-        fn: Callable[[T, X1, X2], Awaitable[Result]],
-    ) -> Subscriber[R, M]: ...
-    @overload
-    def __call__(
-        self: SubscriberFactory[R, Transactional],
-        fn: Callable[[T, X1, X2, X3], Awaitable[Result]],
-    ) -> Subscriber[R, M]: ...
-    def __call__(
-        self, fn: Callable[..., Awaitable[object]]
-    ) -> Subscriber[R, M] | TxNeedsTransactional:
-        # The refused (deprecated) overloads take any return type, to keep their message short.
-        return Subscriber(self._queue, cast("Handler", fn))
-
-
-def _check_handler(handler: object, queue: InboxQueue[Any, Any]) -> None:
-    """A handler is an ``async def`` (or an object whose ``__call__`` is one): a plain function
-    would fail on every delivery, so it is refused where it is bound."""
-    name = getattr(handler, "__qualname__", repr(handler))
-    if not callable(handler):
-        msg = (
-            f"a subscriber's handler is an async function, found {handler!r} for queue "
-            f"{queue.name!r} of {queue.row.__qualname__}; decorate an `async def`"
-        )
-        raise TypeError(msg)
-    target: object = handler
-    while isinstance(target, functools.partial):
-        target = target.func
-    if not (
-        inspect.iscoroutinefunction(target)
-        or inspect.iscoroutinefunction(getattr(target, "__call__", None))  # noqa: B004
-    ):
-        msg = (
-            f"a subscriber's handler is an async function, found the plain function {name} "
-            f"for queue {queue.name!r} of {queue.row.__qualname__}; declare it `async def`"
-        )
-        raise TypeError(msg)
-
-
-def subscriber(queue: InboxQueue[R, M]) -> SubscriberFactory[R, M]:
-    """Bind the decorated handler to ``queue``.
-
-    The handler's first parameter is the message: the payload decoded into its annotation (a
-    dataclass, msgspec Struct, pydantic model, TypedDict or ``bytes``), the row itself in row
-    mode (no ``Payload`` field), or a ``list`` of either with ``.batch(n)``. Further
-    parameters are context keys: ``keys.Attempt``, ``keys.Pool``, and in transactional mode
-    ``keys.Tx``. It returns a ``HandlerOutcome`` (``None`` is ack).
-    """
-    return SubscriberFactory(queue)

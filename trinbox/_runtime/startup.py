@@ -7,10 +7,18 @@ import logging
 from typing import Any
 
 from .._declare._inbox import spec_of
-from .._declare._markers import Advisory, Exclusive, Immediate, Lease, RowLock, Transactional
+from .._declare._markers import (
+    Advisory,
+    Exclusive,
+    Immediate,
+    Lease,
+    Mode,
+    RowLock,
+    Transactional,
+)
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Statements
-from .._errors import DeclarationError, ServerTooOld, StartupError
+from .._errors import DeclarationError, ServerTooOld, StartupError, UnsupportedOpening
 from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
@@ -19,9 +27,17 @@ from .broker import SqlBroker
 from .column_check import check_columns, prepare_statements
 from .handler import HandlerPlan, plan_handler
 from .notify import check_channel
-from .queue import Subscriber
+from .subscribers import Subscriber
 
-__all__ = ["Checked", "check", "check_pool_budget", "make_form", "prepare", "worker_cap"]
+__all__ = [
+    "Checked",
+    "check",
+    "check_mode",
+    "check_pool_budget",
+    "make_form",
+    "prepare",
+    "worker_cap",
+]
 
 logger = logging.getLogger("trinbox.app")
 
@@ -58,18 +74,7 @@ def check(
             f"{queue.batch_size}) with .transactional(); drop one of them"
         )
         raise DeclarationError(msg)
-    if (
-        transactional
-        and spec.form is Lease
-        and broker.kind == "postgres"
-        and spec.opening.name in ("repeatable_read", "serializable")
-    ):
-        msg = (
-            f"{where}: a transactional lease handler must see the lease extensions "
-            f"committed after it began, found {spec.label} at {spec.opening.__name__}; "
-            f"use ReadCommitted (or Default) for this table"
-        )
-        raise DeclarationError(msg)
+    check_mode(broker, spec, queue.mode, where=where)
     if broker.listen_notify:
         check_channel(spec.qualified_name, where)
     plan = plan_handler(
@@ -80,6 +85,24 @@ def check(
         where=where,
     )
     return Checked(dest, statements, plan)
+
+
+def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:
+    """Refuse a (form, opening, mode) the broker's dialect cannot mount (``UnsupportedOpening``):
+    PostgreSQL runs a transactional lease handler at read committed only."""
+    if (
+        mode is Transactional
+        and spec.form is Lease
+        and broker.kind == "postgres"
+        and spec.opening.name in ("repeatable_read", "serializable")
+    ):
+        msg = (
+            f"{where}: PostgreSQL runs a transactional lease handler at ReadCommitted (or "
+            f"Default) only, found {spec.label} at {spec.opening.__name__} (the handler must "
+            f"see the lease extensions committed after its transaction began); declare "
+            f"Inbox[Lease, ReadCommitted], or drop .transactional()"
+        )
+        raise UnsupportedOpening(msg)
 
 
 def _dead_letter(

@@ -32,8 +32,9 @@ from .broker import SqlBroker
 from .claim_loop import ClaimLoop
 from .deliveries import DeliveryRunner
 from .events import EventBus, EventSource, LeaseEvent
-from .queue import InboxQueue, Subscriber
+from .queue import InboxQueue
 from .statistics import SubscriptionStatistics
+from .subscribers import Subscriber
 
 __all__ = ["Subscription", "system_of"]
 

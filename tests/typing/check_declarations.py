@@ -1,0 +1,186 @@
+"""Row class declarations as mypy checks them: the class keywords, one claim form and one opening
+per row, the broker's type argument, and generated fields in the row's constructor.
+
+Must-pass lines use ``assert_type``; must-fail lines end in ``# type: ignore[<code>]``
+(``warn_unused_ignores``: a line that stops failing breaks the build). The message mypy prints
+is in the comment above each refused line. pytest never collects this file.
+"""
+
+from __future__ import annotations
+
+import typing
+from datetime import datetime
+from typing import Annotated, Any, assert_type
+
+from trinbox import (
+    GENERATED,
+    Advisory,
+    Attempt,
+    Default,
+    Generated,
+    Group,
+    Id,
+    Inbox,
+    InboxQueue,
+    InboxSpec,
+    Lease,
+    LockedUntil,
+    MySql,
+    Payload,
+    Plain,
+    Postgres,
+    RowLock,
+    Serializable,
+    SqlBroker,
+    Sqlite,
+    Subscriber,
+    subscriber,
+)
+from trinbox._declare._markers import Form, Opening
+
+# -- class keywords ------------------------------------------------------------------------------
+
+
+class Named(Inbox[Lease], table="named", schema="app"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{id}"):
+    id: Annotated[int, Id()]
+
+
+class Manual(Inbox[Lease], spec=InboxSpec("manual", "id").lease("locked_until")):
+    id: int
+    locked_until: datetime | None
+
+
+# Unexpected keyword argument "tabel" for "__init_subclass__" of "Inbox"; did you mean "table"?
+class Misspelt(Inbox[Lease], tabel="x"):  # type: ignore[call-arg]
+    id: Annotated[int, Id()]
+
+
+# Argument "advisory_lock" to "__init_subclass__" of "Inbox" has incompatible type "int";
+# expected "str | None"
+class LockNumber(Inbox[Advisory], table="n", advisory_lock=123):  # type: ignore[arg-type]
+    id: Annotated[int, Id()]
+
+
+# Argument "table" to "__init_subclass__" of "Inbox" has incompatible type "int"; expected
+# "str | None"
+class TableNumber(Inbox[Lease], table=7):  # type: ignore[arg-type]
+    id: Annotated[int, Id()]
+
+
+# Argument "spec" to "__init_subclass__" of "Inbox" has incompatible type "str"; expected
+# "InboxSpec[Any] | None"
+class SpecText(Inbox[Lease], spec="jobs"):  # type: ignore[arg-type]
+    id: int
+
+
+# -- one claim form and one opening per row --------------------------------------------------
+
+
+class Strict(Inbox[Lease, Serializable], table="strict"):
+    id: Annotated[int, Id()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+def rows_are_inboxes_of_their_form(strict: Strict, named: Named, keyed: Keyed) -> None:
+    assert_type(strict, Strict)
+    inbox: Inbox[Lease, Serializable] = strict
+    default: Inbox[Lease, Default] = named
+    advisory: Inbox[Advisory] = keyed
+    anything: Inbox[Any, Any] = keyed
+
+
+def joined_rows(named: Named, keyed: Keyed, strict: Strict) -> None:
+    # Two rows' types join through the markers' bases (a constraint too, or a list of
+    # subscribers of two row classes would be a list[object]).
+    rows = [named, keyed, strict]
+    first: Inbox[Form, Opening] = rows[0]
+    subscribers = [on_named, on_keyed]
+    mounted: Subscriber[Any, Plain, Any, Any] = subscribers[0]
+
+
+@subscriber(InboxQueue(Named, "named"))
+async def on_named(row: Named) -> None:
+    pass
+
+
+@subscriber(InboxQueue(Keyed, "keyed"))
+async def on_keyed(row: Keyed) -> None:
+    pass
+
+
+# Invalid type argument value for "Inbox"
+class EitherForm(Inbox[Lease | Advisory], table="either"):  # type: ignore[type-var]
+    id: Annotated[int, Id()]
+
+
+# Invalid type argument value for "Inbox"
+class EitherOpening(Inbox[Lease, Default | Serializable], table="eo"):  # type: ignore[type-var]
+    id: Annotated[int, Id()]
+
+
+# Invalid type argument value for "Inbox"
+class OldUnion(Inbox[typing.Union[RowLock, Lease]], table="ou"):  # type: ignore[type-var]  # noqa: UP007
+    id: Annotated[int, Id()]
+
+
+# Value of type variable "F" of "Inbox" cannot be "int"
+class NotAForm(Inbox[int], table="nf"):  # type: ignore[type-var]
+    id: Annotated[int, Id()]
+
+
+# Invalid type argument value for "Inbox"
+def takes_a_union_row(row: Inbox[RowLock | Advisory]) -> None:  # type: ignore[type-var]
+    pass
+
+
+# -- the broker's type argument is a dialect -----------------------------------------------------
+
+
+def brokers(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres], my: SqlBroker[MySql]) -> None:
+    any_broker: SqlBroker[Any] = sqlite
+    assert_type(SqlBroker.sqlite("sqlite:///x.db"), SqlBroker[Sqlite])
+
+
+# Type argument "int" of "SqlBroker" must be a subtype of "Serves[Any]"
+def int_broker(broker: SqlBroker[int]) -> None:  # type: ignore[type-var]
+    pass
+
+
+# -- generated fields are optional in the constructor ----------------------------------------
+
+
+class Outbox(Inbox[Lease], table="outbox"):
+    id: Annotated[int, Id(generated=True)] = GENERATED
+    attempt: Annotated[int, Attempt(generated=True)] = GENERATED
+    created: Annotated[datetime, Generated()] = GENERATED
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    queue: Annotated[str, Group()]
+    payload: Annotated[bytes, Payload()]
+
+
+def build_rows(now: datetime) -> None:
+    row = Outbox(locked_until=None, queue="emails", payload=b"{}")
+    assert_type(row.id, int)
+    filled = Outbox(id=1, attempt=2, created=now, locked_until=now, queue="q", payload=b"")
+    assert_type(filled.created, datetime)
+
+
+def unknown_field() -> None:
+    # Unexpected keyword argument "queu" for "Outbox"; did you mean "queue"?
+    Outbox(locked_until=None, queu="emails", payload=b"")  # type: ignore[call-arg]
+
+
+def mistyped_field() -> None:
+    # Argument "queue" to "Outbox" has incompatible type "int"; expected "str"
+    Outbox(locked_until=None, queue=1, payload=b"")  # type: ignore[arg-type]
+
+
+def generated_without_default() -> None:
+    # Missing named argument "id" for "Named" (mypy reads no Annotated metadata: a generated
+    # field is optional under mypy when it is declared ``= GENERATED``)
+    Named(locked_until=None)  # type: ignore[call-arg]

@@ -1,0 +1,349 @@
+"""Handlers: what mypy accepts, and what it turns into a named refusal that nothing mounts.
+
+Each rule's refusal is pinned twice: ``assert_type`` names the type the decorator returns (the
+rule), and an ``App.include`` of it ends in ``# type: ignore[arg-type]``, the error a user
+reads. The messages mypy prints are in the comments. This file does not depend on mypy's
+``deprecated`` error code (the ``keys.Tx`` overloads are also ``@deprecated``; check_refusals.py
+pins that), so it type-checks the same under the project's mypy.ini and plain ``--strict``.
+"""
+# mypy: disable-error-code="deprecated, empty-body"
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, assert_type
+
+from trinbox import (
+    Advisory,
+    App,
+    Attempt,
+    Batched,
+    HandlerOutcome,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    Mount,
+    Payload,
+    Plain,
+    RowLock,
+    SqlBroker,
+    Sqlite,
+    Subscriber,
+    Transactional,
+    keys,
+    subscriber,
+)
+from trinbox._runtime.queue import BatchesNeverTransactional
+from trinbox._runtime.refusals import (
+    BatchTakesAList,
+    BatchTakesNoRowKeys,
+    ContextKeyNotOptional,
+    HandlerTakesAnotherRow,
+    ListNeedsBatch,
+    NotAContextKey,
+    NotAHandler,
+    OutcomeListNeedsBatch,
+    PayloadHandlerTakesTheMessage,
+    TxNeedsTransactional,
+)
+
+
+class Job(Inbox[Lease], table="jobs"):
+    """Payload mode: its handlers take the decoded message."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    attempt: Annotated[int, Attempt(generated=True)]
+    payload: Annotated[bytes, Payload()]
+
+
+class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{id}"):
+    """Row mode (no payload field): its handlers take the row."""
+
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt(generated=True)]
+
+
+class Locked(Inbox[RowLock], table="locked"):
+    id: Annotated[int, Id(generated=True)]
+
+
+@dataclass
+class Email:
+    to: str
+
+
+JOBS = InboxQueue(Job, "jobs")
+KEYED = InboxQueue(Keyed, "keyed")
+
+
+# -- accepted ------------------------------------------------------------------------------------
+
+
+async def on_email(email: Email) -> None: ...
+async def on_bytes(raw: bytes) -> HandlerOutcome: ...
+async def on_anything(message: object, attempt: keys.Attempt) -> None: ...
+async def on_json_list(numbers: list[int]) -> None: ...
+async def on_row(row: Keyed, attempt: keys.Attempt, pool: keys.Pool) -> HandlerOutcome | None: ...
+async def on_row_in_tx(row: Keyed, tx: keys.Tx, attempt: keys.Attempt) -> None: ...
+async def on_rows(rows: list[Keyed], pool: keys.Pool) -> list[HandlerOutcome]: ...
+async def on_row_seq(rows: Sequence[Keyed]) -> None: ...
+async def on_emails(emails: list[Email]) -> HandlerOutcome: ...
+
+
+def check_accepted(app: App, broker: SqlBroker[Sqlite]) -> None:
+    needs = tuple[Job, Plain] | None
+    assert_type(
+        subscriber(JOBS)(on_email),
+        Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], needs],
+    )
+    assert_type(
+        subscriber(JOBS)(on_bytes),
+        Subscriber[Job, Plain, Callable[[bytes], Awaitable[HandlerOutcome]], needs],
+    )
+    assert_type(
+        subscriber(JOBS)(on_anything),
+        Subscriber[Job, Plain, Callable[[object, keys.Attempt], Awaitable[None]], needs],
+    )
+    assert_type(
+        subscriber(JOBS)(on_json_list),
+        Subscriber[Job, Plain, Callable[[list[int]], Awaitable[None]], needs],
+    )
+    row = Callable[[Keyed, keys.Attempt, keys.Pool], Awaitable[HandlerOutcome | None]]
+    assert_type(
+        subscriber(KEYED)(on_row), Subscriber[Keyed, Plain, row, tuple[Keyed, Plain] | None]
+    )
+    in_tx = Callable[[Keyed, keys.Tx, keys.Attempt], Awaitable[None]]
+    assert_type(
+        subscriber(KEYED.transactional())(on_row_in_tx),
+        Subscriber[Keyed, Transactional, in_tx, tuple[Keyed, Transactional] | None],
+    )
+    rows = Callable[[list[Keyed], keys.Pool], Awaitable[list[HandlerOutcome]]]
+    assert_type(
+        subscriber(KEYED.batch(10))(on_rows),
+        Subscriber[Keyed, Plain, rows, tuple[Keyed, Plain] | None],
+    )
+    assert_type(app.include(broker, subscriber(KEYED.batch(10))(on_row_seq)), Mount)
+    assert_type(app.include(broker, subscriber(JOBS.workers(2).batch(5))(on_emails)), Mount)
+
+
+def check_handler_keeps_its_signature() -> None:
+    sub = subscriber(KEYED)(on_row)
+    assert_type(
+        sub.handler, Callable[[Keyed, keys.Attempt, keys.Pool], Awaitable[HandlerOutcome | None]]
+    )
+    sub.handler(Keyed(id=1, attempt=1), "one", "two")  # type: ignore[arg-type]
+
+
+def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
+    @subscriber(KEYED)
+    async def handle(row: Keyed, attempt: keys.Attempt) -> HandlerOutcome:
+        return HandlerOutcome.retry()
+
+    assert_type(app.include(broker, handle).max_attempts(3).dead_letter("keyed_dead"), Mount)
+
+
+# -- refused -------------------------------------------------------------------------------------
+# Each refusal reads, at the include: Argument 2 to "include" of "App" has incompatible type
+# "<the rule>"; expected "Subscriber[Any, Any, object, tuple[Inbox[Lease | Advisory, Default |
+# Deferred | Immediate | Exclusive], Plain | Transactional] | None] | Callable[[Never], Never]"
+# [arg-type]. (A handler of no known shape, like ``subscriber(q)(42)``, is [call-overload].)
+
+
+async def batch_attempt(rows: list[Keyed], attempt: keys.Attempt) -> None: ...
+async def batch_pool_attempt(rows: list[Keyed], pool: keys.Pool, attempt: keys.Attempt) -> None: ...
+async def batch_tx(rows: list[Keyed], tx: keys.Tx) -> None: ...
+
+
+def check_batch_takes_no_row_keys(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED.batch(10))(batch_attempt), BatchTakesNoRowKeys)
+    assert_type(subscriber(KEYED.batch(10))(batch_pool_attempt), BatchTakesNoRowKeys)
+    assert_type(subscriber(KEYED.batch(10))(batch_tx), BatchTakesNoRowKeys)
+    app.include(broker, subscriber(KEYED.batch(10))(batch_attempt))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED.batch(10))(batch_tx))  # type: ignore[arg-type]
+
+
+async def one_row(row: Keyed) -> None: ...
+async def one_object(message: object) -> None: ...
+async def one_email(email: Email) -> None: ...
+
+
+def check_batch_takes_a_list(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED.batch(10))(one_row), BatchTakesAList)
+    assert_type(subscriber(KEYED.batch(10))(one_object), BatchTakesAList)
+    assert_type(subscriber(JOBS.batch(10))(one_email), BatchTakesAList)
+    app.include(broker, subscriber(KEYED.batch(10))(one_row))  # type: ignore[arg-type]
+
+
+async def many_rows(rows: list[Keyed]) -> None: ...
+async def many_rows_seq(rows: Sequence[Keyed], attempt: keys.Attempt) -> None: ...
+
+
+def check_list_needs_batch(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED)(many_rows), ListNeedsBatch)
+    assert_type(subscriber(KEYED)(many_rows_seq), ListNeedsBatch)
+    assert_type(subscriber(KEYED.transactional())(many_rows), ListNeedsBatch)
+    app.include(broker, subscriber(KEYED)(many_rows))  # type: ignore[arg-type]
+
+
+async def takes_locked(row: Locked) -> None: ...
+async def takes_locked_rows(rows: list[Locked]) -> None: ...
+async def takes_keyed(row: Keyed, attempt: keys.Attempt) -> None: ...
+
+
+def check_handler_takes_another_row(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED)(takes_locked), HandlerTakesAnotherRow)
+    assert_type(subscriber(KEYED.transactional())(takes_locked), HandlerTakesAnotherRow)
+    assert_type(subscriber(KEYED.batch(2))(takes_locked_rows), HandlerTakesAnotherRow)
+    assert_type(subscriber(JOBS)(takes_keyed), HandlerTakesAnotherRow)
+    app.include(broker, subscriber(KEYED)(takes_locked))  # type: ignore[arg-type]
+
+
+async def takes_job(job: Job) -> None: ...
+async def takes_job_with_keys(job: Job, attempt: keys.Attempt) -> HandlerOutcome: ...
+async def takes_jobs(jobs: list[Job]) -> None: ...
+
+
+def check_payload_handler_takes_the_message(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(JOBS)(takes_job), PayloadHandlerTakesTheMessage)
+    assert_type(subscriber(JOBS)(takes_job_with_keys), PayloadHandlerTakesTheMessage)
+    assert_type(subscriber(JOBS.transactional())(takes_job), PayloadHandlerTakesTheMessage)
+    assert_type(subscriber(JOBS.batch(5))(takes_jobs), PayloadHandlerTakesTheMessage)
+    app.include(broker, subscriber(JOBS)(takes_job))  # type: ignore[arg-type]
+
+
+async def returns_a_list(row: Keyed) -> list[HandlerOutcome]: ...
+async def returns_a_sequence(email: Email, pool: keys.Pool) -> Sequence[HandlerOutcome]: ...
+
+
+def check_outcome_list_needs_batch(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED)(returns_a_list), OutcomeListNeedsBatch)
+    assert_type(subscriber(JOBS)(returns_a_sequence), OutcomeListNeedsBatch)
+    assert_type(subscriber(KEYED.transactional())(returns_a_list), OutcomeListNeedsBatch)
+    app.include(broker, subscriber(KEYED)(returns_a_list))  # type: ignore[arg-type]
+
+
+async def optional_tx(row: Keyed, tx: keys.Tx | None = None) -> None: ...
+async def optional_attempt(row: Keyed, pool: keys.Pool, attempt: keys.Attempt | None) -> None: ...
+
+
+def check_context_keys_are_never_optional(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED.transactional())(optional_tx), ContextKeyNotOptional)
+    assert_type(subscriber(KEYED)(optional_tx), ContextKeyNotOptional)
+    assert_type(subscriber(KEYED)(optional_attempt), ContextKeyNotOptional)
+    assert_type(subscriber(KEYED.batch(3))(optional_attempt), ContextKeyNotOptional)
+    app.include(broker, subscriber(KEYED.transactional())(optional_tx))  # type: ignore[arg-type]
+
+
+async def int_attempt(row: Keyed, attempt: int) -> None: ...
+async def object_key(row: Keyed, pool: keys.Pool, extra: object) -> None: ...
+async def str_key(row: Keyed, name: str) -> None: ...
+
+
+def check_further_parameters_are_context_keys(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED)(int_attempt), NotAContextKey)
+    assert_type(subscriber(KEYED.transactional())(object_key), NotAContextKey)
+    assert_type(subscriber(KEYED)(str_key), NotAHandler)
+    app.include(broker, subscriber(KEYED)(int_attempt))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED)(str_key))  # type: ignore[arg-type]
+
+
+async def tx_fourth(row: Keyed, attempt: keys.Attempt, pool: keys.Pool, tx: keys.Tx) -> None: ...
+
+
+def check_tx_needs_transactional(app: App, broker: SqlBroker[Sqlite]) -> None:
+    # The Plain handler taking (row, attempt, pool, tx) names the Tx rule too.
+    assert_type(subscriber(KEYED)(tx_fourth), TxNeedsTransactional)
+    tx_fourth_type = Callable[[Keyed, keys.Attempt, keys.Pool, keys.Tx], Awaitable[None]]
+    assert_type(
+        subscriber(KEYED.transactional())(tx_fourth),
+        Subscriber[Keyed, Transactional, tx_fourth_type, tuple[Keyed, Transactional] | None],
+    )
+    app.include(broker, subscriber(KEYED)(tx_fourth))  # type: ignore[arg-type]
+
+
+def not_async(row: Keyed) -> None: ...
+async def returns_an_int(row: Keyed) -> int: ...
+
+
+def check_not_a_handler(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(subscriber(KEYED)(not_async), NotAHandler)
+    assert_type(subscriber(KEYED)(returns_an_int), NotAHandler)
+    app.include(broker, subscriber(KEYED)(not_async))  # type: ignore[arg-type]
+    subscriber(KEYED)(42)  # type: ignore[call-overload]
+
+
+# -- batches never run in transactional mode -----------------------------------------------------
+# Argument 1 to "batch" of "InboxQueue" has incompatible type "int"; expected
+# "BatchesNeverTransactional"  [arg-type]
+# and, the other way round, .transactional() on a batch queue is a BatchesNeverTransactional:
+# Argument 1 to "subscriber" has incompatible type "BatchesNeverTransactional"; expected
+# "Subscribable[Never]"  [arg-type]
+
+
+def check_batches_never_run_in_transactional_mode() -> None:
+    KEYED.transactional().batch(10)  # type: ignore[arg-type]
+    KEYED.transactional().workers(2).batch(10)  # type: ignore[arg-type]
+    assert_type(KEYED.batch(10).transactional(), BatchesNeverTransactional)
+    subscriber(KEYED.batch(10).transactional())  # type: ignore[arg-type]
+    KEYED.batch(10).transactional().workers(2)  # type: ignore[attr-defined]
+    assert_type(KEYED.batch(10).batch(20), InboxQueue[Keyed, Plain, Batched])
+
+
+# -- a Subscriber is made by the decorator only ---------------------------------------------------
+# Argument 1 to "Subscriber" has incompatible type "InboxQueue[Keyed, Plain, Single]"; expected
+# "DecorateWithSubscriber"  [arg-type]  (and the same for argument 2, the handler)
+
+
+def check_subscriber_is_made_by_decorating() -> None:
+    Subscriber(KEYED, on_row)  # type: ignore[arg-type]
+
+
+# -- what mypy takes for payload mode: a bytes field named payload ---------------------------------
+
+
+class Renamed(Inbox[Lease], table="renamed"):
+    """Payload mode under another name: mypy cannot tell, so only startup refuses its row."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    body: Annotated[bytes, Payload()]
+
+
+class TextPayload(Inbox[Advisory], table="text", advisory_lock="{id}"):
+    """Row mode with a data field named payload that is not bytes: its handler takes the row."""
+
+    id: Annotated[int, Id(generated=True)]
+    payload: str
+
+
+async def takes_renamed(row: Renamed) -> None: ...
+async def takes_text(row: TextPayload) -> None: ...
+
+
+def check_payload_mode_as_mypy_sees_it() -> None:
+    assert_type(
+        subscriber(InboxQueue(Renamed, "r"))(takes_renamed),
+        Subscriber[
+            Renamed, Plain, Callable[[Renamed], Awaitable[None]], tuple[Renamed, Plain] | None
+        ],
+    )
+    assert_type(
+        subscriber(InboxQueue(Renamed, "r"))(on_email),
+        Subscriber[
+            Renamed, Plain, Callable[[Email], Awaitable[None]], tuple[Renamed, Plain] | None
+        ],
+    )
+    assert_type(
+        subscriber(InboxQueue(TextPayload, "t"))(takes_text),
+        Subscriber[
+            TextPayload,
+            Plain,
+            Callable[[TextPayload], Awaitable[None]],
+            tuple[TextPayload, Plain] | None,
+        ],
+    )

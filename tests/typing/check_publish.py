@@ -1,0 +1,232 @@
+"""Publishing as mypy checks it: ``broker.publish`` takes a row class whose form the broker's
+dialect serves, a ``Publisher`` ties a queue to its message type, and ``publish_row`` takes a
+row instance whose constructor checked its fields.
+
+Must-pass lines use ``assert_type``; must-fail lines end in ``# type: ignore[<code>]``
+(``warn_unused_ignores``). The message mypy prints is in the comment above each refused line.
+pytest never collects this file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Annotated, Any, TypedDict, assert_type
+
+from trinbox import (
+    GENERATED,
+    Advisory,
+    Group,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    MySql,
+    Payload,
+    Postgres,
+    Publisher,
+    RetryAfter,
+    RowLock,
+    Serves,
+    SqlBroker,
+    Sqlite,
+    keys,
+)
+from trinbox._runtime.handles import Tx  # the class broker.transaction() yields
+
+
+@dataclass
+class Email:
+    to: str
+
+
+@dataclass
+class Sms:
+    number: str
+
+
+class Mail(TypedDict):
+    to: str
+
+
+class Outbox(Inbox[Lease], table="outbox"):
+    id: Annotated[int, Id(generated=True)] = GENERATED
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    queue: Annotated[str, Group()]
+    payload: Annotated[bytes, Payload()]
+
+
+class Locked(Inbox[RowLock], table="locked"):
+    id: Annotated[int, Id(generated=True)] = GENERATED
+    payload: Annotated[bytes, Payload()]
+
+
+class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{id}"):
+    id: Annotated[int, Id(generated=True)] = GENERATED
+    channel: str
+
+
+# -- broker.publish: a row class the dialect serves ----------------------------------------------
+
+
+async def publish_rows(
+    sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres], my: SqlBroker[MySql]
+) -> None:
+    assert_type(await sqlite.publish(Outbox, Email("a"), queue="emails"), None)
+    await sqlite.publish(Keyed, channel="c1")
+    await pg.publish(Locked, Email("a"))
+    await my.publish(Locked, Email("a"), delay=None)
+    _sql, params = pg.insert_statement(Locked, Email("a"))
+    assert_type(params, tuple[object, ...])
+    named = sqlite.insert_statement(Outbox, Email("a"), paramstyle="named", queue="emails")
+    assert_type(named, tuple[str, dict[str, object]])
+    any_broker: SqlBroker[Any] = sqlite
+    await any_broker.publish(Locked, Email("a"))
+    async with sqlite.transaction() as tx:
+        await tx.publish(Outbox, Email("a"), queue="emails")
+
+
+async def publish_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument 1 to "publish" of "SqlBroker" has incompatible type "type[Locked]"; expected
+    # "type[Inbox[Lease | Advisory, Any]]"
+    await sqlite.publish(Locked, Email("a"))  # type: ignore[arg-type]
+
+
+async def insert_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument 1 to "insert_statement" of "SqlBroker" has incompatible type "type[Locked]";
+    # expected "type[Inbox[Lease | Advisory, Any]]"
+    sqlite.insert_statement(Locked, Email("a"))  # type: ignore[arg-type]
+
+
+async def publish_not_a_row(pg: SqlBroker[Postgres]) -> None:
+    # Argument 1 to "publish" of "SqlBroker" has incompatible type "type[int]"; expected
+    # "type[Inbox[RowLock | Lease | Advisory, Any]]"
+    await pg.publish(int)  # type: ignore[arg-type]
+
+
+async def publish_a_string(pg: SqlBroker[Postgres]) -> None:
+    # Argument 1 to "publish" of "SqlBroker" has incompatible type "str"; expected
+    # "type[Inbox[RowLock | Lease | Advisory, Any]]"
+    await pg.publish("outbox", Email("a"))  # type: ignore[arg-type]
+
+
+async def publish_an_instance_as_the_class(pg: SqlBroker[Postgres], row: Keyed) -> None:
+    # Argument 1 to "publish" of "SqlBroker" has incompatible type "Keyed"; expected
+    # "type[Inbox[RowLock | Lease | Advisory, Any]]"
+    await pg.publish(row)  # type: ignore[arg-type]
+
+
+async def tx_publish_not_a_row(sqlite: SqlBroker[Sqlite]) -> None:
+    async with sqlite.transaction() as tx:
+        # Argument 1 to "publish" of "Tx" has incompatible type "type[str]"; expected
+        # "type[Inbox[Lease | Advisory, Any]]"
+        await tx.publish(str, "x")  # type: ignore[arg-type]
+
+
+async def tx_publish_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
+    async with sqlite.transaction() as tx:
+        assert_type(tx, Tx[Sqlite])
+        # Argument 1 to "publish" of "Tx" has incompatible type "type[Locked]"; expected
+        # "type[Inbox[Lease | Advisory, Any]]"
+        await tx.publish(Locked, Email("a"))  # type: ignore[arg-type]
+
+
+async def delivery_tx_publishes_any_row(tx: keys.Tx) -> None:
+    # A handler's transaction does not know its broker's dialect: it serves every form.
+    assert_type(tx, Tx[Serves[object, object]])
+    await tx.publish(Locked, Email("a"))
+    await tx.publish_row(Keyed(channel="c"))
+
+
+async def delivery_tx_publish_not_a_row(tx: keys.Tx) -> None:
+    # Argument 1 to "publish" of "Tx" has incompatible type "type[int]"; expected
+    # "type[Inbox[Any, Any]]"
+    await tx.publish(int)  # type: ignore[arg-type]
+
+
+# -- Publisher: the message type of a queue ------------------------------------------------------
+
+EMAILS = Publisher(InboxQueue(Outbox, "emails"), Email)
+
+
+async def typed_publishers(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) -> None:
+    assert_type(EMAILS, Publisher[Outbox, Email])
+    await EMAILS.publish(sqlite, Email("a"))
+    await EMAILS.publish(pg, Email("a"), delay=timedelta(seconds=5))
+    async with sqlite.transaction() as tx:
+        await EMAILS.publish(tx, Email("a"))
+    locked = Publisher(InboxQueue(Locked, "locked"), Email)
+    await locked.publish(pg, Email("b"))
+    raw = Publisher(InboxQueue(Outbox, "raw"), bytes)
+    await raw.publish(sqlite, b"\x00")
+    dicts = Publisher(InboxQueue(Outbox, "dicts"), Mail)
+    assert_type(dicts, Publisher[Outbox, Mail])
+    await dicts.publish(sqlite, {"to": "a"})
+
+
+async def publisher_wrong_message(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument 2 to "publish" of "Publisher" has incompatible type "Sms"; expected "Email"
+    await EMAILS.publish(sqlite, Sms("1"))  # type: ignore[arg-type]
+
+
+async def publisher_text_message(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument 2 to "publish" of "Publisher" has incompatible type "str"; expected "Email"
+    await EMAILS.publish(sqlite, "hello")  # type: ignore[arg-type]
+
+
+async def publisher_in_tx_wrong_message(sqlite: SqlBroker[Sqlite]) -> None:
+    async with sqlite.transaction() as tx:
+        # Argument 2 to "publish" of "Publisher" has incompatible type "dict[str, str]";
+        # expected "Email"
+        await EMAILS.publish(tx, {"to": "a"})  # type: ignore[arg-type]
+
+
+async def publisher_typed_dict_wrong_key(sqlite: SqlBroker[Sqlite]) -> None:
+    dicts = Publisher(InboxQueue(Outbox, "dicts"), Mail)
+    # Missing key "to" for TypedDict "Mail"  [typeddict-item], and
+    # Extra key "too" for TypedDict "Mail"  [typeddict-unknown-key]
+    await dicts.publish(sqlite, {"too": "a"})  # type: ignore[typeddict-item, typeddict-unknown-key]
+
+
+async def publisher_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
+    locked = Publisher(InboxQueue(Locked, "locked"), Email)
+    # Argument 1 to "publish" of "Publisher" has incompatible type "SqlBroker[Sqlite]";
+    # expected "SqlBroker[Serves[tuple[RowLock, Any]]] | Tx"
+    await locked.publish(sqlite, Email("a"))  # type: ignore[arg-type]
+
+
+# -- publish_row: fields checked by the row's constructor ----------------------------------------
+
+
+async def publish_instances(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) -> None:
+    assert_type(await sqlite.publish_row(Keyed(channel="c1")), None)
+    await pg.publish_row(Keyed(channel="c2"), delay=None)
+    async with sqlite.transaction() as tx:
+        await tx.publish_row(Keyed(channel="c3"))
+        # Argument 1 to "publish_row" of "Tx" has incompatible type "Locked"; expected
+        # "Inbox[Lease | Advisory, Any]"
+        await tx.publish_row(Locked(payload=b""))  # type: ignore[arg-type]
+
+
+async def publish_row_unknown_field(sqlite: SqlBroker[Sqlite]) -> None:
+    # Unexpected keyword argument "chanel" for "Keyed"; did you mean "channel"?
+    await sqlite.publish_row(Keyed(chanel="c1"))  # type: ignore[call-arg]
+
+
+async def publish_row_mistyped_field(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument "channel" to "Keyed" has incompatible type "int"; expected "str"
+    await sqlite.publish_row(Keyed(channel=1))  # type: ignore[arg-type]
+
+
+async def publish_row_lock_instance_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument 1 to "publish_row" of "SqlBroker" has incompatible type "Locked"; expected
+    # "Inbox[Lease | Advisory, Any]"
+    await sqlite.publish_row(Locked(payload=b"{}"))  # type: ignore[arg-type]
+
+
+async def publish_row_of_a_class(sqlite: SqlBroker[Sqlite]) -> None:
+    # Argument 1 to "publish_row" of "SqlBroker" has incompatible type "type[Keyed]";
+    # expected "Inbox[Lease | Advisory, Any]"
+    await sqlite.publish_row(Keyed)  # type: ignore[arg-type]

@@ -1,0 +1,106 @@
+"""``Publisher``: a queue's publishing end, typed by its message.
+
+``broker.publish(Row, message, **columns)`` checks the row class and the broker's dialect, but
+not the message: the message type of a queue is its handler's parameter, which no row class
+carries. A ``Publisher`` names it once, beside the queue, so that mypy refuses a message of
+another type on every publish::
+
+    emails = Publisher(InboxQueue(Outbox, "emails"), Email)
+    await emails.publish(broker, Email(to="a@example.com"))   # fills the Group field: "emails"
+    await emails.publish(broker, "hello")                     # mypy: Argument 2 ... "Email"
+
+Publishing goes through ``broker.publish`` / ``tx.publish``, so it behaves as they do.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Generic, TypeVar, final, is_typeddict
+
+from .._declare._capabilities import Serves
+from .._declare._inbox import Inbox, spec_of
+from .._declare._markers import Form
+from .._errors import DeclarationError
+from .broker import SqlBroker
+from .handles import Tx
+from .queue import InboxQueue
+
+__all__ = ["Publisher"]
+
+R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
+T = TypeVar("T")
+F = TypeVar("F", bound=Form)
+
+
+@final
+class Publisher(Generic[R, T]):
+    """Publishes messages of type ``T`` into ``queue``: its row class's table and, with a
+    ``Group`` field, its name as the group."""
+
+    def __init__(self, queue: InboxQueue[R, Any], message: type[T]) -> None:
+        spec = spec_of(queue.row)
+        if spec.payload is None:
+            msg = (
+                f"a Publisher encodes its message into the table's Payload field, found "
+                f"{spec.label} without one; publish its rows with "
+                f"broker.publish({queue.row.__qualname__}, field=...) or "
+                f"broker.publish_row({queue.row.__qualname__}(...))"
+            )
+            raise DeclarationError(msg)
+        self.queue = queue
+        self.message = message
+        self._group = None if spec.group is None else spec.group.field
+
+    def __repr__(self) -> str:
+        name = getattr(self.message, "__qualname__", repr(self.message))
+        return f"<Publisher of {name} into {self.queue.name!r} of {self.queue.row.__qualname__}>"
+
+    async def publish(
+        self: Publisher[Inbox[F, Any], T],
+        to: SqlBroker[Serves[tuple[F, Any]]] | Tx[Serves[tuple[F, Any]]],
+        message: T,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None:
+        """Write ``message`` into the queue, through ``broker.publish`` or, inside a
+        transaction, ``tx.publish``; ``columns`` give the row's other fields by name."""
+        self._check_message(message)
+        fields = self._columns(columns)
+        if isinstance(to, Tx):
+            await to.publish(self.queue.row, message, delay=delay, **fields)
+        else:
+            await to.publish(self.queue.row, message, delay=delay, **fields)
+
+    def _check_message(self, message: object) -> None:
+        """What mypy checks, checked at runtime too where ``isinstance`` can (not for a
+        TypedDict or a protocol)."""
+        kind: object = self.message
+        if not isinstance(kind, type) or is_typeddict(kind):
+            return
+        try:
+            fits = isinstance(message, kind)
+        except TypeError:
+            return
+        if not fits:
+            msg = (
+                f"a Publisher of {kind.__qualname__} publishes {kind.__qualname__} messages "
+                f"into {self.queue.name!r} of {self.queue.row.__qualname__}, found "
+                f"{type(message).__qualname__}; publish an instance of {kind.__qualname__}, "
+                f"or make a Publisher of the queue's message type"
+            )
+            raise DeclarationError(msg)
+
+    def _columns(self, columns: dict[str, object]) -> dict[str, object]:
+        """The given fields and the queue's group (the queue's name)."""
+        if self._group is None:
+            return columns
+        given = columns.get(self._group, self.queue.name)
+        if given != self.queue.name:
+            msg = (
+                f"a Publisher writes into its queue's group, found {self._group}={given!r} "
+                f"for the queue {self.queue.name!r}; leave {self._group}= out, or publish "
+                f"with a Publisher of InboxQueue({self.queue.row.__qualname__}, {given!r})"
+            )
+            raise DeclarationError(msg)
+        return {**columns, self._group: self.queue.name}
