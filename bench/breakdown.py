@@ -26,6 +26,7 @@ from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
 from trinbox._runtime.subscription import Subscription
+from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, fill
 from .drain import make_broker
@@ -70,9 +71,9 @@ async def run(db: str, url: str, form: str, n: int, batch: int | None, window: f
         started = time.perf_counter()
         await nursery.start(app.serve)
         with trio.move_on_after(window):
-            await app.subscription(sub).wait_finished(n)
+            await settled(app, sub, n)
         wall = time.perf_counter() - started
-        finished = app.subscription(sub).finished
+        finished = app.statistics(sub).finished
         app.shutdown()
     print(f"{finished} jobs in {wall:.2f} s = {finished / wall:,.0f} jobs/s")
     for name, (calls, total) in sorted(STATS.items()):

@@ -5,6 +5,11 @@ statements prepared: the raw loop is likewise timed from its first claim) until
 pre-insert is not timed.
 
     python -m bench.drain DB URL FORM N [--batch K] [--no-fill] [--max-seconds S]
+                          [--events none|noop|prometheus]
+
+``--events`` installs an event hook: ``noop`` an ``Events`` subclass that overrides nothing
+(every event is made and dispatched), ``prometheus`` the Prometheus adapter on a registry of
+its own (the hook's cost, measured in bench/RESULTS.md).
 
 Prints one JSON line: jobs/s, seconds, and the process's peak RSS.
 """
@@ -18,11 +23,28 @@ from typing import Any
 
 import trio
 
-from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+from trinbox import App, AppInfo, Events, InboxQueue, SqlBroker, subscriber
+from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, emit, fill, remaining
 
 SHUTDOWN_TIMEOUT = 30.0
+EVENTS = ("none", "noop", "prometheus")
+
+
+class Noop(Events):
+    """A hook that overrides nothing: the cost of making and dispatching every event."""
+
+
+def install_events(app: App, events: str) -> None:
+    if events == "noop":
+        app.add_events(Noop())
+    elif events == "prometheus":
+        from prometheus_client import CollectorRegistry
+
+        from trinbox.metrics.prometheus import PrometheusMetrics
+
+        PrometheusMetrics(app, registry=CollectorRegistry())
 
 
 def make_broker(db: str, url: str, **options: Any) -> SqlBroker[Any]:
@@ -34,7 +56,13 @@ def make_broker(db: str, url: str, **options: Any) -> SqlBroker[Any]:
 
 
 async def drain(
-    db: str, url: str, form: str, n: int, batch: int | None, max_seconds: float
+    db: str,
+    url: str,
+    form: str,
+    n: int,
+    batch: int | None,
+    max_seconds: float,
+    events: str = "none",
 ) -> dict[str, Any]:
     queue = InboxQueue(ROWS[form], GROUP).workers(WORKERS).poll_interval(1.0)
     handled = 0
@@ -57,6 +85,7 @@ async def drain(
     broker = make_broker(db, url)
     app = App(AppInfo("bench-drain"), grace=5.0)
     app.include(broker, sub)
+    install_events(app, events)
     with trio.fail_after(max_seconds + SHUTDOWN_TIMEOUT):
         async with trio.open_nursery() as nursery:
             opening = time.perf_counter()
@@ -64,13 +93,12 @@ async def drain(
             # Timed from here, as the raw loop is timed from its first claim: the pools are
             # open and every statement is prepared (the start-up is reported on its own).
             started = time.perf_counter()
-            subscription = app.subscription(sub)
-            before = subscription.finished  # settled while serve was reporting its start
+            before = app.statistics(sub).finished  # settled while serve reported its start
             # A run that cannot drain in time reports the rate it kept up to then.
             with trio.move_on_after(max_seconds):
-                await subscription.wait_finished(n)
+                await settled(app, sub, n)
             seconds = time.perf_counter() - started
-            finished = subscription.finished
+            finished = app.statistics(sub).finished
             app.shutdown()
     return {
         "jobs_per_s": (finished - before) / seconds,
@@ -91,10 +119,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--no-fill", action="store_true", help="the table is filled already")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
+    parser.add_argument("--events", choices=EVENTS, default="none", help="an event hook to install")
     args = parser.parse_args()
     if not args.no_fill:
         fill(args.db, args.url, args.n)
-    result = trio.run(drain, args.db, args.url, args.form, args.n, args.batch, args.max_seconds)
+    result = trio.run(
+        drain, args.db, args.url, args.form, args.n, args.batch, args.max_seconds, args.events
+    )
     left = remaining(args.db, args.url)
     result["left"] = left
     # Every handled row was acked exactly once (handlers in work when a window ended finish in

@@ -30,6 +30,7 @@ from typing import Any
 import trio
 
 from trinbox import App, AppInfo, InboxQueue, subscriber
+from trinbox.testing import idle, settled
 
 from .common import GROUP, LeaseJob, emit, fill
 from .drain import make_broker
@@ -71,7 +72,7 @@ async def inproc(db: str, url: str, count: int) -> dict[str, Any]:
     rng = random.Random(7)
     async with trio.open_nursery() as nursery:
         await nursery.start(app.serve)
-        await app.subscription(handler).wait_idle()
+        await idle(app, handler)
         with trio.fail_after(120):
             for i in range(count):
                 arrived = trio.Event()
@@ -94,12 +95,11 @@ async def notify(url: str, count: int) -> dict[str, Any]:
     app.include(broker, handler)
     async with trio.open_nursery() as nursery:
         await nursery.start(app.serve)
-        subscription = app.subscription(handler)
-        await subscription.wait_idle()
+        await idle(app, handler)
         command = [sys.executable, "-m", "bench.latency", "publish", url, str(count)]
         with trio.fail_after(120):
             publisher = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL)
-            await subscription.wait_finished(count)
+            await settled(app, handler, count)
             code = await publisher.wait()
         app.shutdown()
     if code != 0:

@@ -77,6 +77,15 @@ from ._runtime.broker import SqlBroker as SqlBroker
 from ._runtime.codecs import Codec as Codec
 from ._runtime.codecs import JsonCodec as JsonCodec
 from ._runtime.codecs import RawCodec as RawCodec
+from ._runtime.events import ClaimEvent as ClaimEvent
+from ._runtime.events import Events as Events
+from ._runtime.events import EventSource as EventSource
+from ._runtime.events import HandleEnd as HandleEnd
+from ._runtime.events import HandleEvent as HandleEvent
+from ._runtime.events import LeaseEvent as LeaseEvent
+from ._runtime.events import PublishEvent as PublishEvent
+from ._runtime.events import ReleaseEvent as ReleaseEvent
+from ._runtime.events import SettleEvent as SettleEvent
 from ._runtime.factories import subscriber as subscriber
 from ._runtime.outcome import FailurePolicy as FailurePolicy
 from ._runtime.outcome import HandlerOutcome as HandlerOutcome
@@ -85,6 +94,7 @@ from ._runtime.publisher import Publisher as Publisher
 from ._runtime.queue import Batched as Batched
 from ._runtime.queue import InboxQueue as InboxQueue
 from ._runtime.queue import Single as Single
+from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistics
 from ._runtime.subscribers import Subscriber as Subscriber
 
 __all__ = [
@@ -143,6 +153,17 @@ __all__ = [
     "Codec",
     "JsonCodec",
     "RawCodec",
+    # observing
+    "SubscriptionStatistics",
+    "Events",
+    "EventSource",
+    "PublishEvent",
+    "ClaimEvent",
+    "HandleEvent",
+    "HandleEnd",
+    "SettleEvent",
+    "LeaseEvent",
+    "ReleaseEvent",
     # errors
     "TransactionHeld",
     "TrinboxError",

@@ -28,7 +28,7 @@ from ._drivers._activity import calls_in_flight
 from ._runtime.app import App
 from ._runtime.subscribers import Subscriber
 
-__all__ = ["TrioClock", "VirtualClock", "settled"]
+__all__ = ["TrioClock", "VirtualClock", "idle", "settled"]
 
 
 class TrioClock:
@@ -78,4 +78,10 @@ class VirtualClock(trio.abc.Clock):
 
 async def settled(app: App, subscriber: Subscriber[Any, Any], count: int) -> None:
     """Wait until ``count`` deliveries of ``subscriber`` have been settled or released."""
-    await app.subscription(subscriber).wait_finished(count)
+    await app._subscription(subscriber).wait_finished(count)
+
+
+async def idle(app: App, subscriber: Subscriber[Any, Any]) -> None:
+    """Wait until the claim loop of ``subscriber`` waits for its poll interval or a wake (its
+    last claim found fewer rows than it could take)."""
+    await app._subscription(subscriber).wait_idle()

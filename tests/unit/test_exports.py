@@ -13,7 +13,7 @@ import pytest
 
 import trinbox
 
-PUBLIC_SUBMODULES = {"keys", "testing", "asyncapi", "schema", "cli"}
+PUBLIC_SUBMODULES = {"keys", "testing", "asyncapi", "schema", "cli", "metrics"}
 """Modules users import as ``trinbox.<name>``; importing one binds it on the package."""
 
 INIT = Path(trinbox.__file__)

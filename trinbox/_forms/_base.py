@@ -41,7 +41,7 @@ __all__ = [
     "end_transaction",
 ]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.drivers")
 
 Clock = Callable[[], datetime]
 
@@ -139,6 +139,9 @@ class FormContext:
     transactional: bool = False
     # Wakes the claim loop: an advisory settlement that hands back its session frees room.
     wake: Callable[[], None] = lambda: None
+    # The lease keeper reports each extension: (delivery, extended) where ``extended`` is
+    # False when the lease was found gone.
+    extended: Callable[[Delivery, bool], None] = lambda delivery, extended: None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from ._base import (
 
 __all__ = ["AdvisoryForm", "KeyRegistry"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.settle")
 
 
 class KeyRegistry:

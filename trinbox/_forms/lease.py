@@ -42,7 +42,7 @@ from ._coalesce import SettleTogether
 
 __all__ = ["LeaseForm"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.settle")
 
 
 class _Tokens:
@@ -511,13 +511,10 @@ class LeaseForm:
                     values = {"lease": new, "id": delivery.id, "token": delivery.token}
                     if await conn.execute(extend.sql, extend.bind(values)) == 1:
                         delivery.token = new
+                        ctx.extended(delivery, True)
                     else:
                         delivery.lease_lost = True
-                        logger.warning(
-                            "%s: the lease of row %r is gone; its settlement will fail",
-                            ctx.spec.label,
-                            delivery.id,
-                        )
+                        ctx.extended(delivery, False)  # logs it, with its fields
                 finally:
                     self._tokens.give(delivery)
         finally:

@@ -36,7 +36,7 @@ from ._base import (
 
 __all__ = ["RowLockForm"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.settle")
 
 SAVEPOINT = "trinbox_claim"
 

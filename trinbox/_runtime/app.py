@@ -4,9 +4,9 @@ subscription; ``serve`` runs until cancelled or until ``shutdown()``."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast, overload
 
 import trio
 
@@ -18,13 +18,15 @@ from .._errors import HandlerFailed
 from . import startup
 from .backoff import Backoff, require_backoff
 from .broker import SqlBroker
+from .events import EventBus, Events
 from .notify import NotifyListener
+from .statistics import SubscriptionStatistics
 from .subscribers import Subscriber
 from .subscription import Subscription
 
 __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.app")
 
 C = TypeVar("C")
 Z = TypeVar("Z")
@@ -86,10 +88,12 @@ class Mount:
 @dataclass(eq=False)
 class App:
     """A service of queue subscriptions. ``trio.run(app.serve)`` or
-    ``await nursery.start(app.serve)``."""
+    ``await nursery.start(app.serve)``. ``events``: hooks (``trinbox.Events``) that see every
+    publish of the app's brokers, claim, handler run and settlement."""
 
     info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
     grace: float = GRACE
+    events: Events | Sequence[Events] = ()
     _mounts: list[Mount] = field(default_factory=list, init=False)
     _brokers: list[SqlBroker[Any]] = field(default_factory=list, init=False)
     _startup: list[Hook] = field(default_factory=list, init=False)
@@ -97,7 +101,23 @@ class App:
     _stop: trio.Event | None = field(default=None, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     report: ShutdownReport | None = field(default=None, init=False)
-    subscriptions: list[Subscription] = field(default_factory=list, init=False)
+    _subscriptions: list[Subscription] = field(default_factory=list, init=False)
+    _hooks: list[Events] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        for hook in [self.events] if isinstance(self.events, Events) else self.events:
+            self.add_events(hook)
+
+    def add_events(self, hook: Events) -> None:
+        """Register an event hook; it takes effect at the next ``serve``."""
+        if not isinstance(hook, Events):
+            msg = (
+                f"an event hook is a trinbox.Events, found {type(hook).__name__}; subclass "
+                f"trinbox.Events and override the methods you need"
+            )
+            raise TypeError(msg)
+        if hook not in self._hooks:
+            self._hooks.append(hook)
 
     def on_startup(self, hook: H) -> H:
         """Run ``hook`` once the brokers' pools are open, before any subscription checks its
@@ -153,9 +173,22 @@ class App:
         """Every broker the app opens: those added with ``add_broker`` and those mounted on."""
         return tuple(dict.fromkeys([*self._brokers, *(m.broker for m in self._mounts)]))
 
-    def subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
-        """The running subscription of a mounted subscriber (for tests and monitoring)."""
-        for sub in self.subscriptions:
+    @overload
+    def statistics(self) -> tuple[SubscriptionStatistics, ...]: ...
+    @overload
+    def statistics(self, subscriber: Subscriber[Any, Any]) -> SubscriptionStatistics: ...
+    def statistics(
+        self, subscriber: Subscriber[Any, Any] | None = None
+    ) -> tuple[SubscriptionStatistics, ...] | SubscriptionStatistics:
+        """Counters of every subscription, in mount order (of the last ``serve``), or of the
+        one of ``subscriber``: frozen snapshots, as Trio's ``statistics()`` methods return."""
+        if subscriber is not None:
+            return self._subscription(subscriber).statistics()
+        return tuple(sub.statistics() for sub in self._subscriptions)
+
+    def _subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
+        """The running subscription of a mounted subscriber (trinbox.testing reads it)."""
+        for sub in self._subscriptions:
             if sub.subscriber is subscriber:
                 return sub
         msg = f"{subscriber!r} is not serving in {self.info.name}; include it and serve first"
@@ -167,14 +200,14 @@ class App:
             self._stop.set()
             # Claiming stops now, not when serve next runs: a settlement that would claim
             # its worker's next row sees it at once.
-            for sub in self.subscriptions:
+            for sub in self._subscriptions:
                 sub.stop()
 
     def cut_grace(self) -> None:
         """Shut down without the grace: handlers still in work are cancelled now and their rows
         released (``trinbox run``'s second signal)."""
         self.shutdown()
-        for sub in self.subscriptions:
+        for sub in self._subscriptions:
             sub.cut_grace()
 
     def _fail_fast(self, exc: BaseException) -> None:
@@ -206,7 +239,8 @@ class App:
     async def _serve(self, task_status: trio.TaskStatus[None]) -> ShutdownReport:
         self._stop = trio.Event()
         self._failure = None
-        self.subscriptions = [
+        events = EventBus(self._hooks) if self._hooks else None
+        self._subscriptions = [
             Subscription(
                 mount.broker,
                 mount.subscriber,
@@ -215,24 +249,27 @@ class App:
                 backoff=mount.backoff_policy,
                 grace=self.grace,
                 on_fail_fast=self._fail_fast,
+                events=events,
             )
             for mount in self._mounts
         ]
-        for sub in self.subscriptions:
+        for sub in self._subscriptions:
             sub.check()
         brokers = list(self.brokers)
+        for broker in brokers:
+            broker.events = events
         async with asyncio_loop(any(b.needs_asyncio for b in brokers)):
             try:
                 for broker in brokers:
                     await broker.open()
                 for hook in self._startup:
                     await hook()
-                for sub in self.subscriptions:
+                for sub in self._subscriptions:
                     await sub.open()
                 for broker in brokers:
                     holding = [
                         (s.where, s.held_connections)
-                        for s in self.subscriptions
+                        for s in self._subscriptions
                         if s.broker is broker and s.held_connections
                     ]
                     startup.check_pool_budget(self.info.name, broker, holding)
@@ -242,7 +279,7 @@ class App:
                             broker,
                             {
                                 s.spec.qualified_name
-                                for s in self.subscriptions
+                                for s in self._subscriptions
                                 if s.broker is broker
                             },
                         )
@@ -252,25 +289,25 @@ class App:
                     try:
                         for listener in listeners:
                             await nursery.start(listener.run)
-                        for sub in self.subscriptions:
+                        for sub in self._subscriptions:
                             await nursery.start(sub.run)
                         logger.info(
-                            "%s: %d subscriptions serving", self.info.name, len(self.subscriptions)
+                            "%s: %d subscriptions serving", self.info.name, len(self._subscriptions)
                         )
                         task_status.started()
                         await self._stop.wait()
                     finally:
                         # However serving ends (shutdown(), a cancel, a crash), claiming stops
                         # at once, before the subscriptions' own tasks see it.
-                        for sub in self.subscriptions:
+                        for sub in self._subscriptions:
                             sub.stop()
                         for listener in listeners:
                             listener.stop()
             finally:
                 self.report = ShutdownReport(
-                    locks_released=sum(s.locks_released for s in self.subscriptions if s.opened),
+                    locks_released=sum(s.locks_released for s in self._subscriptions if s.opened),
                     connections_closed=sum(
-                        s.connections_closed for s in self.subscriptions if s.opened
+                        s.connections_closed for s in self._subscriptions if s.opened
                     ),
                 )
                 for hook in self._shutdown_hooks:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 import typing
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,6 +39,7 @@ from .._errors import Closed, DatabaseError, DeclarationError
 from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .._util import positive_duration
 from .codecs import Codec, JsonCodec
+from .events import EventBus, PublishEvent, now_ns
 from .handles import Database, Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
 from .tables import create_tables
@@ -45,7 +47,7 @@ from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.publish")
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
@@ -96,6 +98,7 @@ class SqlBroker(Generic[D]):
         self._pool: Pool | None = None
         self._closed = False
         self._queues: set[tuple[str, str | None]] = set()
+        self.events: EventBus | None = None  # the serving app's hooks
 
     # -- constructors -------------------------------------------------------------------------
 
@@ -277,12 +280,54 @@ class SqlBroker(Generic[D]):
         if self._closed:
             raise Closed("the broker is shut down; publish before shutdown")
         spec = spec_of(row_type)
-        conn = await self.pool.acquire()
-        try:
-            await self._insert(conn, spec, message, delay, columns)
-        finally:
-            await give_back(self.pool, conn)
+        events = self.events
+        if events is not None:
+            await self._observed(events, spec, message, delay, columns)
+        else:
+            conn = await self.pool.acquire()
+            try:
+                await self._insert(conn, spec, message, delay, columns)
+            finally:
+                await give_back(self.pool, conn)
         self.wakes.wake(spec.qualified_name, _group_of(spec, columns))
+
+    async def _observed(
+        self,
+        events: EventBus,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        columns: dict[str, object],
+        conn: Any = None,
+    ) -> None:
+        """A publish reported to the hooks, with its time and error (on ``conn``: inside a
+        transaction; else on a pooled connection)."""
+        start, t0 = now_ns(), time.perf_counter()
+        error: BaseException | None = None
+        try:
+            if conn is not None:
+                await self._insert(conn, spec, message, delay, columns)
+            else:
+                pooled = await self.pool.acquire()
+                try:
+                    await self._insert(pooled, spec, message, delay, columns)
+                finally:
+                    await give_back(self.pool, pooled)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            events.published(
+                PublishEvent(
+                    spec.qualified_name,
+                    _group_of(spec, columns),
+                    "postgresql" if self.kind == "postgres" else self.kind,
+                    conn is not None,
+                    start,
+                    time.perf_counter() - t0,
+                    error,
+                )
+            )
 
     async def publish_row(
         self: SqlBroker[Serves[tuple[F, Any]]],
@@ -388,7 +433,11 @@ class SqlBroker(Generic[D]):
         **columns: object,
     ) -> None:
         spec = spec_of(row_type)
-        await self._insert(tx._conn, spec, message, delay, columns)
+        events = self.events
+        if events is not None:
+            await self._observed(events, spec, message, delay, columns, tx._conn)
+        else:
+            await self._insert(tx._conn, spec, message, delay, columns)
         tx.published.append((spec.qualified_name, _group_of(spec, columns)))
 
     async def _insert(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -20,6 +21,8 @@ from .._bounds import CLAIM, CLAIM_ERROR_WAIT, RELEASE, within
 from .._drivers._base import Pool
 from .._errors import TrinboxError
 from .._forms._base import Claimed, ClaimForm, Delivery
+from .events import ClaimEvent, EventBus, EventSource, now_ns
+from .statistics import Fields
 from .wake import Permit
 
 if TYPE_CHECKING:
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ClaimLoop"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.claim")
 
 
 class ClaimLoop:
@@ -48,6 +51,8 @@ class ClaimLoop:
         side_by_side: bool,
         pool: Pool,
         where: str,
+        source: EventSource,
+        events: EventBus | None,
     ) -> None:
         self._form = form
         self._runner = runner
@@ -77,6 +82,11 @@ class ClaimLoop:
         self._idle_changed = trio.Event()
         self.claims = 0
         self.empty_claims = 0
+        self.failed_claims = 0
+        self.claimed = 0
+        self._source = source
+        self._events = events
+        self._fields = Fields(source.subscription, source.table)
 
     async def run(self) -> None:
         """Claim until cancelled or stopped; claiming stops the moment either arrives."""
@@ -176,17 +186,22 @@ class ClaimLoop:
             self._runner.give_slots(slots)
             return
         deliveries: Claimed | None = None
+        error: TrinboxError | None = None
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(CLAIM) as bound:
             self._in_flight.add(bound)
             try:
                 deliveries = await self._form.claim(limit)
-            except TrinboxError:
-                logger.warning("%s: a claim failed; next claim in 1 s", self.where, exc_info=True)
+            except TrinboxError as exc:
+                error = exc
+                self._fields.log(
+                    logger, logging.WARNING, "a claim failed; next claim in 1 s", exc_info=True
+                )
             finally:
                 self._in_flight.discard(bound)
         if bound.cancelled_caught:
-            logger.warning("%s: a claim ran out of time; next claim in 1 s", self.where)
-        self.claims += 1
+            self._fields.log(logger, logging.WARNING, "a claim ran out of time; next claim in 1 s")
+        self.record(deliveries, limit, False, timing, error)
         if deliveries is None:
             self._runner.give_slots(slots)
             self.claim_failed()
@@ -207,6 +222,34 @@ class ClaimLoop:
         if self._batch:
             return [list(deliveries)] if deliveries else []
         return [[d] for d in deliveries]
+
+    def record(
+        self,
+        deliveries: Claimed | None,
+        limit: int,
+        chained: bool,
+        timing: tuple[int, float] | None,
+        error: TrinboxError | None,
+    ) -> None:
+        """Count a claim (``deliveries`` None: it failed) and report it to the hooks."""
+        self.claims += 1
+        if deliveries is None:
+            self.failed_claims += 1
+        else:
+            self.claimed += len(deliveries)
+        if timing is not None and self._events is not None:
+            start, t0 = timing
+            self._events.claimed(
+                ClaimEvent(
+                    self._source,
+                    0 if deliveries is None else len(deliveries),
+                    limit,
+                    chained,
+                    start,
+                    time.perf_counter() - t0,
+                    error,
+                )
+            )
 
     def after_claim(self, deliveries: Claimed) -> None:
         """A claim that took fewer rows than it asked for ran dry: the next one waits."""

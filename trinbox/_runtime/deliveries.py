@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -29,19 +29,20 @@ from .._forms._base import (
     Chained,
     Claimed,
     ClaimForm,
-    DeadLetterStep,
     Delivery,
     Drop,
     Retry,
-    RetryAt,
     Step,
 )
 from .backoff import Backoff
 from .broker import SqlBroker
 from .codecs import DecodeError
+from .events import EventBus, EventSource, HandleEnd, HandleEvent, ReleaseEvent, SettleEvent, now_ns
 from .handler import HandlerPlan, decode_message
 from .handles import Attempt, Tx
 from .outcome import FailurePolicy, HandlerOutcome
+from .statistics import Fields
+from .steps import StepRules
 from .subscribers import Subscriber
 
 if TYPE_CHECKING:
@@ -49,10 +50,14 @@ if TYPE_CHECKING:
 
 __all__ = ["DeliveryRunner"]
 
-logger = logging.getLogger("trinbox")
+delivery_log = logging.getLogger("trinbox.delivery")
+settle_log = logging.getLogger("trinbox.settle")
+claim_log = logging.getLogger("trinbox.claim")
+WARNING = logging.WARNING
+
+Timing = tuple[int, float]  # an event's start: wall time (ns) and perf_counter
 
 KEPT_ERRORS = 10  # settlement errors kept for inspection; the count goes on
-LATEST_RETRY = datetime(9999, 1, 1, tzinfo=UTC)  # MySQL DATETIME ends in 9999
 
 
 def _is_failure(exc: BaseException) -> bool:
@@ -84,6 +89,8 @@ class DeliveryRunner:
         backoff: Backoff,
         where: str,
         on_fail_fast: Callable[[BaseException], None],
+        source: EventSource,
+        events: EventBus | None,
     ) -> None:
         self._broker = broker
         self._handler = subscriber.handler
@@ -106,6 +113,23 @@ class DeliveryRunner:
         self.locks_released = 0
         self.settle_failures = 0
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
+        self.released = 0
+        # Settled deliveries by the step that took effect (Step.event).
+        self.outcomes = dict.fromkeys(("ack", "retry", "retry_after", "drop", "dead_letter"), 0)
+        self._source = source
+        self._events = events
+        self.fields = Fields(source.subscription, source.table)
+        self._rules = StepRules(
+            spec,
+            batch=plan.batch,
+            dead_letter=dead_letter,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            clock=broker.clock,
+            due_in=self._due_in,
+            where=where,
+            fields=self.fields,
+        )
 
     # -- units of work ------------------------------------------------------------------------
 
@@ -162,27 +186,43 @@ class DeliveryRunner:
                 )
                 ready.append(delivery)
             except (DecodeError, TypeError, ValueError) as exc:
-                logger.warning(
-                    "%s: row %r does not decode (attempt %s): %s",
-                    self.where,
-                    delivery.id,
-                    delivery.attempt,
-                    exc,
+                self.fields.log(
+                    delivery_log,
+                    WARNING,
+                    f"the row does not decode: {exc}",
+                    row=True,
+                    row_id=delivery.id,
+                    attempt=delivery.attempt,
                 )
-                await self._settle(delivery, self._policy_step(delivery, policy.decode))
+                await self._settle(delivery, self._rules.policy_step(delivery, policy.decode))
         if not ready:
             return None
+        events = self._events
+        started: tuple[HandleEvent, list[object], float] | None = None
+        if events is not None:
+            started = self._handle_started(events, ready)
         args: list[object] = []
+        failure: BaseException | None = None
+        outcomes: list[HandlerOutcome]  # set when the handler returned
         try:
             try:
                 args = await self._arguments(ready, messages)
                 result = await self._handler(*args)
-                outcomes = self._outcomes(result, len(ready))
+                outcomes = self._rules.outcomes(result, len(ready))
             except BaseException as exc:
+                if started is not None:
+                    self._handle_ended(started, [], exc)
                 if not _is_failure(exc):
                     await self.drop(ready)
                     raise
-                await self._failed(ready, exc)
+                failure = exc
+            else:
+                if started is not None:
+                    self._handle_ended(started, outcomes, None)
+            if failure is not None:
+                # Settled outside the except block: a settlement's own error must not chain
+                # the handler's (its traceback is logged once, by _failed).
+                await self._failed(ready, failure)
                 return None
             return await self._settle_outcomes(ready, outcomes, args)
         finally:
@@ -190,19 +230,53 @@ class DeliveryRunner:
                 if isinstance(arg, Tx):
                     arg.end()  # a handler that kept it gets TransactionHeld, never a statement
 
+    def _handle_started(
+        self, events: EventBus, ready: list[Delivery]
+    ) -> tuple[HandleEvent, list[object], float]:
+        event = HandleEvent(self._source, tuple(d.id for d in ready), ready[0].attempt, now_ns())
+        states = events.handle_started(event)
+        return event, states, time.perf_counter()
+
+    def _handle_ended(
+        self,
+        started: tuple[HandleEvent, list[object], float],
+        outcomes: list[HandlerOutcome],
+        error: BaseException | None,
+    ) -> None:
+        assert self._events is not None
+        event, states, t0 = started
+        end = HandleEnd(tuple(o.kind for o in outcomes), error, time.perf_counter() - t0)
+        self._events.handle_ended(event, states, end)
+
     async def _failed(self, ready: list[Delivery], exc: BaseException) -> None:
         policy = self._queue.failure
+        # One line per failure, with its traceback (a batch's: the ids of its rows).
+        row_id = ready[0].id if len(ready) == 1 else tuple(d.id for d in ready)
         if policy.handler is FailurePolicy.FAIL_FAST:
-            logger.error("%s: the handler raised; shutting down", self.where, exc_info=exc)
+            self.fields.log(
+                delivery_log,
+                logging.ERROR,
+                "the handler raised; shutting down",
+                row=True,
+                row_id=row_id,
+                attempt=ready[0].attempt,
+                exc_info=exc,
+            )
             await self.drop(ready)
             self._on_fail_fast(exc)
             return
-        logger.warning(
-            "%s: the handler raised; policy %s", self.where, policy.handler.value, exc_info=exc
+        self.fields.log(
+            delivery_log,
+            WARNING,
+            f"the handler raised; policy {policy.handler.value}",
+            row=True,
+            row_id=row_id,
+            attempt=ready[0].attempt,
+            exc_info=exc,
         )
         items: list[tuple[Delivery, Step]] = []
         for delivery in ready:
-            step = self._policy_step(delivery, policy.handler)
+            step = self._rules.policy_step(delivery, policy.handler)
             if isinstance(step, Ack) and delivery.tx_open:
                 step = Drop()  # same SQL as ack, and the handler's writes never commit
             items.append((delivery, step))
@@ -228,11 +302,11 @@ class DeliveryRunner:
         if len(ready) > 1:
             # A batch (never transactional): its rows settle together.
             await self._settle_all(
-                [(d, self._step(d, o)) for d, o in zip(ready, outcomes, strict=True)]
+                [(d, self._rules.step(d, o)) for d, o in zip(ready, outcomes, strict=True)]
             )
             return None
         (delivery,) = ready
-        step = self._step(delivery, outcomes[0])
+        step = self._rules.step(delivery, outcomes[0])
         chained: Claimed | None = None
         if self._may_chain():
             settled, chained = await self._settle_and_claim(delivery, step)
@@ -245,6 +319,10 @@ class DeliveryRunner:
                 for table, group in tx.published:
                     self._broker.wakes.wake(table, group)
         return chained
+
+    def _due_in(self, seconds: float) -> None:
+        if self.claims is not None:
+            self.claims.due_in(seconds)
 
     def _may_chain(self) -> bool:
         """Whether a settling delivery claims the next row for its worker in the same round
@@ -271,122 +349,88 @@ class DeliveryRunner:
                 args.append(Tx(conn, self._broker._publish_in))
         return args
 
-    def _outcomes(self, result: object, count: int) -> list[HandlerOutcome]:
-        if result is None:
-            return [HandlerOutcome.ack()] * count
-        if isinstance(result, HandlerOutcome):
-            return [result] * count
-        if (
-            self._plan.batch
-            and isinstance(result, Sequence)
-            and not isinstance(result, str | bytes)
-            and all(isinstance(o, HandlerOutcome) for o in result)
-        ):
-            if len(result) != count:
-                msg = (
-                    f"{self.where}: a batch handler returns one outcome per row, found "
-                    f"{len(result)} for {count} rows"
-                )
-                raise TypeError(msg)
-            return list(result)
-        msg = (
-            f"{self.where}: a handler returns a HandlerOutcome or None, found "
-            f"{type(result).__name__}"
-        )
-        raise TypeError(msg)
-
-    def _policy_step(self, delivery: Delivery, policy: FailurePolicy) -> Step:
-        if policy is FailurePolicy.SKIP:
-            return Ack()
-        if policy is FailurePolicy.RETRY:
-            delay = self._backoff.delay(delivery.attempt or 1)
-            if delay and self._spec.retry_after is not None:
-                return self._step(delivery, HandlerOutcome.retry_after(delay))
-            return self._step(delivery, HandlerOutcome.retry())
-        return Drop()
-
-    def _step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
-        if outcome.is_ack:
-            return Ack()
-        if outcome.is_drop:
-            return Drop()
-        if (
-            self._dead_letter is not None
-            and self._max_attempts is not None
-            and delivery.attempt is not None
-            and delivery.attempt >= self._max_attempts
-        ):
-            logger.warning(
-                "%s: the row's attempts are spent (id %r, attempt %d); moving it to %s",
-                self.where,
-                delivery.id,
-                delivery.attempt,
-                self._dead_letter.label,
-            )
-            return DeadLetterStep(self._dead_letter)
-        if outcome.delay is not None:
-            if self._spec.retry_after is None:
-                logger.warning(
-                    "%s: retry_after needs a RetryAfter field; row %r is retried at once",
-                    self.where,
-                    delivery.id,
-                )
-                return Retry()
-            if self.claims is not None:
-                self.claims.due_in(outcome.delay.total_seconds())
-            return RetryAt(self._retry_at(delivery, outcome.delay))
-        return Retry()
-
-    def _retry_at(self, delivery: Delivery, delay: timedelta) -> datetime:
-        """Now plus ``delay``, at most LATEST_RETRY (what every database's column holds)."""
-        now = self._broker.clock()
-        try:
-            at = now + delay
-        except OverflowError:
-            at = LATEST_RETRY
-        if at > LATEST_RETRY:
-            logger.warning(
-                "%s: row %r asked to wait %s, past what a time column holds; it waits until %s",
-                self.where,
-                delivery.id,
-                delay,
-                LATEST_RETRY.date(),
-            )
-            at = LATEST_RETRY
-        return at
-
     # -- settlements ----------------------------------------------------------------------------
+
+    # Without a hook, a settlement reads no clock and calls nothing for events: ``timing`` is
+    # None and each call site tests it before reporting.
+
+    def _report(
+        self,
+        delivery: Delivery,
+        step: Step,
+        timing: Timing,
+        error: Exception | None = None,
+        batch: int = 1,
+    ) -> None:
+        """Report a settlement to the hooks (there are some: ``timing`` was read)."""
+        if self._events is not None:
+            start, t0 = timing
+            self._events.settled(
+                SettleEvent(
+                    self._source,
+                    delivery.id,
+                    delivery.attempt,
+                    step.event,
+                    batch,
+                    start,
+                    time.perf_counter() - t0,
+                    error,
+                )
+            )
 
     async def _settle(self, delivery: Delivery, step: Step) -> bool:
         """Settle shielded and bounded: a shutdown waits for settlements in flight. Whether it
         took effect. A settlement that fails or runs out of time drops its delivery."""
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
                 await self._form.settle(delivery, step)
+                self.outcomes[step.event] += 1
+                if timing is not None:
+                    self._report(delivery, step, timing)
                 return True
             except Exception as exc:
-                self._settle_failed(delivery, step, exc)
+                self._settle_failed(delivery, step, exc, timing)
         if bound.cancelled_caught:
-            self._settle_failed(delivery, step, None)
+            self._settle_failed(delivery, step, None, timing)
         await self.drop([delivery])
         return False
 
-    def _settle_failed(self, delivery: Delivery, step: Step, error: Exception | None) -> None:
+    def _settle_failed(
+        self,
+        delivery: Delivery,
+        step: Step,
+        error: Exception | None,
+        timing: Timing | None,
+        batch: int = 1,
+    ) -> None:
         """Report a settlement that did not take effect: as a SettlementError, whatever the
-        form raised; the app keeps serving."""
+        form raised; the app keeps serving. One line; a traceback only for an error that is
+        not trinbox's own (a defect), never the handler's again."""
+        unexpected: Exception | None = None
         if error is None:
             error = SettlementError(
                 f"{self.where}: settling row {delivery.id!r} ({step.event}) took over {SETTLE} s"
             )
         elif not isinstance(error, TrinboxError):
-            logger.error("%s: settling row %r failed", self.where, delivery.id, exc_info=error)
+            unexpected = error
             error = SettlementError(
                 f"{self.where}: settling row {delivery.id!r} ({step.event}) failed: {error!r}"
             )
         self.settle_failures += 1
         self.settle_errors.append(error)
-        logger.warning(
-            "%s: settling row %r (%s) failed: %s", self.where, delivery.id, step.event, error
+        if timing is not None:
+            self._report(delivery, step, timing, error, batch)
+        self.fields.log(
+            settle_log,
+            WARNING,
+            f"settling the row ({step.event}) failed: {unexpected!r}"
+            if unexpected is not None
+            else f"settling the row ({step.event}) failed: {error}",
+            row=True,
+            row_id=delivery.id,
+            attempt=delivery.attempt,
+            exc_info=unexpected,
         )
 
     async def _settle_and_claim(
@@ -399,24 +443,31 @@ class DeliveryRunner:
         assert claims is not None
         chained = Chained()
         failed = False
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
                 chained = await self._form.settle_and_claim(delivery, step, self._per_claim)
             except Exception as exc:  # the forms report their errors; never lose a worker
-                self._settle_failed(delivery, step, exc)
+                self._settle_failed(delivery, step, exc, timing)
                 failed = True
             if chained.error is not None:
-                self._settle_failed(delivery, step, chained.error)
+                self._settle_failed(delivery, step, chained.error, timing)
                 failed = True
+            elif not failed:
+                self.outcomes[step.event] += 1
+                if timing is not None:
+                    self._report(delivery, step, timing)
             if chained.claim_error is not None:
-                logger.warning(
-                    "%s: a claim failed: %s; next claim in 1 s", self.where, chained.claim_error
+                self.fields.log(
+                    claim_log, WARNING, f"a claim failed: {chained.claim_error}; next claim in 1 s"
                 )
+                claims.record(None, self._per_claim, True, timing, chained.claim_error)
                 claims.claim_failed()
             elif chained.claimed is not None:
+                claims.record(chained.claimed, self._per_claim, True, timing, None)
                 claims.after_claim(chained.claimed)
         if bound.cancelled_caught:
-            self._settle_failed(delivery, step, None)
+            self._settle_failed(delivery, step, None, timing)
             failed = True
         if failed:
             await self.drop([delivery])
@@ -427,6 +478,7 @@ class DeliveryRunner:
         if len(items) == 1:
             await self._settle(*items[0])
             return
+        timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
                 errors: Sequence[Exception | None] = await self._form.settle_batch(items)
@@ -434,11 +486,15 @@ class DeliveryRunner:
                 errors = [exc] * len(items)
             for (delivery, step), error in zip(items, errors, strict=True):
                 if error is not None:
-                    self._settle_failed(delivery, step, error)
+                    self._settle_failed(delivery, step, error, timing, len(items))
+                else:
+                    self.outcomes[step.event] += 1
+                    if timing is not None:
+                        self._report(delivery, step, timing, None, len(items))
         if bound.cancelled_caught:
             for delivery, step in items:
                 if not delivery.settled:
-                    self._settle_failed(delivery, step, None)
+                    self._settle_failed(delivery, step, None, timing, len(items))
         await self.drop([d for d, _ in items if not d.settled])
 
     # -- drops ------------------------------------------------------------------------------------
@@ -454,14 +510,30 @@ class DeliveryRunner:
             async with trio.open_nursery() as nursery:
                 for delivery in pending:
                     nursery.start_soon(self._release, delivery, done)
+        self.released += len(pending)
         for delivery in pending:
             if delivery not in done:
-                logger.warning(
-                    "%s: releasing row %r ran out of time; its connection is abandoned",
-                    self.where,
-                    delivery.id,
+                self.fields.log(
+                    settle_log,
+                    WARNING,
+                    "releasing the row ran out of time; its connection is abandoned",
+                    row=True,
+                    row_id=delivery.id,
+                    attempt=delivery.attempt,
                 )
                 self._form.abandon(delivery)
+        events = self._events
+        if events is not None:
+            for delivery in pending:
+                events.released(
+                    ReleaseEvent(
+                        self._source,
+                        delivery.id,
+                        delivery.attempt,
+                        self.stopping,
+                        delivery not in done,
+                    )
+                )
 
     async def _release(self, delivery: Delivery, done: set[Delivery]) -> None:
         try:
@@ -472,4 +544,12 @@ class DeliveryRunner:
                 await self._form.release(delivery)
             done.add(delivery)
         except Exception:
-            logger.warning("%s: releasing row %r failed", self.where, delivery.id, exc_info=True)
+            self.fields.log(
+                settle_log,
+                WARNING,
+                "releasing the row failed",
+                row=True,
+                row_id=delivery.id,
+                attempt=delivery.attempt,
+                exc_info=True,
+            )

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHANNEL_LIMIT", "NotifyListener", "check_channel"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.app")
 
 CHANNEL_LIMIT = 63  # bytes: a PostgreSQL identifier
 RECONNECT_WAIT = 1.0

@@ -39,7 +39,7 @@ __all__ = [
     "worker_cap",
 ]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.app")
 
 
 class Checked:

@@ -25,18 +25,21 @@ from .._bounds import RELEASE, within
 from .._declare._inbox import spec_of
 from .._declare._markers import Transactional
 from .._errors import AlreadySubscribed, TrinboxError
-from .._forms._base import ClaimForm, FormContext
+from .._forms._base import ClaimForm, Delivery, FormContext
 from . import pooling, startup
 from .backoff import DEFAULT_BACKOFF, Backoff
 from .broker import SqlBroker
 from .claim_loop import ClaimLoop
 from .deliveries import DeliveryRunner
+from .events import EventBus, EventSource, LeaseEvent
 from .queue import InboxQueue
+from .statistics import SubscriptionStatistics
 from .subscribers import Subscriber
 
-__all__ = ["Subscription"]
+__all__ = ["Subscription", "system_of"]
 
-logger = logging.getLogger("trinbox")
+logger = logging.getLogger("trinbox.app")
+settle_log = logging.getLogger("trinbox.settle")
 
 
 def _backoff_of(queue: InboxQueue[Any, Any]) -> Backoff:
@@ -45,6 +48,32 @@ def _backoff_of(queue: InboxQueue[Any, Any]) -> Backoff:
     if queue.failure.retry_delay is not None:
         return Backoff.constant(queue.failure.retry_delay)
     return DEFAULT_BACKOFF
+
+
+def system_of(broker: SqlBroker[Any]) -> str:
+    """The database as OpenTelemetry names it (``db.system.name``)."""
+    return {"postgres": "postgresql"}.get(broker.kind, broker.kind)
+
+
+_COUNTS = (
+    "claimed",
+    "in_work",
+    "finished",
+    "acked",
+    "retried",
+    "retried_after",
+    "dropped",
+    "dead_lettered",
+    "released",
+    "settle_failures",
+    "claims",
+    "empty_claims",
+    "failed_claims",
+    "lease_extensions",
+    "leases_lost",
+    "locks_released",
+    "connections_closed",
+)
 
 
 class Subscription:
@@ -60,6 +89,7 @@ class Subscription:
         grace: float,
         backoff: Backoff | None = None,
         on_fail_fast: Callable[[BaseException], None],
+        events: EventBus | None = None,
     ) -> None:
         self.broker = broker
         self.subscriber = subscriber
@@ -80,6 +110,16 @@ class Subscription:
         self._claims_done = trio.Event()
         self._runner: DeliveryRunner | None = None
         self._claims: ClaimLoop | None = None
+        self._events = events
+        self.source = EventSource(
+            subscription=self.name,
+            subscriber=getattr(subscriber.handler, "__qualname__", repr(subscriber.handler)),
+            table=self.spec.qualified_name,
+            group=self.group,
+            system=system_of(broker),
+        )
+        self.lease_extensions = 0
+        self.leases_lost = 0
 
     # -- startup ----------------------------------------------------------------------------
 
@@ -121,6 +161,7 @@ class Subscription:
                 lease=self.queue.lease_for or broker.lease,
                 transactional=transactional,
                 wake=permit.set,
+                extended=self._extended,
             )
         )
         workers = startup.worker_cap(
@@ -145,6 +186,8 @@ class Subscription:
             backoff=self.backoff,
             where=self.where,
             on_fail_fast=self._on_fail_fast,
+            source=self.source,
+            events=self._events,
         )
         runner.claims = self._claims = ClaimLoop(
             self.form,
@@ -157,8 +200,27 @@ class Subscription:
             side_by_side=not broker.dialect.claims_one_at_a_time(self.spec),
             pool=broker.pool,
             where=self.where,
+            source=self.source,
+            events=self._events,
         )
         self._runner = runner
+
+    def _extended(self, delivery: Delivery, extended: bool) -> None:
+        """The lease keeper moved a lease forward, or found it gone."""
+        if extended:
+            self.lease_extensions += 1
+        else:
+            self.leases_lost += 1
+            self._run.fields.log(
+                settle_log,
+                logging.WARNING,
+                "the row's lease is gone (another claim took it); its settlement will fail",
+                row=True,
+                row_id=delivery.id,
+                attempt=delivery.attempt,
+            )
+        if self._events is not None:
+            self._events.lease_extended(LeaseEvent(self.source, delivery.id, extended))
 
     # -- running ----------------------------------------------------------------------------
 
@@ -248,6 +310,47 @@ class Subscription:
     @property
     def finished(self) -> int:
         return self._run.finished
+
+    def statistics(self) -> SubscriptionStatistics:
+        """A frozen snapshot of the counters (zeros before the subscription opens)."""
+        source = self.source
+        runner, claims = self._runner, self._claims
+        if runner is None or claims is None:
+            return SubscriptionStatistics(
+                subscriber=source.subscriber,
+                queue=source.subscription,
+                table=source.table,
+                group=source.group,
+                serving=False,
+                **dict.fromkeys(_COUNTS, 0),
+                settle_errors=(),
+            )
+        outcomes = runner.outcomes
+        return SubscriptionStatistics(
+            subscriber=source.subscriber,
+            queue=source.subscription,
+            table=source.table,
+            group=source.group,
+            serving=not self._stopped.is_set(),
+            claimed=claims.claimed,
+            in_work=self.form.in_work,
+            finished=runner.finished,
+            acked=outcomes["ack"],
+            retried=outcomes["retry"],
+            retried_after=outcomes["retry_after"],
+            dropped=outcomes["drop"],
+            dead_lettered=outcomes["dead_letter"],
+            released=runner.released,
+            settle_failures=runner.settle_failures,
+            settle_errors=tuple(runner.settle_errors),
+            claims=claims.claims,
+            empty_claims=claims.empty_claims,
+            failed_claims=claims.failed_claims,
+            lease_extensions=self.lease_extensions,
+            leases_lost=self.leases_lost,
+            locks_released=self.locks_released,
+            connections_closed=self.connections_closed,
+        )
 
     @property
     def settle_errors(self) -> list[TrinboxError]:

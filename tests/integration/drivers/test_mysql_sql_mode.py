@@ -39,6 +39,7 @@ from trinbox import (
 )
 from trinbox._drivers.mysql import SQL_MODE, MySqlPool, open_pool
 from trinbox._errors import ConnectionLost, DatabaseError
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from ..stands import MYSQL_DSN, MariaStand, drop_mariadb_database
@@ -220,7 +221,7 @@ async def test_hostile_payloads_round_trip(mode: str, form: str) -> None:
             for tag, payload, note in messages:
                 await broker.publish(row, payload, tag=tag, note=note)
             with trio.fail_after(10):
-                await app.subscription(handle).wait_finished(len(messages))
+                await settled(app, handle, len(messages))
 
         assert stand.rows("SELECT id FROM victim") == [(1,)]
         assert sorted(got) == sorted(payload for _, payload, _ in messages)

@@ -44,7 +44,7 @@ from trinbox._drivers._base import Connection, Op, Pool, Record, Result, stops
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, idle, settled
 
 from ..serving import make_app, serving
 from ..stands import (
@@ -190,7 +190,7 @@ async def serve_customers(case: Case, customers: Sequence[str], *, workers: int)
 
     async with serving(app):
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(len(customers))
+            await settled(app, send, len(customers))
     return work
 
 
@@ -209,7 +209,7 @@ async def take_one(stand: Stand, row: type[Inbox[Any, Any]] = LockedEmail) -> li
     app.include(broker, send)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     return attempts
 
 
@@ -298,8 +298,8 @@ async def test_two_databases_lock_equal_keys_apart(case: Case, tmp_path: Path) -
             await here.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
             await there.publish(LockedEmail, Email("b@x"), name="emails", customer="c1")
             with trio.fail_after(10):
-                await app.subscription(send_here).wait_finished(1)
-                await app.subscription(send_there).wait_finished(1)
+                await settled(app, send_here, 1)
+                await settled(app, send_there, 1)
         assert case.stand.rows("SELECT * FROM email_jobs") == []
         assert other.rows("SELECT * FROM email_jobs") == []
         assert held(case.stand, "email_jobs-c1") == held(other, "email_jobs-c1") == set()
@@ -343,7 +343,7 @@ async def pass_over_each_others_key(
         ]
         finish.set()
         with trio.fail_after(60):
-            await app.subscription(send_b).wait_finished(1)
+            await settled(app, send_b, 1)
     assert seen == ["a@x", "b@x"]
     assert stand.rows("SELECT * FROM email_jobs") == []
     assert held(stand, "email_jobs-c1") == set()
@@ -397,7 +397,7 @@ async def test_two_brokers_never_share_a_row_nor_hold_one_key_together(
         with trio.fail_after(120):
             await all_in.wait()
             for app, work, mine in apps:
-                await app.subscription(work).wait_finished(len(mine))
+                await settled(app, work, len(mine))
     assert together == []
     assert sorted(delivered) == sorted(f"{n}@x" for n in range(40))
     assert case.stand.rows("SELECT * FROM plain_jobs") == []
@@ -447,7 +447,7 @@ async def test_a_handler_in_work_holds_one_lock_on_its_session_and_no_transactio
         assert stand.rows("SELECT attempt FROM plain_jobs") == [(2,)]
         finish.set()
         with trio.fail_after(10):
-            await app.subscription(work).wait_finished(1)
+            await settled(app, work, 1)
         # The ack freed the key and returned the session to the pool, open.
         assert held(stand, "plain_jobs-t1") == set()
         if isinstance(stand, PostgresStand):
@@ -508,7 +508,7 @@ async def test_a_key_longer_than_64_characters_is_locked_by_its_sha256(case: Cas
         assert not used(longer)
         finish.set()
         with trio.fail_after(10):
-            await app.subscription(work).wait_finished(2)
+            await settled(app, work, 2)
         for name in (exact, exact_hash, longer_hash):
             assert not used(name)
     assert stand.rows("SELECT * FROM plain_jobs") == []
@@ -543,7 +543,7 @@ async def test_retry_returns_the_row_at_once_with_its_attempt_counted(case: Case
         app.shutdown()
         finish.set()
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     # The retry ran no statement: the attempt stays counted once, and the key is free.
     assert app.report is not None
     assert (app.report.locks_released, app.report.connections_closed) == (0, 0)
@@ -575,7 +575,7 @@ async def test_a_handler_that_raises_leaves_no_key(
     async with serving(app):
         await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(2)
+            await settled(app, send, 2)
     assert attempts == [1, 2]
     assert held(case.stand, "email_jobs-c1") == set()
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -978,7 +978,7 @@ async def test_shutdown_waits_for_a_settlement_in_flight(case: Case) -> None:
         # The row let go, the ack deletes it, releases its own lock, and shutdown ends.
     assert app.report is not None
     assert (app.report.locks_released, app.report.connections_closed) == (0, 0)
-    assert app.subscription(work).settle_errors == []
+    assert app.statistics(work).settle_errors == ()
     assert held(stand, "plain_jobs-t1") == set()
     assert stand.rows("SELECT * FROM plain_jobs") == []
 
@@ -1004,7 +1004,7 @@ async def test_a_batch_larger_than_the_pool_shrinks_and_the_pool_keeps_one(case:
     app.include(broker, work)
     async with serving(app):
         with trio.fail_after(30):
-            await app.subscription(work).wait_finished(4)
+            await settled(app, work, 4)
     # Each claim took what the pool spared beside the connection it keeps: one row.
     assert sizes == [1, 1, 1, 1]
     assert lent == [1, 1, 1, 1]
@@ -1085,10 +1085,9 @@ async def test_a_settling_worker_unlocks_and_reads_its_next_candidates_in_one_ro
             await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=f"c{n}")
 
     async with serving(app):
-        sub = app.subscription(send)
         with trio.fail_after(10):
-            await sub.wait_finished(5)
-            await sub.wait_idle()
+            await settled(app, send, 5)
+            await idle(app, send)
         assert held(case.stand, *keys) == set()
     # The claim loop claimed the first row; each settlement unlocked its key and read the next
     # candidates on the same session, which then locked the next row.

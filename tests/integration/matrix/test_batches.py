@@ -20,6 +20,7 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -49,7 +50,7 @@ async def test_one_claim_is_one_batch(case: Case) -> None:
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(6)
+            await settled(app, handle, 6)
     # A full claim triggers the next one at once, whatever the poll interval.
     assert batches == [[1, 2, 3, 4], [5, 6]]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -69,7 +70,7 @@ async def test_each_delivery_of_a_batch_settles_on_its_own(case: Case) -> None:
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(3)
+            await settled(app, handle, 3)
     # One claim, in claim order.
     assert batches == [[1, 2, 3]]
     # Only the retried row is left, released at once with its attempt counted (every form
@@ -92,10 +93,9 @@ async def test_failed_settlement_leaves_the_others_of_its_batch(case: Case) -> N
     app = make_app()
     app.include(broker, handle)
     async with serving(app):
-        sub = app.subscription(handle)
         with trio.fail_after(10):
-            await sub.wait_finished(3)
-        errors = list(sub.settle_errors)
+            await settled(app, handle, 3)
+        errors = list(app.statistics(handle).settle_errors)
     # The acks of rows 1 and 3 stand; row 2 is left, its attempt counted at the claim.
     assert stand.rows("SELECT job_id, attempt FROM email_jobs") == [(2, 2)]
     ack = broker.dialect.statements(case.email.__inbox_spec__).ack.sql
@@ -139,10 +139,9 @@ async def test_rows_of_a_lease_batch_settle_together_and_a_lost_lease_fails_alon
     app = make_app()
     app.include(broker, handle)
     async with serving(app):
-        sub = app.subscription(handle)
         with trio.fail_after(10):
-            await sub.wait_finished(4)
-        errors = list(sub.settle_errors)
+            await settled(app, handle, 4)
+        errors = list(app.statistics(handle).settle_errors)
     # The two acks and the two retries each ran as one group: row 1 is gone, rows 3 and 4 are
     # back with their leases cleared; row 2's settlement alone failed and changed nothing.
     assert [(type(e), e.id) for e in errors] == [(LeaseLost, 2)]  # type: ignore[attr-defined]
@@ -164,7 +163,7 @@ async def test_undecodable_rows_leave_their_batch_alone(case: Case) -> None:
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(4)
+            await settled(app, handle, 4)
     # The undecodable row was dropped by the default decode policy (finished, deleted).
     assert batches == [[1, 2, 4]]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -204,7 +203,7 @@ async def test_row_mode_batch_takes_a_list_of_rows(case: Case) -> None:
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(6)
+            await settled(app, handle, 6)
     assert [len(b) for b in batches] == [4, 2]
     assert all(type(mail) is row for b in batches for mail in b)
     recipients = sorted(str(getattr(mail, "recipient", "")) for b in batches for mail in b)

@@ -44,6 +44,7 @@ import trio.lowlevel
 from trinbox import HandlerOutcome, InboxQueue, Subscriber, keys, subscriber
 from trinbox._drivers.sqlite import SqlitePool
 from trinbox._forms.advisory import KeyRegistry
+from trinbox.testing import settled
 
 from ..serving import make_app
 from ..stands import SqliteStand, Stand
@@ -157,7 +158,7 @@ async def _serve(case: Case, trial: Trial, counter: Checkpoints) -> None:
         counter.scope = scope
         async with trio.open_nursery() as nursery:
             await nursery.start(counted)
-            await app.subscription(handle).wait_finished(DELIVERIES)
+            await settled(app, handle, DELIVERIES)
             trial.settled_at = trial.steps
             if trial.cancel_at is None:
                 trial.cancel(scope)

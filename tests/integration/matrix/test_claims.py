@@ -17,7 +17,7 @@ from trinbox._forms._base import Ack, FormContext, whole_seconds
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -87,8 +87,7 @@ async def test_a_subscription_leaves_the_pool_its_last_connection(
         # Claims go on meanwhile (or wait for a connection); none takes another row.
         await trio.sleep(5)
         assert len(started) == expected
-        sub = app.subscription(work)
-        assert sub.in_work == expected
+        assert app.statistics(work).in_work == expected
         # The pool still lends a connection to a handler's or the service's own query.
         with trio.fail_after(5):
             assert await broker.database.fetchval("SELECT 1") == 1
@@ -97,14 +96,14 @@ async def test_a_subscription_leaves_the_pool_its_last_connection(
             # poll interval).
             released[started[0]].set()
             with trio.fail_after(120):
-                await sub.wait_finished(1)
+                await settled(app, work, 1)
                 await started_at_least(expected + 1)
-            assert sub.in_work == expected
+            assert app.statistics(work).in_work == expected
         for event in released.values():
             event.set()
         # Virtual time: SQLite's advisory claims take the rows one poll interval apart.
         with trio.fail_after(ROWS * 60 + 60):
-            await sub.wait_finished(ROWS)
+            await settled(app, work, ROWS)
     assert stand.rows("SELECT * FROM plain_jobs") == []
 
 
@@ -153,7 +152,7 @@ async def test_a_free_worker_gets_a_claim_of_its_own_once_rows_were_found(
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(60):
-            await app.subscription(handle).wait_finished(8)
+            await settled(app, handle, 8)
     if side_by_side:
         assert 2 <= most_in_flight <= 4  # one claim per free worker at most
     else:

@@ -41,7 +41,7 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from ..stands import Stand, StandName, fresh_stand
@@ -464,8 +464,8 @@ async def test_a_table_of_working_types_serves_and_holds_its_lease(
     async with serving(app):
         await broker.publish(TypedJob, Job(1))
         with trio.fail_after(60):
-            await app.subscription(handle).wait_finished(1)
-        assert app.subscription(handle).settle_errors == []
+            await settled(app, handle, 1)
+        assert app.statistics(handle).settle_errors == ()
     assert calls == [1]
     assert stand.value("SELECT COUNT(*) FROM typed_jobs WHERE processed_at IS NOT NULL") == 1
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import trio
 
 from trinbox import App, HandlerOutcome, InboxQueue, keys, subscriber
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -92,7 +93,7 @@ async def test_a_handler_publishes_into_its_own_table_while_it_holds_its_row(cas
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(3)
+            await settled(app, handle, 3)
     # The publish woke the subscription; its claim may have found the pool's row too.
     assert batches[0] == [1]
     assert sorted(n for batch in batches[1:] for n in batch) == [2, 3]

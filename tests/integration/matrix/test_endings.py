@@ -16,7 +16,7 @@ import trio.lowlevel
 
 from trinbox import App, HandlerOutcome, InboxQueue, SchemaError, subscriber
 from trinbox._runtime.claim_loop import ClaimLoop
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -51,7 +51,7 @@ async def delivered_again(case: Case, count: int) -> list[int]:
     app = app_on(case, again)
     with trio.fail_after(10):
         async with serving(app):
-            await app.subscription(again).wait_finished(count)
+            await settled(app, again, count)
     return sorted(seen)
 
 
@@ -130,7 +130,7 @@ async def test_a_cancelled_re_raised_outside_its_scope_is_a_failure_and_serving_
     app = app_on(case, handle)
     with trio.fail_after(20):
         async with serving(app):
-            await app.subscription(handle).wait_finished(4)
+            await settled(app, handle, 4)
     assert sorted(n for n, _ in attempts) == [0, 0, 1, 1]
     assert rows_left(case) == 0
 
@@ -209,10 +209,10 @@ async def test_settlement_errors_are_counted_and_the_last_ten_kept(
     app = app_on(case, handle)
     with trio.fail_after(20):
         async with serving(app):
-            sub = app.subscription(handle)
-            await sub.wait_finished(12)
-            assert sub.settle_failures == 12
-            assert len(sub.settle_errors) == 10
+            await settled(app, handle, 12)
+            stats = app.statistics(handle)
+            assert stats.settle_failures == 12
+            assert len(stats.settle_errors) == 10
 
 
 @cells(stands=["sqlite"], forms=["lease"])

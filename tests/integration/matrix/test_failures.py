@@ -24,7 +24,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._drivers.mysql import MySqlConnection
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from ..stands import Stand
@@ -90,7 +90,7 @@ async def test_failed_claim_waits_one_second_not_the_poll_interval(
     with caplog.at_level(logging.WARNING, logger="trinbox"):
         async with serving(app):
             with trio.fail_after(HOUR / 2):
-                await app.subscription(handle).wait_finished(1)
+                await settled(app, handle, 1)
     claim = broker.dialect.statements(case.email.__inbox_spec__).claim[0].sql
     assert [type(e) for e in watch.failed] == [DatabaseError]
     assert str(watch.failed[0]) == f"{missing_table(case)} (while running: {claim})"
@@ -100,7 +100,10 @@ async def test_failed_claim_waits_one_second_not_the_poll_interval(
     assert handled[0] < 1.5
     failures = [r for r in caplog.records if "claim failed" in r.getMessage()]
     assert [r.getMessage() for r in failures] == [
-        f"{where(handle)}: a claim failed; next claim in 1 s"
+        "a claim failed; next claim in 1 s [subscription=emails table=email_jobs]"
+    ]
+    assert [(r.name, r.subscription, r.table) for r in failures] == [  # type: ignore[attr-defined]
+        ("trinbox.claim", "emails", "email_jobs")
     ]
     assert stand.rows("SELECT * FROM email_jobs") == []
 
@@ -174,7 +177,7 @@ async def test_a_result_that_is_not_an_outcome_follows_the_failure_policy(
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(2)
+            await settled(app, handle, 2)
     assert attempts == [1, 2]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
@@ -240,10 +243,9 @@ async def test_a_dead_letter_move_whose_delete_finds_no_row_moves_nothing(
     app = make_app()
     app.include(broker, handle).max_attempts(1).dead_letter("plain_jobs_dead")
     async with serving(app):
-        sub = app.subscription(handle)
         with trio.fail_after(10):
-            await sub.wait_finished(1)
-        errors = list(sub.settle_errors)
+            await settled(app, handle, 1)
+        errors = list(app.statistics(handle).settle_errors)
     assert [type(e) for e in errors] == [LeaseLost]
     assert str(errors[0]) == (
         "plain_jobs (LeasedPlain): a settlement holds only while its lease does, found the "

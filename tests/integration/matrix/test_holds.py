@@ -22,7 +22,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -58,7 +58,7 @@ async def test_transactional_workers_beyond_the_pool_neither_hang_nor_starve_the
     app.include(case.stand.broker(pool_size=3, lease=HOUR), handle)
     with trio.fail_after(60):
         async with serving(app):
-            await app.subscription(handle).wait_finished(6)
+            await settled(app, handle, 6)
     assert case.stand.value("SELECT count(*) FROM email_jobs") == 0
 
 
@@ -113,14 +113,14 @@ async def test_a_settlement_whose_connection_is_lost_is_logged_and_serving_goes_
     app.include(case.stand.broker(lease=HOUR), handle)
     with trio.fail_after(30):
         async with serving(app):
-            sub = app.subscription(handle)
-            await sub.wait_finished(3)
+            await settled(app, handle, 3)
+            stats = app.statistics(handle)
             if case.form == "lease":
                 # The lease form retries by its token, on another connection: it still settles.
-                assert sub.settle_failures == 0
+                assert stats.settle_failures == 0
             else:
-                assert sub.settle_failures == 1
-                (error,) = sub.settle_errors
+                assert stats.settle_failures == 1
+                (error,) = stats.settle_errors
                 expected = SettlementError if case.form == "advisory" else ConnectionLost
                 assert isinstance(error, expected)
     assert sorted(handled) == [0, 0, 1]
@@ -144,7 +144,7 @@ async def test_a_kept_tx_raises_transaction_held_and_runs_nothing(
     delete = native(case.name, "DELETE FROM plain_jobs WHERE tenant = ?")
     with trio.fail_after(30):
         async with serving(app):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
             with pytest.raises(TransactionHeld, match="ends with its delivery"):
                 await kept[0].execute(delete, "x")
             with pytest.raises(TransactionHeld):

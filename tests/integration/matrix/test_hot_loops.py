@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from trinbox import Backoff, HandlerOutcome, InboxQueue, subscriber
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -92,5 +92,5 @@ async def test_a_delay_past_what_the_column_holds_waits_until_the_latest_time_in
     app.include(case.stand.broker(lease=HOUR), handle)
     with trio.fail_after(30):
         async with serving(app):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert as_utc(case.stand.value("SELECT retry_after FROM email_jobs")).year == 9999

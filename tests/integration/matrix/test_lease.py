@@ -40,7 +40,7 @@ from trinbox._forms._base import (
     whole_seconds,
 )
 from trinbox._forms.lease import LeaseForm
-from trinbox.testing import TrioClock, VirtualClock
+from trinbox.testing import TrioClock, VirtualClock, idle, settled
 
 from ..serving import make_app, serving
 from ..stands import STANDS, Stand
@@ -205,7 +205,7 @@ async def test_the_claim_commits_at_once_and_counts_the_attempt(case: Case) -> N
         app.shutdown()
         finish.set()
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     assert attempts == [1]
     # The retry released the row without counting again.
     assert case.stand.rows("SELECT attempt, locked_until FROM email_jobs") == [(2, None)]
@@ -351,8 +351,8 @@ async def test_the_keeper_extends_the_lease_of_a_long_handler(
     async with serving(app):
         await broker.publish(LeasedEmail, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(1)
-        assert app.subscription(send).settle_errors == []
+            await settled(app, send, 1)
+        assert app.statistics(send).settle_errors == ()
     assert calls == [1]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
@@ -412,10 +412,9 @@ async def test_a_settling_worker_claims_its_next_row_in_the_same_round_trip(
             await broker.publish(LeasedEmail, Email(f"{n}@x"), name="emails", customer="c1")
 
     async with serving(app):
-        sub = app.subscription(send)
         with trio.fail_after(10):
-            await sub.wait_finished(5)
-            await sub.wait_idle()
+            await settled(app, send, 5)
+            await idle(app, send)
     assert handled == [(f"{n}@x", 1) for n in range(5)]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
     if case.name != "mariadb":
@@ -454,10 +453,9 @@ async def test_a_lost_lease_fails_its_settlement_and_the_next_row_still_comes(
             await broker.publish(LeasedEmail, Email(f"{n}@x"), name="emails", customer="c1")
 
     async with serving(app):
-        sub = app.subscription(send)
         with trio.fail_after(10):
-            await sub.wait_finished(2)
-        errors = list(sub.settle_errors)
+            await settled(app, send, 2)
+        errors = list(app.statistics(send).settle_errors)
     assert handled == ["0@x", "1@x"]
     assert [(type(e), getattr(e, "id", None)) for e in errors] == [(LeaseLost, 1)]
     # Row 1's ack changed nothing; row 2 was acked.

@@ -26,7 +26,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._dialects.mysql import MySqlDialect
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from ..stands import Stand
@@ -74,9 +74,11 @@ async def test_serve_in_a_nursery_reports_started_and_stops_on_shutdown(case: Ca
         async with trio.open_nursery() as nursery:
             await nursery.start(app.serve)
             # Started means every subscription is open and serving.
-            assert [s.subscriber for s in app.subscriptions] == [handle]
+            assert [(s.subscriber, s.serving) for s in app.statistics()] == [
+                (handle.handler.__qualname__, True)
+            ]
             await broker.publish(case.email, Job(1), name="emails", customer="c")
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
             app.shutdown()
     assert got == [1]
     assert app.report == NOTHING
@@ -149,15 +151,15 @@ async def test_hooks_run_around_the_subscriptions(case: Case) -> None:
 
     @app.on_shutdown
     async def report_back() -> None:
-        sub = app.subscription(handle)
+        stats = app.statistics(handle)
         events.append(
-            ("shutdown", sub.finished, sub.in_work, stand.rows("SELECT * FROM next_jobs"))
+            ("shutdown", stats.finished, stats.in_work, stand.rows("SELECT * FROM next_jobs"))
         )
 
     with trio.fail_after(10):
         async with serving(app):
             await broker.publish(NextJob, Job(1))
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert events == ["startup", ("handled", 1), ("shutdown", 1, 0, [])]
 
 
@@ -444,7 +446,7 @@ async def test_a_released_row_is_claimed_by_the_next_serve_at_once(case: Case) -
         again = make_app()
         again.include(case.stand.broker(poll_interval=HOUR), handle)
         async with serving(again):
-            await again.subscription(handle).wait_finished(1)
+            await settled(again, handle, 1)
     # The row lock form's rollback counted nothing; the others counted the first claim.
     assert attempts == ([1, 1] if case.form == "row_lock" else [1, 2])
     assert case.stand.rows("SELECT * FROM email_jobs") == []

@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from trinbox import HandlerOutcome, InboxQueue, Subscriber, keys, subscriber
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -40,7 +41,7 @@ async def test_bytes_handler_gets_the_payload_byte_for_byte(case: Case) -> None:
     async with serving(app):
         await broker.publish(case.email, raw, name="emails", customer="c")
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert got == [raw]
     assert type(got[0]) is bytes
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -81,7 +82,7 @@ async def test_row_mode_hands_the_row_itself(case: Case) -> None:
         await broker.publish(row, recipient="a@example.com", note=None)
         await broker.publish(row, recipient="b@example.com", note="hello")
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(2)
+            await settled(app, handle, 2)
     assert stand.rows("SELECT * FROM mail_jobs") == []
     got.sort(key=lambda mail: mail.id)
     assert [type(mail) for mail in got] == [row, row]

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from trinbox import DeclarationError, HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._errors import SchemaError
+from trinbox.testing import settled
 
 from ..._names import FIELDS, Shape, declare, names, refused_anywhere, shapes
 from ..serving import make_app, serving
@@ -385,7 +386,7 @@ async def serve_two_rows(
             else:
                 await broker.publish(row, Msg(to), **columns)
         with trio.fail_after(30):
-            await app.subscription(sub).wait_finished(3)
+            await settled(app, sub, 3)
 
 
 def check_tables(stand: Stand, shape: Shape, first: str, second: str) -> None:

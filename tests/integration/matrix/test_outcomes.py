@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from trinbox import HandlerOutcome, InboxQueue, RawCodec, keys, subscriber
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -48,7 +48,7 @@ async def test_acked_row_is_deleted(case: Case) -> None:
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     assert got == ["a@example.com"]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
@@ -69,10 +69,10 @@ async def test_acked_row_is_marked_processed_and_not_claimed_again(
     async with serving(app):
         await broker.publish(case.finished, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
         # Claims go on every 0.25 s; none of them may take the finished row.
         await trio.sleep(2)
-        assert app.subscription(send).finished == 1
+        assert app.statistics(send).finished == 1
     assert got == ["a@example.com"]
     assert case.stand.rows(
         "SELECT attempt, locked_until, processed_at IS NOT NULL FROM email_jobs"
@@ -93,7 +93,7 @@ async def test_dropped_row_is_deleted(case: Case) -> None:
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     assert got == ["a@example.com"]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
@@ -112,9 +112,9 @@ async def test_dropped_row_is_finished_and_never_returns(case: Case, clock: Virt
     async with serving(app):
         await broker.publish(case.finished, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
         await trio.sleep(2)
-        assert app.subscription(send).finished == 1
+        assert app.statistics(send).finished == 1
     assert got == ["a@example.com"]
     assert case.stand.rows(
         "SELECT attempt, locked_until, processed_at IS NOT NULL FROM email_jobs"
@@ -136,7 +136,7 @@ async def test_retry_counts_the_attempt_and_releases_at_once(case: Case) -> None
     async with serving(app):
         await broker.publish(case.finished, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(2)
+            await settled(app, send, 2)
     assert attempts == [1, 2]
     assert case.stand.rows(
         "SELECT attempt, locked_until, processed_at IS NOT NULL FROM email_jobs"
@@ -159,7 +159,7 @@ async def test_delayed_retry_comes_back_when_due(case: Case, clock: VirtualClock
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
         # The row waits in the table, due ten seconds after its retry.
         ((attempt, locked_until, retry_after),) = case.stand.rows(
             "SELECT attempt, locked_until, retry_after FROM email_jobs"
@@ -169,7 +169,7 @@ async def test_delayed_retry_comes_back_when_due(case: Case, clock: VirtualClock
         await trio.sleep_until(called_at[0] + 9)
         assert len(called_at) == 1
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(2)
+            await settled(app, send, 2)
     assert len(called_at) == 2
     assert called_at[1] - called_at[0] >= 10
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -191,7 +191,7 @@ async def test_delayed_retry_without_retry_after_column_comes_back_at_once(case:
     async with serving(app):
         await broker.publish(case.plain, Email("a@example.com"), tenant="t1")
         with trio.fail_after(10):
-            await app.subscription(work).wait_finished(2)
+            await settled(app, work, 2)
     assert attempts == [1, 2]
     assert case.stand.rows("SELECT * FROM plain_jobs") == []
 
@@ -213,7 +213,7 @@ async def test_binary_payload_arrives_byte_for_byte(case: Case, payload: bytes) 
     async with serving(app):
         await broker.publish(case.email, payload, name="blobs", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(take).wait_finished(1)
+            await settled(app, take, 1)
     assert got == [payload]
     assert type(got[0]) is bytes
     assert [(bytes(data), size) for data, size in stored] == [(payload, len(payload))]
@@ -234,7 +234,7 @@ async def test_publish_to_one_group_is_not_delivered_to_another(case: Case) -> N
         await broker.publish(case.email, Email("to-a@example.com"), name="a", customer="c1")
         await broker.publish(case.email, Email("to-b@example.com"), name="b", customer="c2")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     assert got == ["to-b@example.com"]
     # The row of group a was never claimed: its attempt is uncounted and it holds no lease.
     assert case.stand.rows("SELECT name, attempt, locked_until FROM email_jobs") == [("a", 1, None)]

@@ -26,7 +26,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -51,7 +51,7 @@ async def test_at_the_cap_the_row_moves_to_the_dead_letter_group(case: Case) -> 
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(3)
+            await settled(app, send, 3)
     assert attempts == [1, 2, 3]
     # The row lock form does not count the move itself: its column stays at 3.
     assert case.stand.rows("SELECT name, attempt, locked_until FROM email_jobs") == [
@@ -73,7 +73,7 @@ async def test_at_the_cap_the_row_moves_into_the_dead_letter_table(case: Case) -
     async with serving(app):
         await broker.publish(case.plain, Email("a@example.com"), tenant="t1")
         with trio.fail_after(10):
-            await app.subscription(work).wait_finished(2)
+            await settled(app, work, 2)
     assert attempts == [1, 2]
     assert case.stand.rows("SELECT * FROM plain_jobs") == []
     # Every column kept, the lease column empty.
@@ -99,7 +99,7 @@ async def test_max_attempts_one_moves_at_the_first_failure(case: Case) -> None:
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     assert attempts == [1]
     assert case.stand.rows("SELECT name, attempt, locked_until FROM email_jobs") == [
         ("emails.dead", case.attempts_after(1), None)
@@ -120,7 +120,7 @@ async def test_delayed_retry_obeys_the_cap(case: Case, clock: VirtualClock) -> N
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(2)
+            await settled(app, send, 2)
         # The second failure moved the row: no third delivery comes when it would be due.
         await trio.sleep(7)
     assert len(called_at) == 2
@@ -148,7 +148,7 @@ async def test_undecodable_row_counts_its_attempts_toward_the_cap(
     async with serving(app):
         await broker.publish(case.email, b"not json", name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(2)
+            await settled(app, send, 2)
     assert called == []
     found = case.stand.rows("SELECT name, attempt, locked_until, payload FROM email_jobs")
     assert [(*row[:3], bytes(row[3])) for row in found] == [
@@ -173,7 +173,7 @@ async def test_handler_exception_counts_toward_the_cap_by_default(
     async with serving(app):
         await broker.publish(case.email, Email("a@example.com"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(3)
+            await settled(app, send, 3)
     assert attempts == [1, 2, 3]
     assert case.stand.rows("SELECT name, attempt, locked_until FROM email_jobs") == [
         ("emails.dead", case.attempts_after(3), None)

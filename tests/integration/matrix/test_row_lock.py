@@ -35,6 +35,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.testing import idle, settled
 
 from ..serving import make_app, serving
 from ..stands import SERVER_STANDS, PostgresStand, Stand
@@ -101,7 +102,7 @@ async def take_one(stand: Stand) -> list[int]:
     app.include(broker, send)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     return attempts
 
 
@@ -129,7 +130,7 @@ async def test_the_claim_holds_its_transaction_for_the_whole_handler(case: Case)
         assert lockable(stand) == []
         finish.set()
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
         # The ack deleted the row and committed.
         assert stand.rows("SELECT * FROM email_jobs") == []
         assert open_transactions(stand) == 0
@@ -153,7 +154,7 @@ async def test_a_retry_counts_the_attempt_as_it_settles(case: Case) -> None:
     async with serving(app):
         await broker.publish(RowLockedEmail, Email("a@x"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(2)
+            await settled(app, send, 2)
     assert attempts == [1, 2]
     # The retry's count committed with its settlement, before the second delivery.
     assert columns == [1, 2]
@@ -219,7 +220,7 @@ async def test_the_rows_of_a_batch_share_one_transaction(case: Case) -> None:
 
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(3)
+            await settled(app, send, 3)
     # One claim, one transaction holding all three rows.
     assert sizes == [3]
     assert seen == [(1, [])]
@@ -251,9 +252,9 @@ async def test_a_failed_settlement_rolls_its_whole_batch_back(case: Case) -> Non
 
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(3)
+            await settled(app, send, 3)
     assert calls == [["a@x", "b@x", "c@x"]]
-    failed, rolled_back = app.subscription(send).settle_errors
+    failed, rolled_back = app.statistics(send).settle_errors
     assert isinstance(failed, IntegrityError)
     expected = (
         "email_jobs (RowLockedEmail): the rows of a row lock batch commit together, found an "
@@ -327,7 +328,7 @@ async def test_the_claim_transaction_opens_at_the_declared_level(
     async with serving(app):
         await broker.publish(row, Email("a@x"), name="emails", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(send).wait_finished(1)
+            await settled(app, send, 1)
     assert levels == [level]
     assert stand.rows("SELECT * FROM email_jobs") == []
 
@@ -354,10 +355,9 @@ async def test_a_settling_worker_claims_its_next_row_on_the_same_connection(
             await broker.publish(RowLockedEmail, Email(f"{n}@x"), name="emails", customer="c1")
 
     async with serving(app):
-        sub = app.subscription(send)
         with trio.fail_after(10):
-            await sub.wait_finished(5)
-            await sub.wait_idle()
+            await settled(app, send, 5)
+            await idle(app, send)
     # The claim loop claimed the first row; each settlement claimed the next in the same round
     # trip, until one found the queue empty (then the loop waits its hour).
     assert handled == [(f"{n}@x", 1) for n in range(5)]

@@ -28,7 +28,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from ..stands import Stand
@@ -75,7 +75,7 @@ async def test_ack_commits_the_handlers_writes_with_the_settlement(case: Case) -
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert seen_inside == [1]
     assert audit(case.stand) == ["job 1"]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -97,7 +97,7 @@ async def test_retry_discards_the_writes_and_counts_the_attempt(case: Case) -> N
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(2)
+            await settled(app, handle, 2)
     assert attempts == [1, 2]
     assert audit(case.stand) == ["attempt 2"]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -118,7 +118,7 @@ async def test_retry_after_discards_the_writes_and_writes_retry_after(case: Case
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
         after = broker.clock()
     assert audit(case.stand) == []
     [(attempt, locked_until, retry_after)] = case.stand.rows(
@@ -144,7 +144,7 @@ async def test_a_task_written_through_tx_commits_only_with_the_ack(case: Case) -
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(2)
+            await settled(app, handle, 2)
     # The retried delivery's task is gone with its transaction; the acked one committed.
     payloads = [bytes(p) for (p,) in case.stand.rows("SELECT payload FROM next_jobs")]
     assert [json.loads(p) for p in payloads] == [{"n": 20}]
@@ -176,7 +176,7 @@ async def test_pool_writes_commit_on_their_own_whatever_the_outcome(
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(3)
+            await settled(app, handle, 3)
     # The drop and the failure discarded their transactions' writes; the pool's stand.
     assert sorted(map(str, audit(case.stand))) == ["pool 1/1", "pool 2/1", "pool 2/2", "tx 2/2"]
     assert case.stand.rows("SELECT * FROM email_jobs") == []
@@ -208,10 +208,9 @@ async def test_failed_settlement_rolls_back_the_handlers_writes(
     app = make_app()
     app.include(broker, handle)
     async with serving(app):
-        sub = app.subscription(handle)
         with trio.fail_after(60):
-            await sub.wait_finished(2)
-        errors = list(sub.settle_errors)
+            await settled(app, handle, 2)
+        errors = list(app.statistics(handle).settle_errors)
     # The first ack failed: its audit row rolled back with it and the row came back (the
     # row lock form counted nothing: the whole claim rolled back).
     assert attempts == [1, 1] if case.form == "row_lock" else [1, 2]
@@ -237,7 +236,7 @@ async def test_handler_exception_never_commits_its_writes_even_when_skipped(case
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert wrote.is_set()
     assert audit(case.stand) == []
     assert case.stand.rows("SELECT * FROM email_jobs") == []  # SKIP finished the row
@@ -285,6 +284,6 @@ async def test_transactional_lease_table_above_read_committed_serves_on_mariadb(
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert audit(case.stand) == ["written"]
     assert case.stand.rows("SELECT * FROM email_jobs") == []

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
@@ -46,7 +46,7 @@ async def test_publish_wakes_the_subscription_before_the_poll_interval(
         with trio.fail_after(HOUR / 2):
             await watch.wait_done(1)  # the first claim found nothing; the loop sleeps
             await broker.publish(case.email, Job(1), name="emails", customer="c")
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     [(n, at)] = handled
     assert n == 1
     assert at < 1.0
@@ -80,11 +80,11 @@ async def test_publish_to_one_group_wakes_only_its_subscription(
             await watch.wait_done(2)  # both subscriptions sleep
             insert_emails(case.stand, [b'{"n": 2}'], name="b")  # wakes nobody
             await broker.publish(case.email, Job(1), name="a", customer="c")
-            await app.subscription(handle_a).wait_finished(1)
+            await settled(app, handle_a, 1)
         assert handled == [("a", handled[0][1])]
         assert handled[0][1] < 1.0
         with trio.fail_after(2 * HOUR):
-            await app.subscription(handle_b).wait_finished(1)
+            await settled(app, handle_b, 1)
     # The row of group b waited for b's poll interval.
     assert [group for group, _ in handled] == ["a", "b"]
     assert HOUR <= handled[1][1] < HOUR + 1.0
@@ -118,7 +118,7 @@ async def test_publish_during_a_claim_is_claimed_right_after_it(
             await claiming.wait()
             await broker.publish(case.email, Job(1), name="emails", customer="c")
             published.set()
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     # The wake was kept as a permit: the next claim ran at once, not after the hour.
     assert len(handled) == 1
     assert handled[0] < 1.0
@@ -143,7 +143,7 @@ async def test_a_row_written_by_raw_sql_waits_for_the_poll_interval(
             await watch.wait_done(1)
         insert_emails(case.stand, [b'{"n": 1}'])
         with trio.fail_after(2 * HOUR):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert len(handled) == 1
     assert HOUR <= handled[0] < HOUR + 1.0
 
@@ -176,7 +176,7 @@ async def test_transaction_publish_wakes_after_commit_and_rollback_publishes_not
                 await tx.publish(case.email, Job(2), name="emails", customer="c")
                 await trio.sleep(10)  # not committed yet: nothing is woken
                 assert watch.count == 1
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert [n for n, _ in handled] == [2]
     assert 20.0 <= handled[0][1] < 21.0
 
@@ -211,6 +211,6 @@ async def test_a_task_published_through_the_handlers_tx_wakes_once_the_ack_commi
         with trio.fail_after(HOUR / 2):
             await watch.wait_done(2)  # both subscriptions have claimed once
             go.set()
-            await app.subscription(second).wait_finished(1)
+            await settled(app, second, 1)
     assert [n for n, _ in handled] == [2]
     assert acked_at[0] <= handled[0][1] < acked_at[0] + 1.0

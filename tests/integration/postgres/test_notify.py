@@ -35,6 +35,7 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
+from trinbox.testing import idle
 
 from ..stands import PostgresStand, fresh_stand
 
@@ -92,7 +93,7 @@ class Inboxes:
         poll; then forget those notes."""
         # Past the first claim (run at start, before any notification could be heard)...
         for handler in self.subscribers.values():
-            await self.app.subscription(handler).wait_idle()
+            await idle(self.app, handler)
         # ...rows written and announced by hand: exactly one wake per group, none left.
         for group in self.got:
             self.stand.execute(
@@ -108,7 +109,7 @@ class Inboxes:
                 assert self.got[group] == ["warm-up"]
                 self.got[group].clear()
             for handler in self.subscribers.values():
-                await self.app.subscription(handler).wait_idle()
+                await idle(self.app, handler)
 
     def _subscriber(self, group: str) -> Subscriber[Any, Any]:
         @subscriber(InboxQueue(Email, group))

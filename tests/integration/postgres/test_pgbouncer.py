@@ -32,7 +32,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox.testing import TrioClock
+from trinbox.testing import TrioClock, settled
 
 from ..matrix.schema import EMAIL, EMAIL_JOBS
 from ..serving import make_app, serving
@@ -110,8 +110,8 @@ async def test_row_lock_and_lease_serve_through_transaction_pooling(
             async with trio.open_nursery() as nursery:
                 for first in range(PUBLISHERS):
                     nursery.start_soon(publish, first)
-            await app.subscription(send).wait_finished(2 * MESSAGES)
-        failures = app.subscription(send).settle_failures
+            await settled(app, send, 2 * MESSAGES)
+        failures = app.statistics(send).settle_failures
     assert seen == {f"{n}@example.com": [1, 2] for n in range(MESSAGES)}
     assert bounced.stand.rows("SELECT job_id FROM email_jobs") == []
     assert failures == 0

@@ -14,7 +14,7 @@ import trio
 
 from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._forms.advisory import KeyRegistry
-from trinbox.testing import TrioClock, VirtualClock
+from trinbox.testing import TrioClock, VirtualClock, settled
 
 from ..matrix.test_advisory import pass_over_each_others_key
 from ..serving import make_app, serving
@@ -72,7 +72,7 @@ async def serve_customers(db: Db, customers: Sequence[str], *, workers: int) -> 
         for n, customer in enumerate(customers):
             await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
         with trio.fail_after(60):
-            await app.subscription(send).wait_finished(len(customers))
+            await settled(app, send, len(customers))
     return work
 
 

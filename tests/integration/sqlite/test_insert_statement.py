@@ -11,6 +11,7 @@ from typing import Annotated
 import trio
 
 from trinbox import Id, Inbox, InboxQueue, Lease, LockedUntil, Payload, RetryAfter, subscriber
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .harness import Db
@@ -66,5 +67,5 @@ async def test_the_row_commits_or_rolls_back_with_the_users_transaction(db: Db) 
     app.include(broker, handle)
     async with serving(app):
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert got == ["kept"]

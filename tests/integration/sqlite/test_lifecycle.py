@@ -23,7 +23,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._drivers.sqlite import SqlitePool
-from trinbox.testing import VirtualClock
+from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .harness import Db
@@ -87,7 +87,7 @@ async def test_shutdown_closes_every_sqlite3_connection(
     with trio.fail_after(10):
         async with serving(app):
             await broker.publish(row, Job(1))
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert app.report == ShutdownReport(locks_released=0, connections_closed=0)
     assert raws.opened
     assert raws.still_open() == 0

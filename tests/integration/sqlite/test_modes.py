@@ -26,6 +26,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .harness import Db
@@ -75,7 +76,7 @@ async def serve_one(db: Db, handle: Subscriber[Any, Any], message: object) -> No
     async with serving(app):
         await broker.publish(handle.queue.row, message)
         with trio.fail_after(10):
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert db.rows("SELECT * FROM jobs") == []
 
 

@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from trinbox import Inbox, InboxQueue, RawCodec, keys, subscriber
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .harness import Db
@@ -35,5 +36,5 @@ async def test_a_payload_is_stored_as_a_blob(
     async with serving(app):
         await broker.publish(row, payload, name="blobs", customer="c1")
         with trio.fail_after(10):
-            await app.subscription(take).wait_finished(1)
+            await settled(app, take, 1)
     assert stored == [(payload, "blob")]

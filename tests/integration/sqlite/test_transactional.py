@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from trinbox import HandlerOutcome, Inbox, InboxQueue, keys, subscriber
+from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from .harness import Db
@@ -84,7 +85,7 @@ async def test_the_tables_sqlite_mode_decides_when_the_write_lock_is_taken(
             await in_work.wait()
             found = await trio.to_thread.run_sync(write_from_outside, db.path)
             probed.set()
-            await app.subscription(handle).wait_finished(1)
+            await settled(app, handle, 1)
     assert found == outside
     assert audit(db) == ([] if outside != "free" else ["outside"])
     assert db.rows("SELECT * FROM jobs") == []
@@ -117,7 +118,7 @@ async def test_a_transaction_that_locks_at_begin_keeps_one_delivery_in_work(
     with caplog.at_level(logging.WARNING, logger="trinbox"):
         async with serving(app):
             with trio.fail_after(10):
-                await app.subscription(handle).wait_finished(2)
+                await settled(app, handle, 2)
     # A second BEGIN IMMEDIATE would wait on the first and fail the claim, spending attempts.
     assert sorted(seen) == [(1, 1), (2, 1)]
     assert most_in_work == 1

@@ -1,0 +1,100 @@
+"""``SubscriptionStatistics``: a frozen snapshot of one subscription's counters, as Trio's own
+``statistics()`` methods return, and the log-line fields every subscription event carries."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .._errors import TrinboxError
+
+__all__ = ["SubscriptionStatistics", "Fields"]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionStatistics:
+    """One subscription's counters since ``serve`` began (``App.statistics()``).
+
+    Every delivery claimed is in work until it is settled (``acked``, ``retried``,
+    ``retried_after``, ``dropped``, ``dead_lettered``: the step that took effect) or
+    released (returned unsettled: a handler cancelled or crashed, a settlement that failed, a
+    shutdown); ``finished`` counts both, as ``trinbox.testing.settled`` waits for them.
+    """
+
+    subscriber: str
+    """The handler's qualified name."""
+    queue: str
+    """The subscription's name (the group it reads, for tables with a Group field)."""
+    table: str
+    """The table's qualified name."""
+    group: str | None
+    serving: bool
+    """Whether the subscription is open and has not begun to stop."""
+    claimed: int
+    """Deliveries claimed (by the claim loop and by settlements claiming their next row)."""
+    in_work: int
+    """Deliveries claimed and not yet settled or released."""
+    finished: int
+    """Deliveries settled or released, in all."""
+    acked: int
+    retried: int
+    retried_after: int
+    dropped: int
+    dead_lettered: int
+    released: int
+    """Deliveries returned to the queue unsettled."""
+    settle_failures: int
+    """Settlements that did not take effect (each delivery was then released)."""
+    settle_errors: tuple[TrinboxError, ...]
+    """The last ten of them, oldest first."""
+    claims: int
+    """Claims run (the claim loop's and chained ones)."""
+    empty_claims: int
+    """Claims that found no row."""
+    failed_claims: int
+    lease_extensions: int
+    """Leases moved forward by the lease keeper (lease form)."""
+    leases_lost: int
+    """Leases the keeper found gone (another claim took the row)."""
+    locks_released: int
+    """Row holds released by shutdown."""
+    connections_closed: int
+    """Sessions closed because their release was not confirmed."""
+
+
+class Fields:
+    """What a subscription's log lines carry, in the message and as ``extra``: the attributes
+    ``subscription``, ``table``, ``row_id`` and ``attempt`` (``None`` where an event is about
+    no row)."""
+
+    __slots__ = ("subscription", "table")
+
+    def __init__(self, subscription: str, table: str) -> None:
+        self.subscription = subscription
+        self.table = table
+
+    def log(
+        self,
+        logger: logging.Logger,
+        level: int,
+        message: str,
+        *,
+        row: bool = False,
+        row_id: object = None,
+        attempt: int | None = None,
+        exc_info: BaseException | bool | None = None,
+    ) -> None:
+        """One line: ``message [subscription=... table=... row_id=... attempt=...]`` (the
+        row's fields when ``row``)."""
+        if not logger.isEnabledFor(level):
+            return
+        where = f"subscription={self.subscription} table={self.table}"
+        if row:
+            where += f" row_id={row_id!r} attempt={attempt}"
+        extra = {
+            "subscription": self.subscription,
+            "table": self.table,
+            "row_id": row_id,
+            "attempt": attempt,
+        }
+        logger.log(level, "%s [%s]", message, where, extra=extra, exc_info=exc_info, stacklevel=2)

@@ -1,0 +1,138 @@
+"""How a delivery's handler result becomes a settlement step: the outcome (or the failure
+policy) and the mount's attempts, dead letter and backoff."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from .._declare._spec import TableSpec
+from .._dialects._base import DeadLetter
+from .._forms._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
+from .backoff import Backoff
+from .outcome import FailurePolicy, HandlerOutcome
+from .statistics import Fields
+
+__all__ = ["LATEST_RETRY", "StepRules"]
+
+delivery_log = logging.getLogger("trinbox.delivery")
+WARNING = logging.WARNING
+
+LATEST_RETRY = datetime(9999, 1, 1, tzinfo=UTC)  # MySQL DATETIME ends in 9999
+
+
+class StepRules:
+    """The steps of one subscription's deliveries."""
+
+    def __init__(
+        self,
+        spec: TableSpec,
+        *,
+        batch: bool,
+        dead_letter: DeadLetter | None,
+        max_attempts: int | None,
+        backoff: Backoff,
+        clock: Callable[[], datetime],
+        due_in: Callable[[float], None],
+        where: str,
+        fields: Fields,
+    ) -> None:
+        self._spec = spec
+        self._queue_batch = batch
+        self._dead_letter = dead_letter
+        self._max_attempts = max_attempts
+        self._backoff = backoff
+        self._clock = clock
+        self._due_in = due_in
+        self.where = where
+        self.fields = fields
+
+    def outcomes(self, result: object, count: int) -> list[HandlerOutcome]:
+        if result is None:
+            return [HandlerOutcome.ack()] * count
+        if isinstance(result, HandlerOutcome):
+            return [result] * count
+        if (
+            self._queue_batch
+            and isinstance(result, Sequence)
+            and not isinstance(result, str | bytes)
+            and all(isinstance(o, HandlerOutcome) for o in result)
+        ):
+            if len(result) != count:
+                msg = (
+                    f"{self.where}: a batch handler returns one outcome per row, found "
+                    f"{len(result)} for {count} rows"
+                )
+                raise TypeError(msg)
+            return list(result)
+        msg = (
+            f"{self.where}: a handler returns a HandlerOutcome or None, found "
+            f"{type(result).__name__}"
+        )
+        raise TypeError(msg)
+
+    def policy_step(self, delivery: Delivery, policy: FailurePolicy) -> Step:
+        if policy is FailurePolicy.SKIP:
+            return Ack()
+        if policy is FailurePolicy.RETRY:
+            delay = self._backoff.delay(delivery.attempt or 1)
+            if delay and self._spec.retry_after is not None:
+                return self.step(delivery, HandlerOutcome.retry_after(delay))
+            return self.step(delivery, HandlerOutcome.retry())
+        return Drop()
+
+    def step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
+        if outcome.is_ack:
+            return Ack()
+        if outcome.is_drop:
+            return Drop()
+        if (
+            self._dead_letter is not None
+            and self._max_attempts is not None
+            and delivery.attempt is not None
+            and delivery.attempt >= self._max_attempts
+        ):
+            self.fields.log(
+                delivery_log,
+                WARNING,
+                f"the row's attempts are spent; moving it to {self._dead_letter.label}",
+                row=True,
+                row_id=delivery.id,
+                attempt=delivery.attempt,
+            )
+            return DeadLetterStep(self._dead_letter)
+        if outcome.delay is not None:
+            if self._spec.retry_after is None:
+                self.fields.log(
+                    delivery_log,
+                    WARNING,
+                    "retry_after needs a RetryAfter field; the row is retried at once",
+                    row=True,
+                    row_id=delivery.id,
+                    attempt=delivery.attempt,
+                )
+                return Retry()
+            self._due_in(outcome.delay.total_seconds())
+            return RetryAt(self.retry_at(delivery, outcome.delay))
+        return Retry()
+
+    def retry_at(self, delivery: Delivery, delay: timedelta) -> datetime:
+        """Now plus ``delay``, at most LATEST_RETRY (what every database's column holds)."""
+        now = self._clock()
+        try:
+            at = now + delay
+        except OverflowError:
+            at = LATEST_RETRY
+        if at > LATEST_RETRY:
+            self.fields.log(
+                delivery_log,
+                WARNING,
+                f"the row asked to wait {delay}, past what a time column holds; it waits "
+                f"until {LATEST_RETRY.date()}",
+                row=True,
+                row_id=delivery.id,
+                attempt=delivery.attempt,
+            )
+            at = LATEST_RETRY
+        return at
