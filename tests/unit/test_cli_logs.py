@@ -51,3 +51,21 @@ def test_text_appends_the_extras() -> None:
     line = TextFormatter().format(_record(subscription="emails", row_id=7))
     assert line.endswith(" WARNING trinbox.test: row 7 failed subscription=emails row_id=7")
     assert extras(_record()) == {}
+
+
+def test_text_shows_each_field_once() -> None:
+    # trinbox's own lines carry their fields in the message; the text line does not repeat
+    # them (JSON still has them as fields).
+    record = logging.getLogger("trinbox.delivery").makeRecord(
+        "trinbox.delivery",
+        logging.WARNING,
+        __file__,
+        1,
+        "%s [%s]",
+        ("handler failed", "subscription=emails table=jobs row_id=3 attempt=1"),
+        None,
+        extra={"subscription": "emails", "table": "jobs", "row_id": 3, "attempt": 1, "x": 2},
+    )
+    line = TextFormatter().format(record)
+    assert line.endswith(": handler failed [subscription=emails table=jobs row_id=3 attempt=1] x=2")
+    assert json.loads(JsonFormatter().format(record))["row_id"] == 3

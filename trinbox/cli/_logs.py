@@ -56,7 +56,8 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """``time LEVEL logger: message key=value ...``, the traceback on the lines after."""
+    """``time LEVEL logger: message key=value ...`` (the extras the message does not show
+    already), the traceback on the lines after."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -66,7 +67,10 @@ class TextFormatter(logging.Formatter):
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
-        fields = " ".join(f"{k}={v}" for k, v in extras(record).items())
+        # trinbox's own lines carry their fields in the message already
+        # ("... [subscription=emails table=jobs ...]"): each field once.
+        message = record.getMessage()
+        fields = " ".join(f"{k}={v}" for k, v in extras(record).items() if f"{k}=" not in message)
         return f"{line} {fields}" if fields else line
 
 
