@@ -77,9 +77,11 @@ def claim_index_columns(spec: TableSpec) -> tuple[ColumnSpec, ...]:
     return (*found, spec.id)
 
 
-def dead_letter_of(spec: TableSpec, name: str | None) -> DeadLetter | None:
-    """Where ``name`` sends spent rows of ``spec``, read as the mount reads it: a group of a
-    grouped table, else a ``[schema.]table``."""
+def dead_letter_of(
+    spec: TableSpec, name: str | None, *, where: str | None = None
+) -> DeadLetter | None:
+    """Where ``name`` sends spent rows of ``spec`` (the mount's ``dead_letter(name)``): a group
+    of a grouped table, else a ``[schema.]table``. ``where`` names the caller in errors."""
     if name is None:
         return None
     if spec.group is not None:
@@ -87,7 +89,7 @@ def dead_letter_of(spec: TableSpec, name: str | None) -> DeadLetter | None:
     parts = name.split(".")
     if len(parts) > 2 or not all(parts):
         msg = (
-            f"{spec.label}: a dead letter table is named [schema.]table, found {name!r}; "
+            f"{where or spec.label}: a dead letter table is named [schema.]table, found {name!r}; "
             f"give one table name, with at most one schema"
         )
         raise DeclarationError(msg)

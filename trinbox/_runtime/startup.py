@@ -18,6 +18,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Statements
+from .._dialects.ddl import dead_letter_of
 from .._errors import DeclarationError, ServerTooOld, StartupError, UnsupportedOpening
 from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
 from .._forms.advisory import AdvisoryForm
@@ -130,18 +131,7 @@ def _dead_letter(
             f"{spec.label}; add one, like attempt: Annotated[int, Attempt()]"
         )
         raise DeclarationError(msg)
-    if spec.group is not None:
-        return DeadLetter(group=dest)
-    parts = dest.split(".")
-    if len(parts) > 2 or not all(parts):
-        msg = (
-            f"{where}: a dead letter table is named [schema.]table, found {dest!r}; "
-            f"give one table name, with at most one schema"
-        )
-        raise DeclarationError(msg)
-    if len(parts) == 2:
-        return DeadLetter(schema=parts[0], table=parts[1])
-    return DeadLetter(table=parts[0])
+    return dead_letter_of(spec, dest, where=where)
 
 
 async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Statements) -> None:
