@@ -67,8 +67,8 @@ async def handle_key_then_tx(job: Job, pool: keys.Pool, tx: keys.Tx) -> None: ..
 # -- a form the dialect does not serve ----------------------------------------------------------
 # Argument 2 to "include" of "App" has incompatible type "Subscriber[Locked, Plain,
 # Callable[[object], Awaitable[None]], tuple[Locked, Plain] | None]"; expected "Subscriber[Any,
-# Any, object, tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
-# Transactional] | None] | Callable[[Never], Never]"  [arg-type]
+# Any, Callable[[object], Awaitable[None]], tuple[Inbox[Lease | Advisory, Default | Deferred |
+# Immediate | Exclusive], Plain | Transactional] | None]"  [arg-type]
 
 
 def check_sqlite_has_no_row_locks(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -82,9 +82,9 @@ def check_sqlite_has_no_row_locks_in_tx(app: App, broker: SqlBroker[Sqlite]) -> 
 
 # -- an opening the dialect does not open ---------------------------------------------------------
 # ... incompatible type "Subscriber[Strict, Plain, Callable[[object], Awaitable[None]],
-# tuple[Strict, Plain] | None]"; expected "Subscriber[Any, Any, object, tuple[Inbox[Lease |
-# Advisory, Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None] |
-# Callable[[Never], Never]"  [arg-type]
+# tuple[Strict, Plain] | None]"; expected "Subscriber[Any, Any, Callable[[object],
+# Awaitable[None]], tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive],
+# Plain | Transactional] | None]"  [arg-type]
 
 
 def check_sqlite_opens_no_isolation_level(app: App, broker: SqlBroker[Sqlite]) -> None:

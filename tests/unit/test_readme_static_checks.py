@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import trinbox
 from tests.integration.readme import README, block
 
 
@@ -28,6 +30,9 @@ def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        # This checkout's trinbox, as an installed one (the venv's editable install may be
+        # another checkout's).
+        env={**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])},
     )
     assert done.returncode == 1, done.stderr
     assert done.stdout == readme_output()
