@@ -100,7 +100,7 @@ def check_a_dict_and_a_tuple_in_a_loop(app: App, broker: SqlBroker[Sqlite]) -> N
 
 
 def check_one_invalid_member_fails_the_loop(app: App, broker: SqlBroker[Sqlite]) -> None:
-    # ... incompatible type "Subscriber[trinbox._declare._public.Inbox[Form, Opening], Mode,
+    # ... incompatible type "Subscriber[trinbox.Inbox[Form, Opening], Mode,
     # function, tuple[Locked, Plain] | tuple[Keyed, Transactional] | tuple[Job, Plain] |
     # None]"; expected "Subscriber[Any, Any, function, tuple[trinbox._declare._inbox.Inbox[Lease
     # | Advisory, Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None]"
