@@ -38,3 +38,24 @@ def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
     assert done.stdout == readme_output()
     # Each mistake in the file is caught, and nothing else is reported.
     assert done.stdout.count(": error: ") == 5
+
+
+def test_the_names_in_the_readme_messages_are_importable() -> None:
+    """The README says each class these messages name is importable from ``trinbox``."""
+    import builtins
+    import collections.abc
+    import typing
+
+    import trinbox.keys
+
+    service = block("readme_static_checks")
+    names = set(
+        re.findall(r"\b[A-Z][A-Za-z]+\b", " ".join(re.findall(r'"[^"]*"', readme_output())))
+    )
+    own = {name for name in names if f"class {name}" in service}
+    shown = names - own - {"Message"}  # Message: App.include's type variable
+    elsewhere = (builtins, typing, collections.abc, trinbox.keys)
+    missing = {
+        n for n in shown if not hasattr(trinbox, n) and not any(hasattr(m, n) for m in elsewhere)
+    }
+    assert shown and not missing, missing
