@@ -11,6 +11,7 @@ Layers (a module imports only from layers below it):
 
 from __future__ import annotations
 
+import typing as _typing
 from types import ModuleType as _ModuleType
 
 from . import keys as keys
@@ -24,16 +25,20 @@ from ._declare._markers import Advisory as Advisory
 from ._declare._markers import Default as Default
 from ._declare._markers import Deferred as Deferred
 from ._declare._markers import Exclusive as Exclusive
+from ._declare._markers import Form as Form
 from ._declare._markers import Immediate as Immediate
+from ._declare._markers import Isolation as Isolation
 from ._declare._markers import Lease as Lease
+from ._declare._markers import Mode as Mode
+from ._declare._markers import Opening as Opening
 from ._declare._markers import Plain as Plain
 from ._declare._markers import ReadCommitted as ReadCommitted
 from ._declare._markers import ReadUncommitted as ReadUncommitted
 from ._declare._markers import RepeatableRead as RepeatableRead
 from ._declare._markers import RowLock as RowLock
 from ._declare._markers import Serializable as Serializable
+from ._declare._markers import SqliteMode as SqliteMode
 from ._declare._markers import Transactional as Transactional
-from ._declare._public import Inbox as Inbox
 from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
 from ._declare._roles import Generated as Generated
@@ -86,16 +91,56 @@ from ._runtime.events import LeaseEvent as LeaseEvent
 from ._runtime.events import PublishEvent as PublishEvent
 from ._runtime.events import ReleaseEvent as ReleaseEvent
 from ._runtime.events import SettleEvent as SettleEvent
+from ._runtime.factories import Subscribable as Subscribable
+from ._runtime.factories import SubscriberFactory as SubscriberFactory
 from ._runtime.factories import subscriber as subscriber
 from ._runtime.outcome import FailurePolicy as FailurePolicy
 from ._runtime.outcome import HandlerOutcome as HandlerOutcome
 from ._runtime.outcome import OnFailure as OnFailure
 from ._runtime.publisher import Publisher as Publisher
 from ._runtime.queue import Batched as Batched
+from ._runtime.queue import BatchesNeverTransactional as BatchesNeverTransactional
 from ._runtime.queue import InboxQueue as InboxQueue
+from ._runtime.queue import LeaseNeedsLockedUntil as LeaseNeedsLockedUntil
 from ._runtime.queue import Single as Single
+from ._runtime.refusals import BatchTakesAList as BatchTakesAList
+from ._runtime.refusals import BatchTakesNoRowKeys as BatchTakesNoRowKeys
+from ._runtime.refusals import ContextKeyNotOptional as ContextKeyNotOptional
+from ._runtime.refusals import DecorateWithSubscriber as DecorateWithSubscriber
+from ._runtime.refusals import HandlerTakesAnotherRow as HandlerTakesAnotherRow
+from ._runtime.refusals import ListNeedsBatch as ListNeedsBatch
+from ._runtime.refusals import NotAContextKey as NotAContextKey
+from ._runtime.refusals import NotAHandler as NotAHandler
+from ._runtime.refusals import OutcomeListNeedsBatch as OutcomeListNeedsBatch
+from ._runtime.refusals import PayloadHandlerTakesTheMessage as PayloadHandlerTakesTheMessage
+from ._runtime.refusals import TxNeedsTransactional as TxNeedsTransactional
 from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistics
 from ._runtime.subscribers import Subscriber as Subscriber
+
+if _typing.TYPE_CHECKING:
+    from typing_extensions import dataclass_transform as _dataclass_transform
+
+    from ._declare import _inbox
+    from ._declare._public import F, O  # named as mypy prints them
+
+    # Declared here, not in _declare, so that mypy's notes name this module: "__init_subclass__"
+    # defined in "trinbox" (at runtime Inbox is _inbox.Inbox; see _declare/_public.py).
+    @_dataclass_transform(kw_only_default=True)
+    class Inbox(_inbox.Inbox[F, O]):
+        """Base of a queue table's row class; the type arguments are its claim form and
+        opening (see ``trinbox._declare._inbox.Inbox``)."""
+
+        def __init_subclass__(
+            cls,
+            *,
+            table: str | None = None,
+            schema: str | None = None,
+            advisory_lock: str | None = None,
+            spec: InboxSpec[_typing.Any] | None = None,
+        ) -> None: ...
+
+else:
+    from ._declare._inbox import Inbox as Inbox
 
 __all__ = [
     # declaring a table
@@ -187,6 +232,28 @@ __all__ = [
     "HandlerFailed",
     "Closed",
     "MissingDriver",
+    # what mypy's messages name: the bases of the markers, the decorator's types, and the
+    # named refusals a broken rule turns a queue argument or a handler into
+    "Form",
+    "Opening",
+    "Isolation",
+    "SqliteMode",
+    "Mode",
+    "Subscribable",
+    "SubscriberFactory",
+    "LeaseNeedsLockedUntil",
+    "BatchesNeverTransactional",
+    "TxNeedsTransactional",
+    "BatchTakesNoRowKeys",
+    "BatchTakesAList",
+    "ListNeedsBatch",
+    "OutcomeListNeedsBatch",
+    "HandlerTakesAnotherRow",
+    "PayloadHandlerTakesTheMessage",
+    "ContextKeyNotOptional",
+    "NotAContextKey",
+    "NotAHandler",
+    "DecorateWithSubscriber",
 ]
 
 

@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from ._runtime.handles import AnyTx as Tx
 from ._runtime.handles import Attempt as Attempt
-from ._runtime.handles import Database as Pool
+from ._runtime.handles import Pool as Pool
 
 __all__ = ["Attempt", "Pool", "Tx"]

@@ -17,6 +17,7 @@ from trinbox import (
     Advisory,
     Attempt,
     Default,
+    Form,
     Generated,
     Group,
     Id,
@@ -26,6 +27,7 @@ from trinbox import (
     Lease,
     LockedUntil,
     MySql,
+    Opening,
     Payload,
     Plain,
     Postgres,
@@ -36,7 +38,6 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
-from trinbox._declare._markers import Form, Opening
 
 # -- class keywords ------------------------------------------------------------------------------
 
@@ -56,6 +57,7 @@ class Manual(Inbox[Lease], spec=InboxSpec("manual", "id").lease("locked_until"))
 
 
 # Unexpected keyword argument "tabel" for "__init_subclass__" of "Inbox"; did you mean "table"?
+# (note: "__init_subclass__" defined in "trinbox")
 class Misspelt(Inbox[Lease], tabel="x"):  # type: ignore[call-arg]
     id: Annotated[int, Id()]
 

@@ -20,35 +20,33 @@ from trinbox import (
     App,
     Attempt,
     Batched,
+    BatchesNeverTransactional,
+    BatchTakesAList,
+    BatchTakesNoRowKeys,
+    ContextKeyNotOptional,
     HandlerOutcome,
+    HandlerTakesAnotherRow,
     Id,
     Inbox,
     InboxQueue,
     Lease,
+    ListNeedsBatch,
     LockedUntil,
     Mount,
+    NotAContextKey,
+    NotAHandler,
+    OutcomeListNeedsBatch,
     Payload,
+    PayloadHandlerTakesTheMessage,
     Plain,
     RowLock,
     SqlBroker,
     Sqlite,
     Subscriber,
     Transactional,
+    TxNeedsTransactional,
     keys,
     subscriber,
-)
-from trinbox._runtime.queue import BatchesNeverTransactional
-from trinbox._runtime.refusals import (
-    BatchTakesAList,
-    BatchTakesNoRowKeys,
-    ContextKeyNotOptional,
-    HandlerTakesAnotherRow,
-    ListNeedsBatch,
-    NotAContextKey,
-    NotAHandler,
-    OutcomeListNeedsBatch,
-    PayloadHandlerTakesTheMessage,
-    TxNeedsTransactional,
 )
 
 
@@ -149,9 +147,10 @@ def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
 
 # -- refused -------------------------------------------------------------------------------------
 # Each refusal reads, at the include: Argument 2 to "include" of "App" has incompatible type
-# "<the rule>"; expected "Subscriber[Any, Any, object, tuple[Inbox[Lease | Advisory, Default |
-# Deferred | Immediate | Exclusive], Plain | Transactional] | None] | Callable[[Never], Never]"
-# [arg-type]. (A handler of no known shape, like ``subscriber(q)(42)``, is [call-overload].)
+# "<the rule>"; expected "Subscriber[Any, Any, Callable[[Message], Awaitable[object]],
+# tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
+# Transactional] | None]"  [arg-type]. (A handler of no known shape, like
+# ``subscriber(q)(42)``, is [call-overload].)
 
 
 async def batch_attempt(rows: list[Keyed], attempt: keys.Attempt) -> None: ...

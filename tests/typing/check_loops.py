@@ -100,10 +100,11 @@ def check_a_dict_and_a_tuple_in_a_loop(app: App, broker: SqlBroker[Sqlite]) -> N
 
 
 def check_one_invalid_member_fails_the_loop(app: App, broker: SqlBroker[Sqlite]) -> None:
-    # ... incompatible type "Subscriber[Inbox[Form, Opening], Mode, function, tuple[Job, Plain]
-    # | tuple[Keyed, Transactional] | tuple[Locked, Plain] | None]"; expected "Subscriber[Any,
-    # Any, object, tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive],
-    # Plain | Transactional] | None] | Callable[[Never], Never]"  [arg-type]
+    # ... incompatible type "Subscriber[trinbox.Inbox[Form, Opening], Mode,
+    # function, tuple[Locked, Plain] | tuple[Keyed, Transactional] | tuple[Job, Plain] |
+    # None]"; expected "Subscriber[Any, Any, function, tuple[trinbox._declare._inbox.Inbox[Lease
+    # | Advisory, Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None]"
+    # [arg-type]
     for sub in [on_job, on_keyed, on_locked]:
         app.include(broker, sub)  # type: ignore[arg-type]
 
@@ -151,11 +152,11 @@ def check_the_transactional_lease_rule(
 ) -> None:
     # PostgreSQL runs a transactional lease handler at read committed only: ... incompatible
     # type "Subscriber[Snapshot, Transactional, Callable[[Snapshot], Awaitable[None]],
-    # tuple[Snapshot, Transactional] | None]"; expected "Subscriber[Any, Any, object,
-    # tuple[Inbox[RowLock | Advisory, Default | ReadCommitted | RepeatableRead |
-    # Serializable], Plain | Transactional] | tuple[Inbox[Lease, Default | ReadCommitted |
-    # RepeatableRead | Serializable], Plain] | tuple[Inbox[Lease, Default | ReadCommitted],
-    # Transactional] | None] | Callable[[Never], Never]"  [arg-type]
+    # tuple[Snapshot, Transactional] | None]"; expected "Subscriber[Any, Any,
+    # Callable[[Snapshot], Awaitable[None]], tuple[Inbox[RowLock | Advisory, Default |
+    # ReadCommitted | RepeatableRead | Serializable], Plain | Transactional] | tuple[Inbox[Lease,
+    # Default | ReadCommitted | RepeatableRead | Serializable], Plain] | tuple[Inbox[Lease,
+    # Default | ReadCommitted], Transactional] | None]"  [arg-type]
     in_tx = subscriber(InboxQueue(Snapshot, "snap").transactional())(on_snapshot)
     app.include(pg, in_tx)  # type: ignore[arg-type]
     app.include(my, in_tx)

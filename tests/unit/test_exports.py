@@ -23,7 +23,9 @@ def _reexports() -> set[str]:
     """The names ``__init__`` binds with ``from .x import y as y`` (the re-export idiom)."""
     tree = ast.parse(INIT.read_text())
     names: set[str] = set()
-    for node in tree.body:
+    # ``Inbox`` is bound in the ``else`` of ``if TYPE_CHECKING`` (mypy sees a declaration).
+    branches = [node.orelse for node in tree.body if isinstance(node, ast.If)]
+    for node in [*tree.body, *(node for branch in branches for node in branch)]:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             names.update(alias.asname for alias in node.names if alias.asname == alias.name)
     return names

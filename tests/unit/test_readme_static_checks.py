@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import trinbox
 from tests.integration.readme import README, block
 
 
@@ -28,8 +30,32 @@ def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        # This checkout's trinbox, as an installed one (the venv's editable install may be
+        # another checkout's).
+        env={**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])},
     )
     assert done.returncode == 1, done.stderr
     assert done.stdout == readme_output()
     # Each mistake in the file is caught, and nothing else is reported.
     assert done.stdout.count(": error: ") == 5
+
+
+def test_the_names_in_the_readme_messages_are_importable() -> None:
+    """The README says each class these messages name is importable from ``trinbox``."""
+    import builtins
+    import collections.abc
+    import typing
+
+    import trinbox.keys
+
+    service = block("readme_static_checks")
+    names = set(
+        re.findall(r"\b[A-Z][A-Za-z]+\b", " ".join(re.findall(r'"[^"]*"', readme_output())))
+    )
+    own = {name for name in names if f"class {name}" in service}
+    shown = names - own - {"Message"}  # Message: App.include's type variable
+    elsewhere = (builtins, typing, collections.abc, trinbox.keys)
+    missing = {
+        n for n in shown if not hasattr(trinbox, n) and not any(hasattr(m, n) for m in elsewhere)
+    }
+    assert shown and not missing, missing

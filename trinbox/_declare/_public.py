@@ -1,11 +1,15 @@
-"""``Inbox`` as users subclass it: the runtime class, whose type parameters mypy sees constrained.
+"""The type parameters of ``Inbox`` as users subclass it: constrained, for mypy only.
+
+The class itself is declared in ``trinbox/__init__.py`` (under ``TYPE_CHECKING``; at runtime
+``trinbox.Inbox`` is ``_inbox.Inbox``), so that mypy's notes name the module users import it
+from: "__init_subclass__" defined in "trinbox".
 
 A table has one claim form and one opening, so ``class Job(Inbox[Lease | Advisory])`` and
-``Inbox[Lease, Default | Serializable]`` are type errors here (mypy: Invalid type argument value
+``Inbox[Lease, Default | Serializable]`` are type errors (mypy: Invalid type argument value
 for "Inbox"  [type-var]), and ``DeclarationError`` at runtime. Inside trinbox the same class is
 named with bound type parameters (``_inbox.Inbox``), because a dialect's capabilities are unions
 (``App.include`` asks for an ``Inbox[Lease | Advisory, ...]`` on SQLite, and a row class
-``Inbox[Lease]`` is one by covariance): this subclass exists for the type checker only.
+``Inbox[Lease]`` is one by covariance): the public subclass exists for the type checker only.
 
 The constraints also hold the bases the markers share (``Form``, ``Opening``, ``Isolation``,
 ``SqliteMode``): mypy joins two rows' types through them (``[job_subscriber, keyed_subscriber]``
@@ -18,12 +22,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["Inbox"]
+__all__ = ["F", "O"]
 
 if TYPE_CHECKING:
-    from typing_extensions import TypeVar, dataclass_transform
+    from typing_extensions import TypeVar
 
-    from . import _inbox
     from ._markers import (
         Advisory,
         Default,
@@ -59,11 +62,3 @@ if TYPE_CHECKING:
         covariant=True,
         default=Default,
     )
-
-    @dataclass_transform(kw_only_default=True)
-    class Inbox(_inbox.Inbox[F, O]):
-        """Base of a queue table's row class; the type arguments are its claim form and
-        opening (see ``trinbox._declare._inbox.Inbox``)."""
-
-else:
-    from ._inbox import Inbox

@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar, cast, overload
+from typing import Any, cast, overload
 
 import trio
+from typing_extensions import TypeVar
 
 from .._bounds import GRACE, HOOK, within
 from .._declare._capabilities import Serves
@@ -29,8 +30,9 @@ __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
 logger = logging.getLogger("trinbox.app")
 
 C = TypeVar("C")
-Z = TypeVar("Z")
-_SecondPass = Callable[[Z], NoReturn]
+Message = TypeVar("Message")
+# The handler slot of App.include's subscriber; its default is what the deferral below needs.
+Z = TypeVar("Z", default=Callable[[Message], Awaitable[object]])
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
 
@@ -133,17 +135,20 @@ class App:
     def include(
         self,
         broker: SqlBroker[Serves[Any, C]],
-        subscriber: Subscriber[Any, Any, object, C | None] | _SecondPass[Z],
+        subscriber: Subscriber[Any, Any, Z, C | None],
     ) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
         opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""
         # Typing: mypy infers C from the broker alone (the (row, mode) pairs its dialect
         # mounts, _capabilities.py), then checks the subscriber's needs against them, so a
-        # mismatch reads "Argument 2 ... expected Subscriber[Any, Any, object, tuple[Inbox[Lease
-        # | Advisory, ...], Plain | Transactional] | None]". ``_SecondPass[Z]`` is what defers
-        # the subscriber to mypy's second inference pass (a callable type with a type
-        # variable); without it both arguments constrain C at once and a mismatch is only
-        # "Cannot infer value of type parameter".
+        # mismatch reads "Argument 2 ... expected Subscriber[Any, Any, <handler>, tuple[Inbox[
+        # Lease | Advisory, ...], Plain | Transactional] | None]". What defers the subscriber
+        # to mypy's second inference pass is Z: mypy defers an argument whose type holds a
+        # callable with a type variable, and it looks into type variables' defaults too (Z's
+        # is ``Callable[[Message], ...]``). Without it both arguments constrain C at once and a
+        # mismatch is only "Cannot infer value of type parameter"; with a callable in a union
+        # instead, every message would end in "| Callable[[Never], Never]". Z is the
+        # subscriber's handler type, or, for a refusal (not a Subscriber), the default.
         if not isinstance(subscriber, Subscriber):
             msg = (
                 f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "

@@ -40,7 +40,8 @@ from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .._util import positive_duration
 from .codecs import Codec, JsonCodec
 from .events import EventBus, PublishEvent, now_ns
-from .handles import Database, Tx
+from .handles import Pool as HandlerPool
+from .handles import Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
 from .tables import create_tables
 from .wake import WakeBoard
@@ -205,9 +206,9 @@ class SqlBroker(Generic[D]):
         return self._pool
 
     @property
-    def database(self) -> Database:
+    def database(self) -> HandlerPool:
         """The pool as handlers see it (``keys.Pool``)."""
-        return Database(self.pool)
+        return HandlerPool(self.pool)
 
     async def open(self) -> None:
         if self._pool is not None:

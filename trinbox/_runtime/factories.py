@@ -22,7 +22,7 @@ from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, 
 from typing_extensions import TypeVar, deprecated
 
 from .._declare._markers import Plain, Transactional
-from .handles import AnyTx, Attempt, Database
+from .handles import AnyTx, Attempt, Pool
 from .outcome import HandlerOutcome
 from .queue import InboxQueue
 from .refusals import (
@@ -61,12 +61,12 @@ F = TypeVar("F", covariant=True)
 G = TypeVar("G")
 
 # The context keys a handler takes (each may repeat for mypy; handler.py refuses a repeat).
-K1 = TypeVar("K1", Attempt, Database)
-K2 = TypeVar("K2", Attempt, Database)
-K3 = TypeVar("K3", Attempt, Database)
-X1K = TypeVar("X1K", Attempt, Database, AnyTx)
-X2K = TypeVar("X2K", Attempt, Database, AnyTx)
-X3K = TypeVar("X3K", Attempt, Database, AnyTx)
+K1 = TypeVar("K1", Attempt, Pool)
+K2 = TypeVar("K2", Attempt, Pool)
+K3 = TypeVar("K3", Attempt, Pool)
+X1K = TypeVar("X1K", Attempt, Pool, AnyTx)
+X2K = TypeVar("X2K", Attempt, Pool, AnyTx)
+X3K = TypeVar("X3K", Attempt, Pool, AnyTx)
 
 _Plain: TypeAlias = Subscriber[R, Plain, HH, tuple[R, Plain] | None]
 _InTx: TypeAlias = Subscriber[R, Transactional, HH, tuple[R, Transactional] | None]
@@ -341,8 +341,8 @@ class BatchSubscriberFactory(_Factory[R]):
     ) -> _Plain[R, Callable[[list[R]], Awaitable[XN]]]: ...
     @overload
     def __call__(
-        self, fn: Callable[[list[R], Database], Awaitable[XN]]
-    ) -> _Plain[R, Callable[[list[R], Database], Awaitable[XN]]]: ...
+        self, fn: Callable[[list[R], Pool], Awaitable[XN]]
+    ) -> _Plain[R, Callable[[list[R], Pool], Awaitable[XN]]]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[list[R], ...], object]) -> NotAHandler: ...
     @overload
@@ -355,8 +355,8 @@ class BatchSubscriberFactory(_Factory[R]):
     ) -> _Plain[R, Callable[[list[T]], Awaitable[XN]]]: ...
     @overload
     def __call__(
-        self, fn: Callable[[list[T], Database], Awaitable[XN]]
-    ) -> _Plain[R, Callable[[list[T], Database], Awaitable[XN]]]: ...
+        self, fn: Callable[[list[T], Pool], Awaitable[XN]]
+    ) -> _Plain[R, Callable[[list[T], Pool], Awaitable[XN]]]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[list[Any], ...], object]) -> NotAHandler: ...
     @overload

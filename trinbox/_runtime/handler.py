@@ -17,11 +17,11 @@ from uuid import UUID
 from .._declare._spec import TableSpec
 from .._errors import DeclarationError
 from .codecs import Codec
-from .handles import Attempt, Database, Tx
+from .handles import Attempt, Pool, Tx
 
 __all__ = ["HandlerPlan", "decode_row", "plan_handler"]
 
-_KEYS: dict[object, str] = {Attempt: "attempt", Tx: "tx", Database: "pool"}
+_KEYS: dict[object, str] = {Attempt: "attempt", Tx: "tx", Pool: "pool"}
 _KEY_NAMES = {"attempt": "Attempt", "tx": "Tx", "pool": "Pool"}
 _LISTS = (
     list,

@@ -12,11 +12,12 @@ from typing_extensions import TypeVar
 from .._declare._capabilities import Serves
 from .._declare._inbox import Inbox, row_fields
 from .._declare._markers import Form
-from .._drivers._base import Connection, Pool, Record
+from .._drivers._base import Connection, Record
+from .._drivers._base import Pool as DriverPool
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
 
-__all__ = ["Attempt", "Database", "Held", "Tx"]
+__all__ = ["Attempt", "Held", "Pool", "Tx"]
 
 Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""
@@ -126,11 +127,11 @@ class Held(_Runs):
 
 
 @final
-class Database(_Runs):
+class Pool(_Runs):
     """The broker's pool: each statement runs on a connection of its own and commits on its
     own, whatever the delivery's outcome."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: DriverPool) -> None:
         self._pool = pool
 
     async def execute(self, sql: str, *params: object) -> int:
