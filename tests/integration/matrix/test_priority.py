@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any
 
+import pytest
 import trio
 
 from trinbox import (
     Advisory,
+    App,
     Attempt,
     Group,
     HandlerOutcome,
@@ -24,11 +27,15 @@ from trinbox import (
     Priority,
     RetryAfter,
     RowLock,
+    SchemaError,
+    SqlBroker,
+    Subscriber,
     subscriber,
 )
 from trinbox.testing import settled
 
 from ..serving import make_app, serving
+from ..stands import STANDS, Stand, StandName, fresh_stand
 from .conftest import Case
 
 TABLE = "ranked_jobs"
@@ -167,3 +174,77 @@ async def test_the_claim_index_holds_the_priority(case: Case) -> None:
     else:
         query = f"SELECT name FROM pragma_index_info('{TABLE}_claim') ORDER BY seqno"
     assert [r[0] for r in stand.rows(query)] == ["queue", "priority", "retry_after", "id"]
+
+
+# -- the startup check of the column's type ---------------------------------------------------
+
+
+class TypedRanked(Inbox[Lease], table="typed_ranked"):
+    id: Annotated[int, Id(generated=True)]
+    priority: Annotated[int, Priority()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+# The table by hand, its priority column of the given type.
+TYPED_DDL: dict[StandName, str] = {
+    "sqlite": (
+        "CREATE TABLE typed_ranked (id INTEGER PRIMARY KEY, priority {type}, "
+        "locked_until TEXT, payload BLOB) STRICT"
+    ),
+    "postgres": (
+        "CREATE TABLE typed_ranked (id BIGSERIAL PRIMARY KEY, priority {type}, "
+        "locked_until TIMESTAMPTZ, payload BYTEA)"
+    ),
+    "mariadb": (
+        "CREATE TABLE typed_ranked (id BIGINT AUTO_INCREMENT PRIMARY KEY, priority {type}, "
+        "locked_until DATETIME, payload LONGBLOB) ENGINE=InnoDB"
+    ),
+}
+INTEGERS: dict[StandName, str] = {"sqlite": "INT", "postgres": "SMALLINT", "mariadb": "TINYINT"}
+
+
+def _typed_app(stand: Stand) -> tuple[App, SqlBroker[Any], Subscriber[Any, Any], list[str]]:
+    broker = stand.broker(poll_interval=3600)
+    handled: list[str] = []
+
+    @subscriber(InboxQueue(TypedRanked, "typed").workers(1))
+    async def work(job: Job) -> None:
+        handled.append(job.name)
+
+    app = make_app()
+    app.include(broker, work)
+    return app, broker, work, handled
+
+
+@pytest.mark.parametrize("stand_name", STANDS)
+async def test_the_startup_check_takes_any_integer_priority(
+    stand_name: StandName, tmp_path: Path
+) -> None:
+    with fresh_stand(stand_name, tmp_path) as stand:
+        stand.script(TYPED_DDL[stand_name].format(type=INTEGERS[stand_name] + " NOT NULL"))
+        app, broker, work, handled = _typed_app(stand)
+        async with serving(app):
+            async with broker.transaction() as tx:
+                await tx.publish(TypedRanked, Job("later"), priority=2)
+                await tx.publish(TypedRanked, Job("first"), priority=-1)
+            with trio.fail_after(20):
+                await settled(app, work, 2)
+    assert handled == ["first", "later"]
+
+
+@pytest.mark.parametrize("stand_name", STANDS)
+async def test_the_startup_check_refuses_a_priority_that_is_not_an_integer(
+    stand_name: StandName, tmp_path: Path
+) -> None:
+    with fresh_stand(stand_name, tmp_path) as stand:
+        stand.script(TYPED_DDL[stand_name].format(type="TEXT NOT NULL"))
+        app, _broker, _work, _handled = _typed_app(stand)
+        with trio.fail_after(20), pytest.raises(SchemaError) as caught:
+            await app.serve()
+    message = str(caught.value)
+    assert (
+        "the Priority column of typed_ranked (TypedRanked) orders the claim by an integer, "
+        in message
+    )
+    assert "found column 'priority' of type " in message
