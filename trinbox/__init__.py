@@ -46,6 +46,7 @@ from ._declare._roles import Group as Group
 from ._declare._roles import Id as Id
 from ._declare._roles import LockedUntil as LockedUntil
 from ._declare._roles import Payload as Payload
+from ._declare._roles import Priority as Priority
 from ._declare._roles import ProcessedAt as ProcessedAt
 from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._spec import KeyColumn as KeyColumn
@@ -151,6 +152,7 @@ __all__ = [
     "KeyLiteral",
     "Id",
     "Group",
+    "Priority",
     "RetryAfter",
     "Attempt",
     "LockedUntil",

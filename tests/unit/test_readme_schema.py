@@ -65,6 +65,7 @@ ROLES = {
     "`RetryAfter()`": "due: Annotated[datetime, RetryAfter()]",
     "`LockedUntil()`, `ProcessedAt()`": "done: Annotated[datetime | None, ProcessedAt()]",
     "`Attempt()`": "attempt: Annotated[int, Attempt()]",
+    "`Priority()`": "rank: Annotated[int, Priority()]",
     "`Payload()`": "payload: Annotated[bytes, Payload()]",
     "`Group()` (a `str`)": "grp: Annotated[str, Group()]",
     "`Id(generated=True)` (an `int`)": "",

@@ -74,6 +74,9 @@ class InboxSpec(Generic[F]):
     def group(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("group", column, field, generated=False)
 
+    def priority(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        return self._role("priority", column, field, generated=False)
+
     def retry_after(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("retry_after", column, field, generated=False)
 

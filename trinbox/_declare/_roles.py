@@ -17,6 +17,7 @@ __all__ = [
     "Id",
     "LockedUntil",
     "Payload",
+    "Priority",
     "ProcessedAt",
     "RetryAfter",
     "Role",
@@ -50,6 +51,14 @@ class RetryAfter(Role):
     """Time before which the row is not claimable; ``retry_after(d)`` writes it."""
 
     role: ClassVar[str] = "retry_after"
+
+
+@dataclass(frozen=True, slots=True)
+class Priority(Role):
+    """An int the claim orders by, smaller first (before the due time and the id); a publish
+    that leaves it out writes 0. Never written by a settlement: a retried row keeps it."""
+
+    role: ClassVar[str] = "priority"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +104,18 @@ class Column:
     name: str
 
 
-ROLE_NAMES = ("id", "group", "retry_after", "attempt", "locked_until", "processed_at", "payload")
+ROLE_NAMES = (
+    "id",
+    "group",
+    "priority",
+    "retry_after",
+    "attempt",
+    "locked_until",
+    "processed_at",
+    "payload",
+)
 ROLE_CLASSES: dict[str, str] = {
     cls.role: cls.__name__
-    for cls in (Id, Group, RetryAfter, Attempt, LockedUntil, ProcessedAt, Payload)
+    for cls in (Id, Group, Priority, RetryAfter, Attempt, LockedUntil, ProcessedAt, Payload)
 }
 """How messages name a role: by the class a declaration writes (``attempt`` -> ``Attempt``)."""

@@ -105,6 +105,10 @@ class TableSpec:
         return self.role("group")
 
     @property
+    def priority(self) -> ColumnSpec | None:
+        return self.role("priority")
+
+    @property
     def retry_after(self) -> ColumnSpec | None:
         return self.role("retry_after")
 
@@ -392,6 +396,8 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
                 f"with Column(..)"
             )
             raise DeclarationError(msg)
+        if role == "priority":
+            _check_priority(where, decl)
         if role:
             role_owner[role] = decl.field
         column_owner[decl.column] = decl.field
@@ -411,6 +417,28 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
         )
         raise DeclarationError(msg)
     return tuple(columns)
+
+
+def _check_priority(where: str, decl: FieldDecl) -> None:
+    """A priority is a plain int the publish writes (0 when left out): NULL would sort first on
+    MySQL and SQLite and last on PostgreSQL, and no database default is needed."""
+    hint = decl.python_type
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    if hint is not int:
+        found = hint.__qualname__ if isinstance(hint, type) else repr(hint).replace("typing.", "")
+        msg = (
+            f"{where}: a Priority field is an int (the claim takes smaller first; a publish "
+            f"that leaves it out writes 0), found {decl.field!r} of type {found}; declare "
+            f"{decl.field}: Annotated[int, Priority()]"
+        )
+        raise DeclarationError(msg)
+    if decl.generated:
+        msg = (
+            f"{where}: a Priority field is written by the publish (0 when left out), found "
+            f"Priority(generated=True) on {decl.field!r}; drop generated=True"
+        )
+        raise DeclarationError(msg)
 
 
 def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:

@@ -252,7 +252,10 @@ class Dialect(ColumnRules):
         return "(" + col + " IS NULL OR " + col + " <= " + P("now") + ")"
 
     def order_by(self, spec: TableSpec, *, prefix: str = "") -> str:
+        """The claim's order: priority (smaller first), due time, id; the claim index's."""
         keys = []
+        if spec.priority is not None:
+            keys.append(f"{prefix}{self.c(spec.priority)}")
         if spec.retry_after is not None:
             keys.append(f"{prefix}{self.c(spec.retry_after)}")
         keys.append(f"{prefix}{self.c(spec.id)}")

@@ -12,6 +12,7 @@ A prepared statement proves the names; the catalog proves the types. What each r
 * ``Attempt``: an integer with ``DEFAULT 1`` (a row's first delivery is attempt 1): any other
   default is refused, and no default at all where the publish leaves the column to the
   database (``Attempt(generated=True)``).
+* ``Priority``: an integer (the publish writes it, 0 when left out: any default will do).
 * ``Payload``: bytes (PostgreSQL ``bytea``, MySQL/MariaDB a BLOB or VARBINARY).
 * A generated ``Id`` read as ``int``: an integer the database fills.
 
@@ -198,6 +199,11 @@ def _refusal(d: ColumnRules, spec: TableSpec, col: ColumnSpec, have: FoundColumn
                 f"{d.retype(spec, have, 'count')}"
             )
         return _attempt_default(d, spec, col, have, head)
+    if role == "priority" and not d.holds_count(have):
+        return (
+            f"{head} orders the claim by an integer, {d.count_rule}, {found}; "
+            f"{d.retype(spec, have, 'count')}"
+        )
     if role == "payload" and not d.holds_bytes(have):
         return (
             f"{head} holds the message's bytes, {d.bytes_rule}, {found}; "

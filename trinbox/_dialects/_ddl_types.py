@@ -4,8 +4,8 @@ data column by its Python type (``ddl.py`` writes the statements).
 Each role gets the type the startup check (``_columns.py``) accepts for it: a time with its
 zone (PostgreSQL ``TIMESTAMPTZ``; MySQL ``DATETIME(6)``, naive UTC, which holds the lease's
 whole-second token exactly and the other times to the microsecond; SQLite ``TEXT``, the UTC
-text trinbox writes), an integer attempt, a binary payload. A field's ``SqlType`` replaces
-the type and keeps the rest (``NOT NULL``, ``DEFAULT 1``, ``PRIMARY KEY``).
+text trinbox writes), an integer attempt and priority, a binary payload. A field's ``SqlType``
+replaces the type and keeps the rest (``NOT NULL``, ``DEFAULT 1``, ``PRIMARY KEY``).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def column_type(
     role = col.role
     if role in ("retry_after", "locked_until", "processed_at"):
         return rules.time
-    if role == "attempt":
+    if role in ("attempt", "priority"):
         return rules.count
     if role == "payload":
         return rules.payload

@@ -3,7 +3,8 @@
 Three kinds of statement, each idempotent (``IF NOT EXISTS``):
 
 * ``CREATE TABLE`` with one column per field, in declaration order, typed by ``_ddl_types``;
-* the claim index, in the claim's order: the group, then ``retry_after``, then the id, with
+* the claim index, in the claim's order: the group, then the priority, then ``retry_after``,
+  then the id, with
   only the columns the table has (none when that is the id alone: the primary key serves).
   Partial (``WHERE processed_at IS NULL``) where the database has partial indexes and the
   table a ``ProcessedAt`` field, so finished rows drop out of it; inline in the CREATE TABLE
@@ -69,7 +70,8 @@ def claim_index_columns(spec: TableSpec) -> tuple[ColumnSpec, ...]:
     found: list[ColumnSpec] = []
     if spec.group is not None:
         found.append(spec.group)
-    # Issue 12: the priority column goes here, between the group and retry_after.
+    if spec.priority is not None:
+        found.append(spec.priority)
     if spec.retry_after is not None:
         found.append(spec.retry_after)
     if not found:
@@ -168,6 +170,9 @@ def _column(
         return f"{name} {sql_type} PRIMARY KEY"
     if role == "attempt":
         return f"{name} {sql_type} NOT NULL DEFAULT 1"
+    if role == "priority":
+        # The publish writes 0 when left out; the default serves hand-written inserts.
+        return f"{name} {sql_type} NOT NULL DEFAULT 0"
     if role in ("locked_until", "processed_at"):
         return f"{name} {sql_type}"  # NULL while free / unfinished
     if role == "retry_after":

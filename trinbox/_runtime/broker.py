@@ -513,12 +513,16 @@ def insert_values(
     for col in spec.insert_columns:
         if col.field in columns:
             values[col.column] = columns[col.field]
+            if col.role == "priority":
+                _check_priority(where, col.field, columns[col.field])
         elif col.role == "payload":
             values[col.column] = _encoded(where, col.field, message, codec)
         elif col.role == "retry_after":
             values[col.column] = _due(where, col.field, now, delay)
         elif col.role == "attempt":
             values[col.column] = 1
+        elif col.role == "priority":
+            values[col.column] = 0
         elif col.role in ("locked_until", "processed_at") or _optional(col.python_type):
             values[col.column] = None
         else:
@@ -527,6 +531,15 @@ def insert_values(
         msg = f"{where}: every writable field needs a value, found none for {', '.join(missing)}"
         raise DeclarationError(msg)
     return values
+
+
+def _check_priority(where: str, field: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = (
+            f"{where}: a priority is an int (the Priority field {field}; smaller is taken "
+            f"first), found {type(value).__name__} {value!r}; pass an int, like {field}=5"
+        )
+        raise DeclarationError(msg)
 
 
 def _encoded(where: str, field: str, message: object, codec: Codec) -> object:
