@@ -7,13 +7,17 @@ in tests/integration/matrix/test_advisory.py."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import trio
 
-from trinbox import InboxQueue, SqlBroker, subscriber
+import trinbox
+from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
 from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock, settled
 
@@ -27,6 +31,10 @@ from .tables import EMAIL_JOBS, LockedEmail
 @dataclass
 class Email:
     to: str
+
+
+def real_path(path: Path) -> str:
+    return os.path.realpath(path)
 
 
 def keys_in_work(db: Db) -> set[str]:
@@ -177,3 +185,67 @@ async def test_the_registry_knows_one_file_under_two_names(
     )
     await pass_over_each_others_key(SqliteStand(db.path), db.broker(poll_interval=0.25), second)
     assert keys_in_work(db) == set()
+
+
+# -- one process per file ----------------------------------------------------------------------
+
+# Another process serving the file's advisory keys, as an advisory subscription's startup does.
+HOLDER = """
+import sys
+from trinbox._drivers.sqlite import SqlitePool
+SqlitePool(sys.argv[1]).serve_keys()
+print("serving", flush=True)
+sys.stdin.read()
+"""
+
+
+async def test_a_second_process_serving_the_file_is_refused_until_the_first_ends(
+    db: Db,
+) -> None:
+    # Real time: the wait for the other process is no database call a virtual clock sees.
+    db.script(EMAIL_JOBS)
+    env = {**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])}
+    holder = await trio.lowlevel.open_process(
+        [sys.executable, "-c", HOLDER, str(db.path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        with trio.fail_after(30):
+            said = b""
+            while not said.endswith(b"\n"):
+                said += await holder.stdout.receive_some()
+        assert said == b"serving\n"
+        broker = db.broker(poll_interval=30)
+        seen: list[str] = []
+
+        @subscriber(InboxQueue(LockedEmail, "emails"))
+        async def send(email: Email) -> None:
+            seen.append(email.to)
+
+        app = make_app()
+        app.include(broker, send)
+        real = real_path(db.path)
+        expected = (
+            f"one process serves the advisory keys of a SQLite file (the keys in work live in "
+            f"its memory), found process {holder.pid} serving {real} (it holds "
+            f"{real}-trinbox-advisory); stop that process, or serve this queue from it"
+        )
+        with trio.fail_after(10), pytest.raises(StartupError) as refused:
+            await app.serve()
+        assert str(refused.value).endswith(": " + expected)
+    finally:
+        await holder.stdin.aclose()  # the holder ends
+        with trio.fail_after(30):
+            await holder.wait()
+        await holder.stdout.aclose()
+    # The holder ended: the kernel freed its lock, and this process serves the file.
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
+        with trio.fail_after(5):
+            await settled(app, send, 1)
+    assert seen == ["a@x"]
