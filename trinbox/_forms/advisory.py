@@ -5,9 +5,10 @@ On PostgreSQL and MySQL the lock lives in a session: each delivery keeps the ses
 its key, with no transaction open, until it settles; then the key is unlocked and the session
 goes back to the pool (or is closed when the unlock is not confirmed). SQLite has no session
 locks, so the process keeps the keys in work in a registry, keyed by database file; one process
-serves a database file. Its candidate select passes over the keys the registry holds, so one
-claim feeds every free worker with rows of different keys, and a settlement that frees a key
-wakes the claim loop: the key's next row is claimed at once, not a poll interval later.
+serves a database file (a subscription's startup refuses a second, trinbox._drivers._sqlite_keys).
+Its candidate select passes over the keys the registry holds, so one claim feeds every free
+worker with rows of different keys, and a settlement that frees a key wakes the claim loop: the
+key's next row is claimed at once, not a poll interval later.
 
 With session locks, a settling worker unlocks its key and reads the next claim's candidates in
 one round trip, and its session goes on to lock the first of them (settle_and_claim).
