@@ -283,13 +283,18 @@ class Registry:
         with self.lock:
             self.keys.discard(key)
 
+    def held(self) -> str:
+        """The keys in work as the JSON array trinbox's candidate select passes over."""
+        with self.lock:
+            return json.dumps(sorted(self.keys))
+
 
 def lite_advisory(conn: sqlite3.Connection, st: Statements, limit: int, keys: Registry) -> int:
     now = lite_time(datetime.now(UTC))
     candidates = st.claim[0]
     take = st.take[0]
     rows = conn.execute(
-        candidates.sql, args(candidates, group=GROUP, now=now, limit=limit)
+        candidates.sql, args(candidates, group=GROUP, now=now, limit=limit, held=keys.held())
     ).fetchall()
     taken: list[tuple[object, str]] = []
     for row_id, key in rows:

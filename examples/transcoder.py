@@ -1,4 +1,5 @@
-"""The seed's transcoder: the videos of one channel go into work one at a time.
+"""The seed's transcoder: the videos of one channel go into work one at a time, several
+channels side by side.
 
 Each row of ``video_jobs`` is held by an advisory lock on its channel's key
 (``video_jobs-{channel}``) while it is in work; an encode that fails returns its row with the
@@ -7,8 +8,8 @@ release of its key, and its attempt is counted.
     python -m examples.transcoder [path/to/jobs.db]
 
 publishes a few dozen videos over several channels into a SQLite file, processes them with
-several workers while showing progress, and prints a summary showing that no channel ever had
-two videos in work at once.
+several workers while showing progress, and prints a summary showing that several channels
+were in work at once and no channel ever had two videos in work at once.
 """
 
 from __future__ import annotations
@@ -139,14 +140,14 @@ async def main(path: Path, *, videos: int = 36, channels: int = 6) -> int:
         print(f"  {channel}: most videos in work at once = {studio.most_at_once[channel]}")
     worst = max(studio.most_at_once.values())
     print(
-        f"  most videos in work at once over all channels: {studio.busiest} "
-        f"(on SQLite the advisory form keeps one delivery in work per subscription)"
+        f"  most videos in work at once over all channels: {studio.busiest} of 4 workers "
+        f"(each of a different channel)"
     )
     print(
         f"  encoded {len(studio.encoded)}/{videos}, failed encodes retried: "
         f"{studio.failed_encodes}, rows left in the queue: {left}"
     )
-    ok = worst == 1 and len(set(studio.encoded)) == videos and left == 0
+    ok = worst == 1 and studio.busiest > 1 and len(set(studio.encoded)) == videos and left == 0
     print(
         "no channel ever had two videos in work at once"
         if worst == 1

@@ -247,7 +247,7 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
 # -- advisory ---------------------------------------------------------------------------------
 
 
-def test_advisory_candidates_carry_their_keys_without_a_probe() -> None:
+def test_advisory_candidates_carry_their_keys_and_pass_over_the_held_ones() -> None:
     # The process keeps the keys in work: no lock or unlock statement.
     assert LITE.statements(spec_of(TenantJob), DEAD_EMAILS) == Statements(
         claim=(
@@ -255,8 +255,10 @@ def test_advisory_candidates_carry_their_keys_without_a_probe() -> None:
                 "candidates",
                 "SELECT `id`, CAST('tenant_jobs-' || ifnull(`tenant`, '') AS TEXT) AS "
                 "`__lock` FROM `tenant_jobs` WHERE `name` = ? AND `retry_after` <= ? "
-                "AND `processed_at` IS NULL ORDER BY `retry_after`, `id` LIMIT ?",
-                ("group", "now", "limit"),
+                "AND `processed_at` IS NULL AND CAST('tenant_jobs-' || ifnull(`tenant`, '') "
+                "AS TEXT) NOT IN (SELECT value FROM json_each(?)) ORDER BY `retry_after`, "
+                "`id` LIMIT ?",
+                ("group", "now", "held", "limit"),
             ),
         ),
         ack=Statement(
@@ -302,8 +304,9 @@ def test_advisory_table_without_attempt_takes_by_reading_the_row() -> None:
             Statement(
                 "candidates",
                 "SELECT `id`, CAST(ifnull(`id`, '') AS TEXT) AS `__lock` FROM "
-                "`app`.`keyed_jobs` ORDER BY `id` LIMIT ?",
-                ("limit",),
+                "`app`.`keyed_jobs` WHERE CAST(ifnull(`id`, '') AS TEXT) NOT IN (SELECT "
+                "value FROM json_each(?)) ORDER BY `id` LIMIT ?",
+                ("held", "limit"),
             ),
         ),
         ack=Statement("ack", "DELETE FROM `app`.`keyed_jobs` WHERE `id` = ?", ("id",)),
@@ -344,8 +347,10 @@ def test_a_backtick_in_a_name_and_a_quote_in_a_key_literal_are_doubled() -> None
             Statement(
                 "candidates",
                 r"""SELECT `i"d```, CAST('it''s 100%\' || ifnull(`i"d```, '') AS TEXT) """
-                'AS `__lock` FROM `odd"jobs``%` ORDER BY `i"d``` LIMIT ?',
-                ("limit",),
+                'AS `__lock` FROM `odd"jobs``%` WHERE '
+                r"""CAST('it''s 100%\' || ifnull(`i"d```, '') AS TEXT) NOT IN (SELECT value """
+                'FROM json_each(?)) ORDER BY `i"d``` LIMIT ?',
+                ("held", "limit"),
             ),
         ),
         ack=Statement("ack", 'DELETE FROM `odd"jobs``%` WHERE `i"d``` = ?', ("id",)),

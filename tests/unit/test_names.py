@@ -49,6 +49,7 @@ INTERNAL = ("__lock", "__claimed", "__stamped", "__row", "__candidates", "moved"
 # Parameters a statement binds besides the insert's columns (trinbox/_dialects/_base.py).
 PARAMETERS = {"group", "now", "limit", "lease", "id", "token", "retry_at", "dest", "key", "ids"}
 PARAMETERS |= {"channel"}  # PostgreSQL's NOTIFY
+PARAMETERS |= {"held"}  # SQLite advisory: the keys the registry holds
 
 
 # -- the statement builder ----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """SQLite: lease and advisory forms; no row locks; ``?`` placeholders, backtick quoting.
 
 The advisory form has no locks a session holds: the process keeps a registry of keys in work,
-so the candidate select has no probe.
+and the candidate select passes over the keys it holds (bound as a JSON array).
 """
 
 from __future__ import annotations
@@ -173,14 +173,17 @@ class SqliteDialect(Dialect):
         return self.lease_batch_where(spec, "IN (SELECT value FROM json_each(" + P("ids") + "))")
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
-        """The first due rows in claim order with their keys. No probe: the process registry
-        knows the keys in work, and the select reads no further than ``limit``."""
+        """The first due rows in claim order with their keys, past the keys in work: the
+        process registry knows them and binds them as one JSON array (``held``), so the
+        select reads past a key in work as the reference's probe does (REFERENCE.md §3.4)."""
         t = self.table(spec)
         lock = self.q(self.internal(spec, "__lock"))
+        key = self.key_expression(spec)
+        held = f"{key} NOT IN (SELECT value FROM json_each(" + P("held") + "))"
         return self.r(
             "candidates",
-            f"SELECT {self.c(spec.id)}, {self.key_expression(spec)} AS {lock} FROM {t}"
-            + self.where(self.claimable(spec))
+            f"SELECT {self.c(spec.id)}, {key} AS {lock} FROM {t}"
+            + self.where([*self.claimable(spec), held])
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit"),
         )

@@ -21,6 +21,7 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
+from . import _sqlite_keys
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops
 
@@ -316,6 +317,7 @@ class SqlitePool:
         self._out: set[SqliteConnection] = set()
         self._closed = False
         self._writes = trio.Lock()  # shared by this pool's connections (SqliteConnection)
+        self._serves_keys = False
 
     @property
     def max_size(self) -> int:
@@ -333,6 +335,13 @@ class SqlitePool:
     def spare(self) -> int:
         """Connections a caller could take now without waiting: idle ones and room to grow."""
         return self._slots.value
+
+    def serve_keys(self) -> None:
+        """This process serves the file's advisory keys until the pool closes; a
+        ``StartupError`` when another process does (trinbox._drivers._sqlite_keys)."""
+        if not self._serves_keys:
+            _sqlite_keys.hold(self._path)
+            self._serves_keys = True
 
     async def open(self) -> None:
         """Open one connection now, so a bad path fails at startup."""
@@ -418,6 +427,9 @@ class SqlitePool:
         """Close idle connections; abandon those still in use (a caller cut off while it
         held one): nothing of the pool stays open, no transaction holds the write lock."""
         self._closed = True
+        if self._serves_keys:
+            self._serves_keys = False
+            _sqlite_keys.let_go(self._path)
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.close()

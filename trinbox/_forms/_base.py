@@ -137,7 +137,8 @@ class FormContext:
     group: str | None
     lease: timedelta = timedelta(seconds=30)
     transactional: bool = False
-    # Wakes the claim loop: an advisory settlement that hands back its session frees room.
+    # Wakes the claim loop: an advisory settlement that hands back its session or frees its
+    # key (SQLite's registry) frees room.
     wake: Callable[[], None] = lambda: None
     # The lease keeper reports each extension: (delivery, extended) where ``extended`` is
     # False when the lease was found gone.
@@ -151,9 +152,9 @@ class FormTraits:
     ``holds_connections``: each delivery in work holds a pooled connection from its claim to
     its settlement (row lock; advisory session locks; transactional mode of every form), so
     the subscription's workers are capped by the pool. ``feeds_every_worker``: one claim may
-    take a row for each free worker (not a row lock claim, one transaction; not SQLite's key
-    registry, one key at a time). ``chains``: a settling single delivery may claim its
-    worker's next row in the same round trip (``settle_and_claim``)."""
+    take a row for each free worker (not a row lock claim, one transaction). ``chains``: a
+    settling single delivery may claim its worker's next row in the same round trip
+    (``settle_and_claim``)."""
 
     holds_connections: bool
     feeds_every_worker: bool

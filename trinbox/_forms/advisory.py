@@ -5,7 +5,10 @@ On PostgreSQL and MySQL the lock lives in a session: each delivery keeps the ses
 its key, with no transaction open, until it settles; then the key is unlocked and the session
 goes back to the pool (or is closed when the unlock is not confirmed). SQLite has no session
 locks, so the process keeps the keys in work in a registry, keyed by database file; one process
-serves a database file.
+serves a database file (a subscription's startup refuses a second, trinbox._drivers._sqlite_keys).
+Its candidate select passes over the keys the registry holds, so one claim feeds every free
+worker with rows of different keys, and a settlement that frees a key wakes the claim loop: the
+key's next row is claimed at once, not a poll interval later.
 
 With session locks, a settling worker unlocks its key and reads the next claim's candidates in
 one round trip, and its session goes on to lock the first of them (settle_and_claim).
@@ -63,10 +66,11 @@ class AdvisoryForm:
         st = ctx.statements
         self._sessions = st.lock is not None
         # A delivery holds a connection where the lock lives in a session, and in
-        # transactional mode (its transaction's).
+        # transactional mode (its transaction's). Both selects pass over keys in work, so a
+        # claim may feed every free worker.
         self.traits = FormTraits(
             holds_connections=self._sessions or ctx.transactional,
-            feeds_every_worker=self._sessions,
+            feeds_every_worker=True,
             chains=self._sessions,
         )
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
@@ -111,7 +115,9 @@ class AdvisoryForm:
         candidates = ctx.statements.claim[0]
         now = ctx.clock()
         wanted = limit + self._claiming - 1
-        values = {"group": ctx.group, "now": now, "limit": wanted}
+        values: dict[str, object] = {"group": ctx.group, "now": now, "limit": wanted}
+        if self._registry is not None:
+            values["held"] = sorted(self._registry)  # SQLite's select passes over them
         return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted
 
     async def _take_rows(
@@ -129,10 +135,9 @@ class AdvisoryForm:
         suspect_key = ""
         taken: list[Delivery] = []
         try:
-            # With session locks the select passes over keys in work, so a full select means
-            # more is due even when a claim took fewer rows (keys held elsewhere, the pool's
-            # sessions in use). SQLite's select reads the first due rows alone (seed): there,
-            # a claim that took fewer rows waits its poll interval.
+            # The select passes over keys in work (session locks: held anywhere; SQLite: held
+            # by this process's registry), so a full select means more is due even when a
+            # claim took fewer rows (rows of one key, the pool's sessions in use).
             exhausted = len(rows) < wanted
             seen: set[str] = set()
             for row_id, key in rows:
@@ -192,8 +197,6 @@ class AdvisoryForm:
         finally:
             if session is not None:
                 await give_back(ctx.pool, session)
-        if self._registry is not None:
-            exhausted = len(taken) < limit
         return Claimed(taken, exhausted=exhausted)
 
     def _sessions_held(self) -> int:
@@ -465,6 +468,7 @@ class AdvisoryForm:
             self._registry.discard(str(delivery.key))
             if conn is not None:
                 await give_back(self._ctx.pool, conn)
+            self._ctx.wake()  # the key is free: its next row may be claimed now
             return
         if conn is None:
             return
@@ -533,6 +537,7 @@ class AdvisoryForm:
                 if delivery.tx_open:
                     await rollback_quietly(conn)
                 await give_back(self._ctx.pool, conn)
+            self._ctx.wake()  # the row is back and its key free
             return
         if conn is not None:
             try:

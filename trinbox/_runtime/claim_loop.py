@@ -61,8 +61,8 @@ class ClaimLoop:
         self._poll = poll
         self._per_claim = per_claim
         self._batch = batch
-        # A claim may feed every free worker at once, unless it is one transaction (row lock)
-        # or takes one key at a time (SQLite's key registry); a batch is one unit.
+        # A claim may feed every free worker at once, unless it is one transaction (row
+        # lock); a batch is one unit.
         self._spread = not batch and form.traits.feeds_every_worker
         self._side_by_side = side_by_side
         self._pool = pool

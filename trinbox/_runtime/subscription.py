@@ -23,8 +23,9 @@ import trio
 
 from .._bounds import RELEASE, within
 from .._declare._inbox import spec_of
-from .._declare._markers import Transactional
-from .._errors import AlreadySubscribed, TrinboxError
+from .._declare._markers import Advisory, Transactional
+from .._drivers.sqlite import SqlitePool
+from .._errors import AlreadySubscribed, StartupError, TrinboxError
 from .._forms._base import ClaimForm, Delivery, FormContext
 from . import pooling, startup
 from .backoff import DEFAULT_BACKOFF, Backoff
@@ -148,6 +149,12 @@ class Subscription:
         checked = self._checked
         broker = self.broker
         await startup.prepare(self.where, self.spec, broker, checked.statements)
+        if isinstance(broker.pool, SqlitePool) and self.spec.form is Advisory:
+            # The keys in work live in this process: no other process may serve the file.
+            try:
+                broker.pool.serve_keys()
+            except StartupError as exc:
+                raise StartupError(f"{self.where}: {exc}") from None
         permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         transactional = self.queue.mode is Transactional
         self.form: ClaimForm = startup.make_form(

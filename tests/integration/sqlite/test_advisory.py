@@ -1,18 +1,23 @@
 """The advisory form on SQLite (REFERENCE.md §3.4, §10.2 forms/advisory/*, seed 000): what only
 SQLite asks. The process keeps the keys in work per database file (whatever path names it), and
-a subscription has one delivery in work at a time. Every advisory scenario of every stand runs
+its candidate select passes over them: several keys are in work at once, never two rows of one
+key, and a settlement wakes the claim loop. Every advisory scenario of every stand runs
 in tests/integration/matrix/test_advisory.py."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import trio
 
-from trinbox import InboxQueue, SqlBroker, subscriber
+import trinbox
+from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
 from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock, settled
 
@@ -26,6 +31,10 @@ from .tables import EMAIL_JOBS, LockedEmail
 @dataclass
 class Email:
     to: str
+
+
+def real_path(path: Path) -> str:
+    return os.path.realpath(path)
 
 
 def keys_in_work(db: Db) -> set[str]:
@@ -79,16 +88,88 @@ async def serve_customers(db: Db, customers: Sequence[str], *, workers: int) -> 
 # -- keys ------------------------------------------------------------------------------------
 
 
-async def test_one_delivery_in_work_at_a_time_even_with_workers(
+async def test_several_keys_in_work_at_once(db: Db, clock: VirtualClock) -> None:
+    # Each handler waits until the handlers of the other two keys have started: with one
+    # delivery in work at a time they never would, and the test times out.
+    db.script(EMAIL_JOBS)
+    broker = db.broker(poll_interval=30)
+    started = {customer: trio.Event() for customer in ("c1", "c2", "c3")}
+
+    @subscriber(InboxQueue(LockedEmail, "emails").workers(3))
+    async def send(email: Email) -> None:
+        started[email.to].set()
+        for event in started.values():
+            await event.wait()
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        for customer in started:
+            await broker.publish(LockedEmail, Email(customer), name="emails", customer=customer)
+        with trio.fail_after(5):
+            await settled(app, send, 3)
+    assert keys_in_work(db) == set()
+
+
+async def test_never_two_rows_of_one_key_in_work(db: Db, clock: VirtualClock) -> None:
+    # Four workers, two keys of five rows each: the two keys are in work side by side, each
+    # key's rows one at a time and in publish order.
+    work = Work()
+    per_key: dict[str, int] = {"c1": 0, "c2": 0}
+    most_per_key: dict[str, int] = {"c1": 0, "c2": 0}
+    order: dict[str, list[int]] = {"c1": [], "c2": []}
+    db.script(EMAIL_JOBS)
+    broker = db.broker(poll_interval=30)
+
+    @subscriber(InboxQueue(LockedEmail, "emails").workers(4))
+    async def send(email: Email) -> None:
+        customer, n = email.to.split("/")
+        per_key[customer] += 1
+        most_per_key[customer] = max(most_per_key[customer], per_key[customer])
+        order[customer].append(int(n))
+        try:
+            await work.run(email, 0.1)
+        finally:
+            per_key[customer] -= 1
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        for n in range(5):
+            for customer in ("c1", "c2"):
+                await broker.publish(
+                    LockedEmail, Email(f"{customer}/{n}"), name="emails", customer=customer
+                )
+        with trio.fail_after(10):
+            await settled(app, send, 10)
+    assert most_per_key == {"c1": 1, "c2": 1}
+    assert work.most == 2
+    assert order == {"c1": [0, 1, 2, 3, 4], "c2": [0, 1, 2, 3, 4]}
+    assert keys_in_work(db) == set()
+
+
+async def test_a_settlement_claims_the_next_row_of_its_key_at_once(
     db: Db, clock: VirtualClock
 ) -> None:
-    # Different keys and three workers: SQLite's claim reads the first due row alone, and
-    # takes nothing while it is in work; each next row waits up to a poll interval (0.5 s).
-    work = await serve_customers(db, ["c1", "c2", "c3"], workers=3)
+    # One key, three rows, a poll interval of a minute: each next row is claimed when the
+    # row before it settles (its settlement wakes the claim loop), not a poll later.
+    db.script(EMAIL_JOBS)
+    broker = db.broker(poll_interval=60)
+    work = Work()
+
+    @subscriber(InboxQueue(LockedEmail, "emails").workers(2))
+    async def send(email: Email) -> None:
+        await work.run(email, 0.5)
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        for n in range(3):
+            await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer="c1")
+        with trio.fail_after(10):
+            await settled(app, send, 3)
     assert work.order == ["0@x", "1@x", "2@x"]
     assert work.most == 1
-    for before, after in zip(work.ended, work.started[1:], strict=False):
-        assert before <= after
     assert keys_in_work(db) == set()
 
 
@@ -104,3 +185,67 @@ async def test_the_registry_knows_one_file_under_two_names(
     )
     await pass_over_each_others_key(SqliteStand(db.path), db.broker(poll_interval=0.25), second)
     assert keys_in_work(db) == set()
+
+
+# -- one process per file ----------------------------------------------------------------------
+
+# Another process serving the file's advisory keys, as an advisory subscription's startup does.
+HOLDER = """
+import sys
+from trinbox._drivers.sqlite import SqlitePool
+SqlitePool(sys.argv[1]).serve_keys()
+print("serving", flush=True)
+sys.stdin.read()
+"""
+
+
+async def test_a_second_process_serving_the_file_is_refused_until_the_first_ends(
+    db: Db,
+) -> None:
+    # Real time: the wait for the other process is no database call a virtual clock sees.
+    db.script(EMAIL_JOBS)
+    env = {**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])}
+    holder = await trio.lowlevel.open_process(
+        [sys.executable, "-c", HOLDER, str(db.path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        with trio.fail_after(30):
+            said = b""
+            while not said.endswith(b"\n"):
+                said += await holder.stdout.receive_some()
+        assert said == b"serving\n"
+        broker = db.broker(poll_interval=30)
+        seen: list[str] = []
+
+        @subscriber(InboxQueue(LockedEmail, "emails"))
+        async def send(email: Email) -> None:
+            seen.append(email.to)
+
+        app = make_app()
+        app.include(broker, send)
+        real = real_path(db.path)
+        expected = (
+            f"one process serves the advisory keys of a SQLite file (the keys in work live in "
+            f"its memory), found process {holder.pid} serving {real} (it holds "
+            f"{real}-trinbox-advisory); stop that process, or serve this queue from it"
+        )
+        with trio.fail_after(10), pytest.raises(StartupError) as refused:
+            await app.serve()
+        assert str(refused.value).endswith(": " + expected)
+    finally:
+        await holder.stdin.aclose()  # the holder ends
+        with trio.fail_after(30):
+            await holder.wait()
+        await holder.stdout.aclose()
+    # The holder ended: the kernel freed its lock, and this process serves the file.
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
+        with trio.fail_after(5):
+            await settled(app, send, 1)
+    assert seen == ["a@x"]
