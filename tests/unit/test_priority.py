@@ -142,7 +142,8 @@ def test_sqlite_lease_claim_and_advisory_candidates_order_by_priority() -> None:
     (candidates,) = LITE.statements(spec_of(RankedKeyed)).claim
     assert candidates.sql == (
         "SELECT `id`, CAST('ranked-' || ifnull(`queue`, '') AS TEXT) AS `__lock` FROM `ranked` "
-        "WHERE `queue` = ? AND `retry_after` <= ? ORDER BY `priority`, `retry_after`, `id` "
+        "WHERE `queue` = ? AND `retry_after` <= ? AND CAST('ranked-' || ifnull(`queue`, '') AS "
+        "TEXT) NOT IN (SELECT value FROM json_each(?)) ORDER BY `priority`, `retry_after`, `id` "
         "LIMIT ?"
     )
 
