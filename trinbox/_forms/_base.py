@@ -142,6 +142,11 @@ class FormContext:
     # The lease keeper reports each extension: (delivery, extended) where ``extended`` is
     # False when the lease was found gone.
     extended: Callable[[Delivery, bool], None] = lambda delivery, extended: None
+    # The row lock form's opt-in count at claim (``statements.take``: count, relock): a row
+    # claimed with more than ``max_attempts`` counted moves to ``dead_letter`` at claim.
+    count_at_claim: bool = False
+    max_attempts: int | None = None
+    dead_letter: DeadLetter | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,12 @@ rolls back and its row returns at once. The attempt is counted when a retry sett
 of one claim (a batch) share the transaction, which commits all-or-nothing when the last of
 them finishes; a batch settles in one round trip. A settling worker may begin its next claim's
 transaction on the same connection, in the round trip that commits (settle_and_claim).
+
+With ``count_attempt_at_claim()`` a claim takes one more round trip: the claim's transaction
+counts the attempt of each row it locked and commits (a row already past ``max_attempts``, whose
+handler died with its process, moves to the dead letter instead), then a new transaction locks
+the counted rows again by id, skipping one another worker took in between; a retry then
+settles by rollback, the count standing.
 """
 
 from __future__ import annotations
@@ -88,9 +94,63 @@ class RowLockForm:
         claim = st.claim[0]
         values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
         ops = [Op("begin", st.begin.sql), Op("fetch", claim.sql, claim.bind(values))]
-        if ctx.transactional:
+        if ctx.transactional and not ctx.count_at_claim:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
         return ops
+
+    async def _count(self, conn: Connection, records: list[Record]) -> list[Record]:
+        """One round trip: count the attempt of each locked row and commit, then begin the
+        deliveries' transaction and lock the counted rows again by id (the records it
+        returns read the attempt as before the count). A row whose counted attempts are past
+        ``max_attempts`` (its handler never settled: the process died) moves to the dead
+        letter in the committed transaction instead of going to the handler."""
+        ctx = self._ctx
+        st = ctx.statements
+        assert st.begin is not None
+        count, relock = st.take
+        claim = st.claim[0]
+        now = ctx.clock()
+        ops: list[Op] = []
+        spent: list[object] = []
+        ids: list[object] = []
+        for record in records:
+            values = values_of(claim, record, ctx.spec)
+            ident = values[ctx.spec.id.column]
+            attempt = attempt_of(ctx.spec, values)
+            if (
+                ctx.dead_letter is not None
+                and ctx.max_attempts is not None
+                and attempt is not None
+                and attempt > ctx.max_attempts
+            ):
+                bound = {"id": ident, "now": now, "dest": ctx.dead_letter.group}
+                ops += [Op("execute", one.sql, one.bind(bound)) for one in st.dead_letter]
+                spent.append(ident)
+            else:
+                ops.append(Op("execute", count.sql, count.bind({"id": ident})))
+                ids.append(ident)
+        ops += [Op("commit"), Op("begin", st.begin.sql)]
+        first = len(ops)
+        for ident in ids:
+            bound = {"id": ident, "group": ctx.group, "now": now}
+            ops.append(Op("fetch", relock.sql, relock.bind(bound)))
+        if ctx.transactional:
+            ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
+        results = await conn.script(ops)
+        for ident in spent:
+            logger.warning(
+                "%s: row %r was claimed past its %d attempts without settling (its handler "
+                "never returned); moved it to %s",
+                ctx.spec.label,
+                ident,
+                ctx.max_attempts,
+                ctx.dead_letter.label if ctx.dead_letter is not None else "",
+            )
+        relocked: list[Record] = []
+        for found in results[first : first + len(ids)]:
+            assert isinstance(found, list)
+            relocked += found
+        return relocked
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
@@ -99,8 +159,18 @@ class RowLockForm:
         if not records:
             await end_transaction(ctx.pool, conn)
             return Claimed(exhausted=True)
+        exhausted = len(records) < limit
+        if ctx.count_at_claim:
+            try:
+                records = await self._count(conn, records)
+            except BaseException:
+                await end_transaction(ctx.pool, conn)
+                raise
+            if not records:
+                await end_transaction(ctx.pool, conn)
+                return Claimed(exhausted=exhausted)
         tx = _ClaimTransaction(conn, remaining=len(records))
-        deliveries = Claimed(exhausted=len(records) < limit)
+        deliveries = Claimed(exhausted=exhausted)
         claim = ctx.statements.claim[0]
         for record in records:
             values = values_of(claim, record, ctx.spec)
@@ -156,7 +226,11 @@ class RowLockForm:
         self._in_work.discard(delivery)
         records = results[len(settling) + 1]
         assert isinstance(records, list)
-        return Chained(claimed=await self._claimed(tx.conn, records, limit))
+        try:
+            claimed = await self._claimed(tx.conn, records, limit)
+        except TrinboxError as exc:  # the count at claim failed; the settlement stands
+            return Chained(claim_error=exc)
+        return Chained(claimed=claimed)
 
     async def open_transaction(self, delivery: Delivery) -> Connection:
         assert delivery.conn is not None
