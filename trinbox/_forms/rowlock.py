@@ -100,10 +100,18 @@ class RowLockForm:
 
     async def _count(self, conn: Connection, records: list[Record]) -> list[Record]:
         """One round trip: count the attempt of each locked row and commit, then begin the
-        deliveries' transaction and lock the counted rows again by id (the records it
-        returns read the attempt as before the count). A row whose counted attempts are past
-        ``max_attempts`` (its handler never settled: the process died) moves to the dead
-        letter in the committed transaction instead of going to the handler."""
+        deliveries' transaction and lock the counted rows again by id (``_count_ops``)."""
+        ops, first, ids, spent = self._count_ops(records)
+        results = await conn.script(ops)
+        return self._relocked(results, first, ids, spent)
+
+    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int, list[object]]:
+        """The count's round trip: the statements, the index of the first relock (the commit
+        is the op before the ``begin`` before it), how many rows it relocks, and the ids it
+        moves to the dead letter. A row whose counted attempts are past ``max_attempts`` (its
+        handler never settled: the process died) moves in the committed transaction instead
+        of going to the handler; the records the relocks return read the attempt as before
+        the count."""
         ctx = self._ctx
         st = ctx.statements
         assert st.begin is not None
@@ -136,7 +144,12 @@ class RowLockForm:
             ops.append(Op("fetch", relock.sql, relock.bind(bound)))
         if ctx.transactional:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
-        results = await conn.script(ops)
+        return ops, first, len(ids), spent
+
+    def _relocked(
+        self, results: Sequence[object], first: int, count: int, spent: list[object]
+    ) -> list[Record]:
+        ctx = self._ctx
         for ident in spent:
             logger.warning(
                 "%s: row %r was claimed past its %d attempts without settling (its handler "
@@ -147,10 +160,64 @@ class RowLockForm:
                 ctx.dead_letter.label if ctx.dead_letter is not None else "",
             )
         relocked: list[Record] = []
-        for found in results[first : first + len(ids)]:
+        for found in results[first : first + count]:
             assert isinstance(found, list)
             relocked += found
         return relocked
+
+    async def _settle_and_count(self, delivery: Delivery, step: Step, limit: int) -> Chained:
+        """``settle_and_claim`` counting the attempt at claim: the settlement's statements
+        and the next claim's select, then the count, whose commit is the settlement's too
+        (one commit per delivery, as without the count), and the relock. A failure before
+        that commit fails the settlement (it rolls back); after it, only the claim."""
+        ctx = self._ctx
+        tx = delivery.batch
+        assert isinstance(tx, _ClaimTransaction)
+        claim = ctx.statements.claim[0]
+        values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
+        settling = [*self._step_ops(delivery, step), Op("fetch", claim.sql, claim.bind(values))]
+        committed = False
+        try:
+            results = await tx.conn.script(settling)
+            records = results[-1]
+            assert isinstance(records, list)
+            if not records:
+                await tx.conn.commit()
+                committed = True
+                relocked: list[Record] = []
+            else:
+                ops, first, count, spent = self._count_ops(records)
+                try:
+                    found = await tx.conn.script(ops)
+                except DatabaseError as exc:
+                    committed = exc.step is not None and exc.step >= first - 1
+                    raise
+                committed = True
+                relocked = self._relocked(found, first, count, spent)
+        except TrinboxError as exc:
+            delivery.settled = True
+            if committed:
+                tx.written += 1
+                tx.committed = True
+                await self._finish(delivery)
+                return Chained(claim_error=exc)
+            tx.failed = True
+            await self._finish(delivery)
+            return Chained(error=exc)
+        except BaseException:
+            if not committed:
+                tx.failed = True
+            delivery.settled = True
+            await self._finish(delivery)
+            raise
+        delivery.settled = True
+        delivery.conn = None
+        tx.remaining = 0
+        self._in_work.discard(delivery)
+        if not relocked:
+            await end_transaction(ctx.pool, tx.conn)
+            return Chained(claimed=Claimed(exhausted=len(records) < limit))
+        return Chained(claimed=self._deliveries(tx.conn, relocked, len(records) < limit))
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
@@ -169,6 +236,10 @@ class RowLockForm:
             if not records:
                 await end_transaction(ctx.pool, conn)
                 return Claimed(exhausted=exhausted)
+        return self._deliveries(conn, records, exhausted)
+
+    def _deliveries(self, conn: Connection, records: list[Record], exhausted: bool) -> Claimed:
+        ctx = self._ctx
         tx = _ClaimTransaction(conn, remaining=len(records))
         deliveries = Claimed(exhausted=exhausted)
         claim = ctx.statements.claim[0]
@@ -198,6 +269,8 @@ class RowLockForm:
             except TrinboxError as exc:
                 return Chained(error=exc)
             return Chained()
+        if self._ctx.count_at_claim:
+            return await self._settle_and_count(delivery, step, limit)
         settling = [*self._step_ops(delivery, step), Op("commit")]
         try:
             results = await tx.conn.script([*settling, *self._claim_ops(limit)])
@@ -226,11 +299,7 @@ class RowLockForm:
         self._in_work.discard(delivery)
         records = results[len(settling) + 1]
         assert isinstance(records, list)
-        try:
-            claimed = await self._claimed(tx.conn, records, limit)
-        except TrinboxError as exc:  # the count at claim failed; the settlement stands
-            return Chained(claim_error=exc)
-        return Chained(claimed=claimed)
+        return Chained(claimed=await self._claimed(tx.conn, records, limit))
 
     async def open_transaction(self, delivery: Delivery) -> Connection:
         assert delivery.conn is not None
