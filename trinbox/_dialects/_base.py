@@ -497,7 +497,14 @@ class Dialect(ColumnRules):
             insert=self.insert(spec),
             begin=self.begin(spec),
             take=(count, relock),
+            lock=self.count_guard(spec, unlock=False),
+            unlock=self.count_guard(spec, unlock=True),
         )
+
+    def count_guard(self, spec: TableSpec, *, unlock: bool) -> Statement:
+        """Take (waiting) or let go of the session lock named by ``key`` (the row lock form's
+        count at claim); the dialects with the row lock form render it."""
+        raise NotImplementedError
 
     def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         raise NotImplementedError

@@ -33,6 +33,7 @@ from ._base import (
     FormTraits,
     Step,
     attempt_of,
+    discard,
     end_transaction,
     give_back,
     step_statements,
@@ -76,6 +77,8 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
+        if ctx.count_at_claim:
+            return await self._claim_counted(limit)
         conn = await ctx.pool.acquire()
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
@@ -94,9 +97,51 @@ class RowLockForm:
         claim = st.claim[0]
         values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
         ops = [Op("begin", st.begin.sql), Op("fetch", claim.sql, claim.bind(values))]
-        if ctx.transactional and not ctx.count_at_claim:
+        if ctx.transactional:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
         return ops
+
+    def _guard(self, *, unlock: bool) -> Op:
+        """Take (waiting) or let go of the subscription's count guard (``Dialect.count_guard``):
+        held by a claim from its select to its relock, across the count's commit."""
+        ctx = self._ctx
+        st = ctx.statements.unlock if unlock else ctx.statements.lock
+        assert st is not None
+        key = f"trinbox-count:{ctx.spec.qualified_name}:{ctx.group or ''}"
+        return Op("execute", st.sql, st.bind({"key": key}))
+
+    def _select_ops(self, limit: int) -> list[Op]:
+        """The guard and the claim's select, in a transaction begun already."""
+        claim = self._ctx.statements.claim[0]
+        values: dict[str, object] = {"group": self._ctx.group, "now": self._ctx.clock()}
+        values["limit"] = limit
+        return [self._guard(unlock=False), Op("fetch", claim.sql, claim.bind(values))]
+
+    async def _claim_counted(self, limit: int) -> Claimed:
+        """A claim counting the attempt: the guard, the locking select, then the count, its
+        commit, the relock and the guard let go (``_count``). A connection that failed while
+        it may hold the guard is closed, so that the server lets the guard go."""
+        ctx = self._ctx
+        st = ctx.statements
+        assert st.begin is not None
+        conn = await ctx.pool.acquire()
+        try:
+            results = await conn.script([Op("begin", st.begin.sql), *self._select_ops(limit)])
+            records = results[-1]
+            assert isinstance(records, list)
+            if not records:
+                await conn.script([Op("commit"), self._guard(unlock=True)])
+                await give_back(ctx.pool, conn)
+                return Claimed(exhausted=True)
+            relocked = await self._count(conn, records)
+        except BaseException:
+            await discard(ctx.pool, conn)
+            raise
+        exhausted = len(records) < limit
+        if not relocked:
+            await end_transaction(ctx.pool, conn)
+            return Claimed(exhausted=exhausted)
+        return self._deliveries(conn, relocked, exhausted)
 
     async def _count(self, conn: Connection, records: list[Record]) -> list[Record]:
         """One round trip: count the attempt of each locked row and commit, then begin the
@@ -142,6 +187,7 @@ class RowLockForm:
         for ident in ids:
             bound = {"id": ident, "group": ctx.group, "now": now}
             ops.append(Op("fetch", relock.sql, relock.bind(bound)))
+        ops.append(self._guard(unlock=True))
         if ctx.transactional:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
         return ops, first, len(ids), spent
@@ -166,77 +212,67 @@ class RowLockForm:
         return relocked
 
     async def _settle_and_count(self, delivery: Delivery, step: Step, limit: int) -> Chained:
-        """``settle_and_claim`` counting the attempt at claim: the settlement's statements
-        and the next claim's select, then the count, whose commit is the settlement's too
-        (one commit per delivery, as without the count), and the relock. A failure before
-        that commit fails the settlement (it rolls back); after it, only the claim."""
+        """``settle_and_claim`` counting the attempt at claim: the settlement's statements,
+        the guard and the next claim's select, then the count, whose commit is the
+        settlement's too (one commit per delivery, as without the count), the relock and the
+        guard let go. A failure before that commit fails the settlement (it rolls back);
+        after it, only the claim. A failed connection is closed (it may hold the guard)."""
         ctx = self._ctx
         tx = delivery.batch
         assert isinstance(tx, _ClaimTransaction)
-        claim = ctx.statements.claim[0]
-        values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
-        settling = [*self._step_ops(delivery, step), Op("fetch", claim.sql, claim.bind(values))]
         committed = False
         try:
-            results = await tx.conn.script(settling)
+            results = await tx.conn.script(
+                [*self._step_ops(delivery, step), *self._select_ops(limit)]
+            )
             records = results[-1]
             assert isinstance(records, list)
-            if not records:
-                await tx.conn.commit()
-                committed = True
-                relocked: list[Record] = []
-            else:
+            if records:
                 ops, first, count, spent = self._count_ops(records)
-                try:
-                    found = await tx.conn.script(ops)
-                except DatabaseError as exc:
-                    committed = exc.step is not None and exc.step >= first - 1
-                    raise
-                committed = True
-                relocked = self._relocked(found, first, count, spent)
-        except TrinboxError as exc:
+                done_at = first - 1  # the begin after the count's commit
+            else:
+                ops, first, count, spent = [Op("commit"), self._guard(unlock=True)], 0, 0, []
+                done_at = 1
+            try:
+                found = await tx.conn.script(ops)
+            except DatabaseError as exc:
+                committed = exc.step is not None and exc.step >= done_at
+                raise
+            committed = True
+            relocked = self._relocked(found, first, count, spent)
+        except BaseException as exc:
             delivery.settled = True
+            tx.ended = True
+            ctx.pool.abandon(tx.conn)
             if committed:
                 tx.written += 1
                 tx.committed = True
-                await self._finish(delivery)
-                return Chained(claim_error=exc)
-            tx.failed = True
-            await self._finish(delivery)
-            return Chained(error=exc)
-        except BaseException:
-            if not committed:
+            else:
                 tx.failed = True
-            delivery.settled = True
             await self._finish(delivery)
-            raise
+            if not isinstance(exc, TrinboxError):
+                raise
+            return Chained(claim_error=exc) if committed else Chained(error=exc)
         delivery.settled = True
         delivery.conn = None
         tx.remaining = 0
         self._in_work.discard(delivery)
+        exhausted = len(records) < limit
         if not relocked:
-            await end_transaction(ctx.pool, tx.conn)
-            return Chained(claimed=Claimed(exhausted=len(records) < limit))
-        return Chained(claimed=self._deliveries(tx.conn, relocked, len(records) < limit))
+            if records:
+                await end_transaction(ctx.pool, tx.conn)
+            else:
+                await give_back(ctx.pool, tx.conn)
+            return Chained(claimed=Claimed(exhausted=exhausted))
+        return Chained(claimed=self._deliveries(tx.conn, relocked, exhausted))
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
         transaction rolled back, the connection given back) when it took no row."""
-        ctx = self._ctx
         if not records:
-            await end_transaction(ctx.pool, conn)
+            await end_transaction(self._ctx.pool, conn)
             return Claimed(exhausted=True)
-        exhausted = len(records) < limit
-        if ctx.count_at_claim:
-            try:
-                records = await self._count(conn, records)
-            except BaseException:
-                await end_transaction(ctx.pool, conn)
-                raise
-            if not records:
-                await end_transaction(ctx.pool, conn)
-                return Claimed(exhausted=exhausted)
-        return self._deliveries(conn, records, exhausted)
+        return self._deliveries(conn, records, len(records) < limit)
 
     def _deliveries(self, conn: Connection, records: list[Record], exhausted: bool) -> Claimed:
         ctx = self._ctx

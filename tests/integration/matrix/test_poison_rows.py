@@ -34,7 +34,7 @@ from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from ..stands import Stand, fresh_stand
-from .kit import insert_rows
+from .kit import insert_rows, native
 from .poison_process import DIED, MAX_ATTEMPTS
 from .schema import (
     EMAIL_JOBS,
@@ -183,3 +183,47 @@ def test_the_opt_in_needs_a_row_lock_table_with_an_attempt() -> None:
         InboxQueue(LeasedPlain, "jobs").count_attempt_at_claim()
     with pytest.raises(DeclarationError, match="found a row lock table with no Attempt field"):
         InboxQueue(UncountedPlain, "jobs").count_attempt_at_claim()
+
+
+async def test_with_the_opt_in_four_workers_take_each_row_once(stand: Stand) -> None:
+    broker = stand.broker(poll_interval=0.05)
+    handled: list[tuple[int, int]] = []
+
+    @subscriber(InboxQueue(RowLockedFinished, "emails").workers(4).count_attempt_at_claim())
+    async def send(job: Job, attempt: keys.Attempt) -> None:
+        handled.append((job.n, attempt))
+        await trio.lowlevel.checkpoint()
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        for n in range(20):
+            await broker.publish(RowLockedFinished, Job(n), name="emails", customer="c1")
+        with trio.fail_after(20):
+            await settled(app, send, 20)
+    assert sorted(handled) == [(n, 1) for n in range(20)]
+    rows = stand.rows("SELECT attempt, processed_at IS NOT NULL FROM email_jobs")
+    assert sorted((attempt, bool(done)) for attempt, done in rows) == [(2, True)] * 20
+
+
+async def test_with_the_opt_in_a_transactional_retry_discards_the_handlers_writes(
+    stand: Stand,
+) -> None:
+    broker = stand.broker(poll_interval=0.05)
+    write = native(stand.name, "UPDATE email_jobs SET customer = ?")
+
+    @subscriber(InboxQueue(RowLockedFinished, "emails").transactional().count_attempt_at_claim())
+    async def send(job: Job, tx: keys.Tx, attempt: keys.Attempt) -> HandlerOutcome:
+        await tx.execute(write, f"attempt {attempt}")
+        return HandlerOutcome.retry() if attempt == 1 else HandlerOutcome.ack()
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        await broker.publish(RowLockedFinished, Job(1), name="emails", customer="c1")
+        with trio.fail_after(10):
+            await settled(app, send, 2)
+    rows = stand.rows("SELECT customer, attempt, processed_at IS NOT NULL FROM email_jobs")
+    assert [(customer, attempt, bool(done)) for customer, attempt, done in rows] == [
+        ("attempt 2", 3, True)
+    ]
