@@ -227,3 +227,28 @@ async def test_with_the_opt_in_a_transactional_retry_discards_the_handlers_write
     assert [(customer, attempt, bool(done)) for customer, attempt, done in rows] == [
         ("attempt 2", 3, True)
     ]
+
+
+async def test_with_the_opt_in_a_batch_counts_each_row_once(stand: Stand) -> None:
+    broker = stand.broker(poll_interval=0.05)
+    batches: list[list[int]] = []
+    seen: set[int] = set()
+
+    @subscriber(InboxQueue(RowLockedFinished, "emails").batch(4).count_attempt_at_claim())
+    async def send(jobs: list[Job]) -> list[HandlerOutcome]:
+        batches.append([job.n for job in jobs])
+        # Every row is retried once, then acked.
+        outcomes = [HandlerOutcome.ack() if j.n in seen else HandlerOutcome.retry() for j in jobs]
+        seen.update(job.n for job in jobs)
+        return outcomes
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        for n in range(8):
+            await broker.publish(RowLockedFinished, Job(n), name="emails", customer="c1")
+        with trio.fail_after(20):
+            await settled(app, send, 16)
+    assert sorted(n for batch in batches for n in batch) == sorted([*range(8), *range(8)])
+    rows = stand.rows("SELECT attempt, processed_at IS NOT NULL FROM email_jobs")
+    assert sorted((attempt, bool(done)) for attempt, done in rows) == [(3, True)] * 8
