@@ -6,11 +6,11 @@ of one claim (a batch) share the transaction, which commits all-or-nothing when 
 them finishes; a batch settles in one round trip. A settling worker may begin its next claim's
 transaction on the same connection, in the round trip that commits (settle_and_claim).
 
-With ``count_attempt_at_claim()`` a claim takes one more round trip: the claim's transaction
-counts the attempt of each row it locked and commits (a row already past ``max_attempts``, whose
-handler died with its process, moves to the dead letter instead), then a new transaction locks
-the counted rows again by id, skipping one another worker took in between; a retry then
-settles by rollback, the count standing.
+With ``count_attempt_at_claim()`` a claim takes one more round trip: under a session lock of the
+queue (the guard), the claim's transaction counts the attempt of each row it locked and commits,
+then a new transaction locks the rows again by id and the guard is let go; a retry then settles
+by rollback, the count standing. A row already past ``max_attempts`` (its handler died with its
+process) is handed out ``spent``: the runtime moves it to the dead letter.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class RowLockForm:
                 await conn.script([Op("commit"), self._guard(unlock=True)])
                 await give_back(ctx.pool, conn)
                 return Claimed(exhausted=True)
-            relocked = await self._count(conn, records)
+            relocked, spent = await self._count(conn, records)
         except BaseException:
             await discard(ctx.pool, conn)
             raise
@@ -141,22 +141,24 @@ class RowLockForm:
         if not relocked:
             await end_transaction(ctx.pool, conn)
             return Claimed(exhausted=exhausted)
-        return self._deliveries(conn, relocked, exhausted)
+        return self._deliveries(conn, relocked, exhausted, spent)
 
-    async def _count(self, conn: Connection, records: list[Record]) -> list[Record]:
+    async def _count(
+        self, conn: Connection, records: list[Record]
+    ) -> tuple[list[Record], dict[object, int]]:
         """One round trip: count the attempt of each locked row and commit, then begin the
-        deliveries' transaction and lock the counted rows again by id (``_count_ops``)."""
-        ops, first, ids, spent = self._count_ops(records)
+        deliveries' transaction and lock the rows again by id (``_count_ops``)."""
+        ops, first, count, spent = self._count_ops(records)
         results = await conn.script(ops)
-        return self._relocked(results, first, ids, spent)
+        return self._relocked(results, first, count), spent
 
-    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int, list[object]]:
+    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int, dict[object, int]]:
         """The count's round trip: the statements, the index of the first relock (the commit
-        is the op before the ``begin`` before it), how many rows it relocks, and the ids it
-        moves to the dead letter. A row whose counted attempts are past ``max_attempts`` (its
-        handler never settled: the process died) moves in the committed transaction instead
-        of going to the handler; the records the relocks return read the attempt as before
-        the count."""
+        is the op before the ``begin`` before it), how many rows it relocks, and the rows
+        found spent (id: attempt). A row whose counted attempts are past ``max_attempts`` (its
+        handler never settled: the process died) is not counted again: it is relocked and
+        handed out ``spent``, for the runtime to move to the dead letter without running the
+        handler. The records the relocks return read the attempt as before the count."""
         ctx = self._ctx
         st = ctx.statements
         assert st.begin is not None
@@ -164,7 +166,7 @@ class RowLockForm:
         claim = st.claim[0]
         now = ctx.clock()
         ops: list[Op] = []
-        spent: list[object] = []
+        spent: dict[object, int] = {}
         ids: list[object] = []
         for record in records:
             values = values_of(claim, record, ctx.spec)
@@ -176,12 +178,10 @@ class RowLockForm:
                 and attempt is not None
                 and attempt > ctx.max_attempts
             ):
-                bound = {"id": ident, "now": now, "dest": ctx.dead_letter.group}
-                ops += [Op("execute", one.sql, one.bind(bound)) for one in st.dead_letter]
-                spent.append(ident)
+                spent[ident] = attempt
             else:
                 ops.append(Op("execute", count.sql, count.bind({"id": ident})))
-                ids.append(ident)
+            ids.append(ident)
         ops += [Op("commit"), Op("begin", st.begin.sql)]
         first = len(ops)
         for ident in ids:
@@ -192,19 +192,8 @@ class RowLockForm:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
         return ops, first, len(ids), spent
 
-    def _relocked(
-        self, results: Sequence[object], first: int, count: int, spent: list[object]
-    ) -> list[Record]:
-        ctx = self._ctx
-        for ident in spent:
-            logger.warning(
-                "%s: row %r was claimed past its %d attempts without settling (its handler "
-                "never returned); moved it to %s",
-                ctx.spec.label,
-                ident,
-                ctx.max_attempts,
-                ctx.dead_letter.label if ctx.dead_letter is not None else "",
-            )
+    @staticmethod
+    def _relocked(results: Sequence[object], first: int, count: int) -> list[Record]:
         relocked: list[Record] = []
         for found in results[first : first + count]:
             assert isinstance(found, list)
@@ -231,7 +220,7 @@ class RowLockForm:
                 ops, first, count, spent = self._count_ops(records)
                 done_at = first - 1  # the begin after the count's commit
             else:
-                ops, first, count, spent = [Op("commit"), self._guard(unlock=True)], 0, 0, []
+                ops, first, count, spent = [Op("commit"), self._guard(unlock=True)], 0, 0, {}
                 done_at = 1
             try:
                 found = await tx.conn.script(ops)
@@ -239,7 +228,7 @@ class RowLockForm:
                 committed = exc.step is not None and exc.step >= done_at
                 raise
             committed = True
-            relocked = self._relocked(found, first, count, spent)
+            relocked = self._relocked(found, first, count)
         except BaseException as exc:
             delivery.settled = True
             tx.ended = True
@@ -264,7 +253,7 @@ class RowLockForm:
             else:
                 await give_back(ctx.pool, tx.conn)
             return Chained(claimed=Claimed(exhausted=exhausted))
-        return Chained(claimed=self._deliveries(tx.conn, relocked, exhausted))
+        return Chained(claimed=self._deliveries(tx.conn, relocked, exhausted, spent))
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
@@ -274,7 +263,15 @@ class RowLockForm:
             return Claimed(exhausted=True)
         return self._deliveries(conn, records, len(records) < limit)
 
-    def _deliveries(self, conn: Connection, records: list[Record], exhausted: bool) -> Claimed:
+    def _deliveries(
+        self,
+        conn: Connection,
+        records: list[Record],
+        exhausted: bool,
+        spent: dict[object, int] | None = None,
+    ) -> Claimed:
+        """The claim's deliveries; those of ``spent`` rows (the count at claim found their
+        attempts spent) carry the attempt as read, uncounted, and go to the dead letter."""
         ctx = self._ctx
         tx = _ClaimTransaction(conn, remaining=len(records))
         deliveries = Claimed(exhausted=exhausted)
@@ -289,6 +286,9 @@ class RowLockForm:
                 batch=tx,
                 tx_open=ctx.transactional,
             )
+            if spent and delivery.id in spent:
+                delivery.spent = True
+                delivery.attempt = spent[delivery.id]
             deliveries.append(delivery)
         self._in_work.update(deliveries)
         return deliveries

@@ -6,11 +6,13 @@ serves plain_jobs of ``url`` in the row lock form, with ``count_attempt_at_claim
 ``counted`` is ``1``, at ``max_attempts(MAX_ATTEMPTS)`` into ``plain_jobs_dead``. Its handler
 ends the process at once (``os._exit(DIED)``: no settlement, no rollback sent, as a segfault
 or the OOM killer would), so the process exits with ``DIED`` when it was handed the row, and
-with 0 once the table is empty (the row moved to the dead letter at claim).
+with 0 once the table is empty (the row moved to the dead letter at claim), printing the
+subscription's ``acked`` and ``dead_lettered`` as one JSON line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -62,6 +64,12 @@ async def work(stand: str, url: str, counted: bool) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(app.serve)
             nursery.start_soon(stop_when_empty)
+    stats = app.statistics(handle)
+    print(
+        json.dumps(
+            {"handled": stats.finished - stats.dead_lettered, "dead_lettered": stats.dead_lettered}
+        )
+    )
 
 
 def main(argv: list[str]) -> None:

@@ -62,7 +62,8 @@ class Job:
 
 async def run_poisoned(stand: Stand, *, counted: bool) -> int:
     """One worker process serving plain_jobs until its handler kills it (or the table is
-    empty); its exit code."""
+    empty); its exit code. One that was not killed printed its statistics: kept in
+    ``LAST``."""
     command = [
         sys.executable,
         "-m",
@@ -77,7 +78,12 @@ async def run_poisoned(stand: Stand, *, counted: bool) -> int:
             command, cwd=ROOT, env=env, check=False, capture_stdout=True, capture_stderr=True
         )
     assert done.returncode in (0, DIED), done.stderr.decode()
+    if done.returncode == 0:
+        LAST[:] = [json.loads(done.stdout.decode().splitlines()[-1])]
     return done.returncode
+
+
+LAST: list[dict[str, int]] = []
 
 
 def publish_one(stand: Stand) -> None:
@@ -102,6 +108,8 @@ async def test_with_the_opt_in_process_deaths_reach_the_dead_letter(stand: Stand
         assert stand.rows("SELECT attempt FROM plain_jobs") == [(1 + deaths,)]
     # The next claim finds the attempts spent and moves the row instead of handing it out.
     assert await run_poisoned(stand, counted=True) == 0
+    # Through the runtime's dead letter step, counted in its statistics; no handler ran.
+    assert LAST == [{"acked": 0, "dead_lettered": 1}]
     assert stand.rows("SELECT id FROM plain_jobs") == []
     assert stand.rows("SELECT id, attempt, tenant FROM plain_jobs_dead") == [
         (1, MAX_ATTEMPTS + 1, "t1")
