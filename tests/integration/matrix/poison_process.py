@@ -65,11 +65,7 @@ async def work(stand: str, url: str, counted: bool) -> None:
             await nursery.start(app.serve)
             nursery.start_soon(stop_when_empty)
     stats = app.statistics(handle)
-    print(
-        json.dumps(
-            {"handled": stats.finished - stats.dead_lettered, "dead_lettered": stats.dead_lettered}
-        )
-    )
+    print(json.dumps({"acked": stats.acked, "dead_lettered": stats.dead_lettered}))
 
 
 def main(argv: list[str]) -> None:
