@@ -31,6 +31,7 @@ from trinbox import (
     UnsupportedOpening,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
@@ -273,3 +274,10 @@ def test_serializable_fifo_is_served_elsewhere() -> None:
     assert MY.statements(spec_of(SerialLease)).guard is not None
     assert PG.statements(spec_of(SerialLock)).guard is not None
     assert MY.statements(spec_of(SerialGrouped)).guard is None
+
+
+def test_the_claim_index_serves_the_head_select() -> None:
+    # The head's select: the group by equality, then the claim's order, as the index has it.
+    columns = [c.column for c in claim_index_columns(spec_of(FifoLock))]
+    assert columns == ["account", "priority", "retry_after", "id"]
+    assert PG.order_by(spec_of(FifoLock)) == '"priority", "retry_after", "id"'

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,12 +39,14 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
+from trinbox.schema import ddl
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from ..stands import MariaStand, Stand, fresh_stand
 from .conftest import Case
 from .kit import DUE, ClaimWatch, cells, insert_rows
+from .test_processes import run_workers
 
 TABLE = "ledger"
 GROUP = "acct"
@@ -326,6 +329,36 @@ async def test_other_groups_of_the_table_run_beside_a_fifo_group(
     assert [n for n in ledger.started if n < 10] == [1, 2, 3]
     assert [n for n in ledger.started if n > 10] == [11, 12, 13]
     assert ledger.most == {"a": 1, "b": 1}
+
+
+@fifo_cells
+async def test_two_processes_keep_the_order_of_a_group(case: Case) -> None:
+    """Two OS processes with workers(4) each (fifo_process.py): the group's twelve rows are
+    handled in order, each after the one before it ended, whichever process took it."""
+    row = LEDGER[case.form]
+    dialect = "mysql" if case.name == "mariadb" else case.name
+    case.stand.script(";\n".join(ddl(row, dialect)))
+    rows = 12
+    insert_rows(
+        case.stand,
+        TABLE,
+        [
+            {
+                "account": GROUP,
+                "priority": 0,
+                "retry_after": DUE,
+                "attempt": 1,
+                "payload": b'{"n": %d}' % n,
+            }
+            for n in range(1, rows + 1)
+        ],
+    )
+    results = await run_workers(case, rows, "tests.integration.matrix.fifo_process")
+    spans = sorted((start, end, int(n)) for result in results for n, start, end in result.intervals)
+    assert [n for _, _, n in spans] == list(range(1, rows + 1))
+    for (_, end, n), (start, _, _) in pairwise(spans):
+        assert end <= start, f"row {n} was still in work when the next began"
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
 
 
 # -- the group guard, held by hand on another connection (servers) ------------------------------
