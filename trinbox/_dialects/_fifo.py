@@ -38,7 +38,9 @@ __all__ = [
     "head_claim",
     "lease_head_claim",
     "mysql_guard",
+    "mysql_lease_head_claim",
     "postgres_guard",
+    "postgres_lease_head_claim",
     "sqlite_lease_head_claim",
 ]
 
