@@ -60,6 +60,7 @@ from ._errors import ConnectError as ConnectError
 from ._errors import ConnectionLost as ConnectionLost
 from ._errors import DatabaseError as DatabaseError
 from ._errors import DeclarationError as DeclarationError
+from ._errors import FifoAtSerializable as FifoAtSerializable
 from ._errors import HandlerFailed as HandlerFailed
 from ._errors import IdentifierTooLong as IdentifierTooLong
 from ._errors import IntegrityError as IntegrityError
@@ -217,6 +218,7 @@ __all__ = [
     "DeclarationError",
     "UnsupportedForm",
     "UnsupportedOpening",
+    "FifoAtSerializable",
     "IdentifierTooLong",
     "StartupError",
     "SchemaError",

@@ -27,6 +27,7 @@ from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
+from ._fifo import head_claim
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
@@ -66,6 +67,9 @@ class Statements:
     # ``retry_after``), returning the ids it settled; where the dialect has none, a batch runs
     # the single-row statements in one transaction.
     batch: tuple[Statement, ...] = ()
+    # A FIFO group's guard, run first in the claim's transaction (_fifo.py); 1: the group is
+    # this claim's.
+    guard: Statement | None = None
 
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
@@ -80,7 +84,14 @@ class Statements:
             *self.dead_letter,
             *self.batch,
         ]
-        for one in (self.retry, self.retry_after, self.extend, self.lock, self.unlock):
+        for one in (
+            self.retry,
+            self.retry_after,
+            self.extend,
+            self.lock,
+            self.unlock,
+            self.guard,
+        ):
             if one is not None:
                 found.append(one)
         return found
@@ -109,8 +120,12 @@ class Dialect(ColumnRules):
 
     def claims_one_at_a_time(self, spec: TableSpec) -> bool:
         """Whether a subscription to ``spec`` keeps one claim in flight (FIFO and keyed
-        workers add their own reasons elsewhere)."""
-        return self.one_claim_at_a_time or (spec.form is Lease and self.lease_claim_serial)
+        workers add their own reasons elsewhere): a FIFO group is claimed one row at a time."""
+        return (
+            self.one_claim_at_a_time
+            or spec.fifo
+            or (spec.form is Lease and self.lease_claim_serial)
+        )
 
     # The statement that reads the server's version at startup (MySQL's floor), if any.
     version_query: ClassVar[str | None] = None
@@ -166,6 +181,11 @@ class Dialect(ColumnRules):
             )
             raise UnsupportedOpening(msg)
         self.check_names(spec, dead_letter)
+        if spec.fifo:
+            self.check_fifo(spec)
+
+    def check_fifo(self, spec: TableSpec) -> None:
+        """Refuse a FIFO table this dialect cannot guard (MySQL: row lock at SERIALIZABLE)."""
 
     def check_names(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> None:
         """Refuse a name this dialect's server cannot hold (too long, or a character or shape
@@ -418,7 +438,7 @@ class Dialect(ColumnRules):
     def lease_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
         locked = self.c(spec.locked_until)
         return Statements(
-            claim=self.lease_claim(spec),
+            claim=self.fifo_lease_claim(spec) if spec.fifo else self.lease_claim(spec),
             ack=self.finish(spec, token=True),
             retry=self.update("retry", spec, [], token=True),
             retry_after=self.retry_after_statement(spec, token=True, count=False),
@@ -432,6 +452,7 @@ class Dialect(ColumnRules):
                 + self.by_id(spec, token=True),
             ),
             batch=self.lease_batch(spec),
+            guard=self.fifo_guard(spec) if spec.fifo else None,
         )
 
     def advisory_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
@@ -450,18 +471,28 @@ class Dialect(ColumnRules):
 
     def row_lock_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
         retry = self.update("retry", spec, self.bump(spec), token=False) if spec.attempt else None
+        claim = head_claim(self, spec) if spec.fifo else self.row_lock_claim(spec)
         return Statements(
-            claim=(self.row_lock_claim(spec),),
+            claim=(claim,),
             ack=self.finish(spec, token=False),
             retry=retry,
             retry_after=self.retry_after_statement(spec, token=False, count=True),
             dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
             insert=self.insert(spec),
             begin=self.begin(spec),
+            guard=self.fifo_guard(spec) if spec.fifo else None,
         )
 
     def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         raise NotImplementedError
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """The lease claim of a FIFO group's head (_fifo.py), in the shape of ``lease_claim``."""
+        raise NotImplementedError
+
+    def fifo_guard(self, spec: TableSpec) -> Statement | None:
+        """The FIFO group guard (_fifo.py); none where one writer at a time is the guard."""
+        return None
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         """Settlements of many rows in one statement each (PostgreSQL, SQLite); none where

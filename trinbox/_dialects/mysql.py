@@ -51,6 +51,7 @@ from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -262,6 +263,15 @@ class MySqlDialect(Dialect):
             + self.lease_free(spec),
         )
         return (select, stamp)
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        return mysql_lease_head_claim(self, spec, self.lease_claim(spec)[1])
+
+    def fifo_guard(self, spec: TableSpec) -> Statement | None:
+        return mysql_guard(self, spec)
+
+    def check_fifo(self, spec: TableSpec) -> None:
+        check_fifo_opening(self, spec)
 
     # -- advisory ---------------------------------------------------------------------------
 

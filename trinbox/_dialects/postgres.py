@@ -32,6 +32,7 @@ from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._fifo import postgres_guard, postgres_lease_head_claim
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["PostgresDialect"]
@@ -168,6 +169,12 @@ class PostgresDialect(Dialect):
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        return (postgres_lease_head_claim(self, spec),)
+
+    def fifo_guard(self, spec: TableSpec) -> Statement | None:
+        return postgres_guard(self, spec)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order whose keys no other session holds. The shared

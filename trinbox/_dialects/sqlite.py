@@ -29,6 +29,7 @@ from .._errors import DeclarationError
 from ._base import Dialect
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._fifo import sqlite_lease_head_claim
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["SqliteDialect"]
@@ -167,6 +168,9 @@ class SqliteDialect(Dialect):
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}",
             ),
         )
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        return (sqlite_lease_head_claim(self, spec),)
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.

@@ -35,6 +35,7 @@ __all__ = [
     "Step",
     "batch_event",
     "give_back",
+    "held",
     "step_statements",
     "step_values",
     "lease_expiry",
@@ -270,6 +271,13 @@ def whole_seconds(lease: timedelta) -> timedelta:
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def held(result: object) -> bool:
+    """Whether a FIFO group guard's result (one row, one number) says the group is this
+    claim's."""
+    assert isinstance(result, list)
+    return bool(result) and bool(result[0][0])
 
 
 def values_of(statement: Statement, record: Record, spec: TableSpec) -> dict[str, object]:

@@ -32,6 +32,7 @@ from ._base import (
     batch_event,
     end_transaction,
     give_back,
+    held,
     lease_expiry,
     rollback_quietly,
     step_statements,
@@ -94,8 +95,9 @@ class LeaseForm:
 
     @property
     def claims_in_one_statement(self) -> bool:
-        """PostgreSQL and SQLite claim with one statement; MySQL selects, then stamps."""
-        return len(self._ctx.statements.claim) == 1
+        """PostgreSQL and SQLite claim with one statement; MySQL selects, then stamps (and a
+        FIFO group's claim on a server runs its guard first)."""
+        return len(self._ctx.statements.claim) == 1 and self._ctx.statements.guard is None
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
@@ -112,7 +114,9 @@ class LeaseForm:
                 "lease": token,
             }
             claim = ctx.statements.claim
-            if len(claim) == 1:
+            if ctx.statements.guard is not None:
+                records = await self._guarded_claim(conn, claim, values)
+            elif len(claim) == 1:
                 records = await conn.fetch(claim[0].sql, claim[0].bind(values))
             else:
                 records = await self._select_and_stamp(conn, claim, values)
@@ -152,6 +156,46 @@ class LeaseForm:
                 for record in records
             ]
             stamped = await conn.script([*stamps, Op("commit")])
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+        return [record for record, n in zip(records, stamped, strict=False) if n == 1]
+
+    async def _guarded_claim(
+        self, conn: Connection, claim: Sequence[Statement], values: dict[str, object]
+    ) -> list[Record]:
+        """A FIFO group on a server: one READ COMMITTED transaction runs the group guard, then
+        the claim of the group's head (MySQL: then its stamp), and commits; from then on the
+        lease holds the group. A group held by another claim takes nothing."""
+        guard = self._ctx.statements.guard
+        assert guard is not None
+        try:
+            opened = await conn.script(
+                [
+                    Op("begin", self._ctx.dialect.lease_claim_begin().sql),
+                    Op("fetch", guard.sql, guard.bind(values)),
+                    Op("fetch", claim[0].sql, claim[0].bind(values)),
+                ]
+            )
+            records = opened[2]
+            assert isinstance(records, list)
+            if not held(opened[1]) or not records:
+                await conn.rollback()
+                return []
+            if len(claim) == 1:
+                await conn.commit()
+                return records
+            id_index = [c.role for c in self._ctx.spec.columns].index("id")
+            stamp = claim[1]
+            stamped = await conn.script(
+                [
+                    *(
+                        Op("execute", stamp.sql, stamp.bind({**values, "id": record[id_index]}))
+                        for record in records
+                    ),
+                    Op("commit"),
+                ]
+            )
         except BaseException:
             await rollback_quietly(conn)
             raise
@@ -201,7 +245,7 @@ class LeaseForm:
         alone."""
         ctx = self._ctx
         event = batch_event(step)
-        if ctx.transactional or event is None or len(ctx.statements.claim) != 1:
+        if ctx.transactional or event is None or not self.claims_in_one_statement:
             try:
                 await self.settle(delivery, step)
             except TrinboxError as exc:
