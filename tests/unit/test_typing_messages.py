@@ -109,7 +109,36 @@ def test_no_message_names_a_private_module(
     private = [m["text"] for m in parsed if "trinbox._" in m["text"]]
     assert set(private) == UNAVOIDABLE, private
     # The include's old inference trick ended every message in "| Callable[[Never], Never]".
-    assert not [m for m in parsed if "Never]" in m["text"]]
+    assert not [m for m in parsed if "Callable[[Never], Never]" in m["text"]]
+
+
+def test_each_refused_mount_names_the_row_form(messages: Messages) -> None:
+    """A subscriber the broker's dialect cannot mount reads "Needs[Row, Form, Opening, Mode]"
+    for each row it holds, beside the forms the dialect serves ("RowOf[Lease | Advisory, ..."),
+    so the message says which form the row has."""
+    parsed, _ = messages
+    refused = 0
+    for message in parsed:
+        found = re.match(
+            r'Argument 2 to "include" of "App" has incompatible type "(Subscriber\[.*?)"; '
+            r'expected "Subscriber\[Any, Any, .*, tuple\[RowOf\[',
+            message["text"],
+        )
+        if not found:
+            continue
+        refused += 1
+        actual = found.group(1)
+        if actual == (
+            "Subscriber[Locked, Plain, Callable[..., Awaitable[HandlerOutcome | "
+            "Sequence[HandlerOutcome] | None]], tuple[Locked, Plain] | None]"
+        ):
+            # check_loops: a list annotated list[Subscriber[Locked, Plain]] names no form.
+            continue
+        needs = re.findall(r"(Needs\[\w+, \w+, \w+, \w+\]|tuple\[)", actual)
+        assert needs and all(n.startswith("Needs[") for n in needs), message
+        forms = {n.split(", ")[1] for n in needs}
+        assert forms <= {"RowLock", "Lease", "Advisory"}, message
+    assert refused > 80
 
 
 def test_every_name_in_a_message_is_importable(
