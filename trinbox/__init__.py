@@ -17,6 +17,7 @@ from types import ModuleType as _ModuleType
 from . import keys as keys
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
+from ._declare._capabilities import RowOf as RowOf
 from ._declare._capabilities import Serves as Serves
 from ._declare._capabilities import Sqlite as Sqlite
 from ._declare._inbox import GENERATED as GENERATED
@@ -117,6 +118,7 @@ from ._runtime.refusals import OutcomeListNeedsBatch as OutcomeListNeedsBatch
 from ._runtime.refusals import PayloadHandlerTakesTheMessage as PayloadHandlerTakesTheMessage
 from ._runtime.refusals import TxNeedsTransactional as TxNeedsTransactional
 from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistics
+from ._runtime.subscribers import Needs as Needs
 from ._runtime.subscribers import Subscriber as Subscriber
 
 if _typing.TYPE_CHECKING:
@@ -237,7 +239,10 @@ __all__ = [
     "Closed",
     "MissingDriver",
     # what mypy's messages name: the bases of the markers, the decorator's types, and the
-    # named refusals a broken rule turns a queue argument or a handler into
+    # named refusals a broken rule turns a queue argument or a handler into; what a
+    # subscriber needs of a dialect, and the rows a dialect mounts
+    "Needs",
+    "RowOf",
     "Form",
     "Opening",
     "Isolation",

@@ -49,6 +49,10 @@ class Inbox(Generic[F, O]):
         # "trinbox", where TableSpec does not resolve).
         __inbox_spec__: ClassVar[TableSpec]
 
+        # What _capabilities.RowOf reads: a row's form and opening, for the dialects' mounts
+        # (a protocol, so that mypy's messages never name this class beside trinbox.Inbox).
+        def __trinbox_form__(self) -> tuple[F, O]: ...
+
         # mypy checks a class statement's keywords against this signature (a misspelt or
         # mistyped keyword fails there); at runtime every keyword reaches _declare, which
         # refuses an unknown one with a message naming the keywords it takes.
