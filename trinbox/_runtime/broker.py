@@ -7,9 +7,9 @@ is the dialect (``SqlBroker[Sqlite]``...), which lets mypy refuse mounts it cann
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
@@ -35,12 +35,13 @@ from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed
 from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .._util import positive_duration
+from .clocks import Clock, DatabaseClock, host_clock, uses_database_clock
 from .codecs import Codec, JsonCodec
 from .events import EventBus
 from .handles import Pool as HandlerPool
 from .handles import Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
-from .publishing import group_of, insert_values, observed_write, write_row
+from .publishing import group_of, insert_values, observed_write, row_values, write_row
 from .tables import create_tables
 from .wake import WakeBoard
 
@@ -48,12 +49,6 @@ __all__ = ["SqlBroker", "insert_values"]
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
-
-Clock = Callable[[], datetime]
-
-
-def system_clock() -> datetime:
-    return datetime.now(UTC)
 
 
 class SqlBroker(Generic[D]):
@@ -69,7 +64,7 @@ class SqlBroker(Generic[D]):
         pool_size: int,
         poll_interval: timedelta | float,
         lease: timedelta | float,
-        clock: Clock | None,
+        clock: Clock | DatabaseClock | None,
         codec: Codec | None,
         listen_notify: bool = False,
         pgbouncer: Pooling | None = None,
@@ -86,7 +81,9 @@ class SqlBroker(Generic[D]):
         self.pool_size = pool_size
         self.poll_interval = positive_duration("a poll interval", poll_interval)
         self.lease = whole_seconds(positive_duration("a lease", lease))
-        self.clock: Clock = clock or system_clock
+        # The host's "now"; under the database clock the statements read the server's
+        # (dialect.database_clock) and this one only bounds delays.
+        self.clock: Clock = host_clock(clock)
         self.codec: Codec = codec or JsonCodec()
         self.listen_notify = listen_notify
         self.pgbouncer = pooling_mode(pgbouncer)
@@ -106,15 +103,18 @@ class SqlBroker(Generic[D]):
         pool_size: int = 8,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock | DatabaseClock | None = None,
         codec: Codec | None = None,
     ) -> SqlBroker[Sqlite]:
-        """A SQLite database file (``sqlite:///path.db``); one process serves a file."""
+        """A SQLite database file (``sqlite:///path.db``); one process serves a file.
+
+        ``clock``: the host's system clock unless given; ``DatabaseClock()`` reads SQLite's
+        ``'now'`` in the statements (milliseconds)."""
         sqlite_path(url)  # a malformed URL fails here, not at startup
         return SqlBroker[Sqlite](
             kind="sqlite",
             url=url,
-            dialect=SqliteDialect(),
+            dialect=SqliteDialect(database_clock=uses_database_clock(clock, default=False)),
             pool_size=pool_size,
             poll_interval=poll_interval,
             lease=lease,
@@ -129,7 +129,7 @@ class SqlBroker(Generic[D]):
         pool_size: int = 10,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock | DatabaseClock | None = None,
         codec: Codec | None = None,
         listen_notify: bool = False,
         pgbouncer: Pooling | None = None,
@@ -143,12 +143,17 @@ class SqlBroker(Generic[D]):
         app refuses at startup what needs a session of its own: the advisory form and
         ``listen_notify``. ``"session"`` (or ``None``, a direct connection) changes nothing:
         every form works.
+
+        ``clock``: the server's (``DatabaseClock()``, ``statement_timestamp()``) unless
+        given; ``SystemClock()`` or any callable is the host's.
         """
         # A missing driver or a port that is not a number fails here, at the line that wrote
         # it, not at startup.
         require_driver("postgres")
         check_server_url(url, server="PostgreSQL", default=5432)
-        dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect()
+        dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect(
+            database_clock=uses_database_clock(clock, default=True)
+        )
         return SqlBroker[Postgres](
             kind="postgres",
             url=url,
@@ -169,13 +174,18 @@ class SqlBroker(Generic[D]):
         pool_size: int = 10,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock | DatabaseClock | None = None,
         codec: Codec | None = None,
     ) -> SqlBroker[MySql]:
-        """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql)."""
+        """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql).
+
+        ``clock``: the server's (``DatabaseClock()``, ``UTC_TIMESTAMP(6)``) unless given;
+        ``SystemClock()`` or any callable is the host's."""
         require_driver("mysql")  # fails here, not at startup
         check_server_url(url, server="MySQL", default=3306)
-        dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect()
+        dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect(
+            database_clock=uses_database_clock(clock, default=True)
+        )
         return SqlBroker[MySql](
             kind="mysql",
             url=url,
@@ -375,8 +385,7 @@ class SqlBroker(Generic[D]):
         """
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
-        raw = insert_values(spec, message, columns, self.clock(), delay, self.codec)
-        values = {column: self.dialect.driver_value(value) for column, value in raw.items()}
+        values = row_values(self, spec, message, columns, delay)
         if style is None:
             statement = self.dialect.insert(spec)
             return statement.sql, statement.bind(values)

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .._declare._spec import TableSpec
+from .._dialects._clock import delay_slot
 from .._errors import DatabaseError, DeclarationError
 from .._forms._base import give_back
 from .codecs import Codec
@@ -21,7 +22,7 @@ from .events import EventBus, PublishEvent, now_ns
 if TYPE_CHECKING:
     from .broker import SqlBroker
 
-__all__ = ["group_of", "insert_values", "observed_write", "write_row"]
+__all__ = ["group_of", "insert_values", "observed_write", "row_values", "write_row"]
 
 logger = logging.getLogger("trinbox.publish")
 
@@ -76,8 +77,7 @@ async def write_row(
     """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes."""
     dialect = broker.dialect
     statement = dialect.insert(spec)
-    raw = insert_values(spec, message, columns, broker.clock(), delay, broker.codec)
-    values = {column: dialect.driver_value(value) for column, value in raw.items()}
+    values = row_values(broker, spec, message, columns, delay)
     await conn.execute(statement.sql, statement.bind(values))
     notify = dialect.notify_statement()
     if broker.listen_notify and notify is not None:
@@ -89,6 +89,31 @@ async def write_row(
             )
         except DatabaseError:
             logger.warning("NOTIFY for %s failed; other processes poll", spec.label, exc_info=True)
+
+
+def row_values(
+    broker: SqlBroker[Any],
+    spec: TableSpec,
+    message: object,
+    columns: dict[str, object],
+    delay: timedelta | None,
+) -> dict[str, object]:
+    """The insert's values by slot, as the broker's driver binds them. On the database clock
+    a RetryAfter field the publish leaves out is the server's now plus the delay (bound in
+    microseconds; the host's now only bounds it, as a retry's)."""
+    dialect = broker.dialect
+    now = broker.clock()
+    raw = insert_values(spec, message, columns, now, delay, broker.codec)
+    due = spec.retry_after
+    if dialect.database_clock and due is not None and not due.generated:
+        given = due.field in columns
+        at = raw[due.column]
+        raw[delay_slot(dialect, spec)] = (
+            0 if given or not isinstance(at, datetime) else (at - now) // timedelta(microseconds=1)
+        )
+        if not given:
+            raw[due.column] = None
+    return {slot: dialect.driver_value(value) for slot, value in raw.items()}
 
 
 def group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:
