@@ -379,7 +379,9 @@ class SqlBroker(Generic[D]):
         Named parameters are the columns' names where those are plain identifiers (else
         ``p1``, ``p2``... by position). Values are what the database's drivers bind as
         trinbox writes them: aware UTC datetimes on PostgreSQL, naive UTC on MySQL, UTC text
-        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes. Rows
+        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes. On the
+        database clock a RetryAfter field left out is the server's now plus the delay, bound
+        in microseconds under ``delay_us`` (the text reads the server's clock). Rows
         written this way wake no subscription: they are seen at the next poll (or, on
         PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
         """
