@@ -131,13 +131,14 @@ async def serve_skewed(stand: Stand, clock: str) -> tuple[Spans, datetime, datet
     delivery's (start, end, worker) by row, and each worker's host clock at its start."""
     with trio.fail_after(90):
         async with trio.open_nursery() as nursery:
+            # Both set up first (imports, the app), so that the fast one joins at once.
             steady = await start(nursery, stand, "steady", clock, skewed=False)
+            fast = await start(nursery, stand, "fast", clock, skewed=True)
+            server = stand.value("SELECT clock_timestamp()")
             await steady.go()
             # Wait until the steady worker holds rows (a poll: its work is in another process).
             while not stand.value("SELECT count(*) FROM skew_handled WHERE ended IS NULL"):  # noqa: ASYNC110
                 await trio.sleep(0.01)
-            fast = await start(nursery, stand, "fast", clock, skewed=True)
-            server = stand.value("SELECT clock_timestamp()")
             await fast.go()
             for worker in (steady, fast):
                 await worker.process.wait()
