@@ -82,6 +82,8 @@ from ._runtime.app import Mount as Mount
 from ._runtime.app import ShutdownReport as ShutdownReport
 from ._runtime.backoff import Backoff as Backoff
 from ._runtime.broker import SqlBroker as SqlBroker
+from ._runtime.clocks import DatabaseClock as DatabaseClock
+from ._runtime.clocks import SystemClock as SystemClock
 from ._runtime.codecs import Codec as Codec
 from ._runtime.codecs import JsonCodec as JsonCodec
 from ._runtime.codecs import RawCodec as RawCodec
@@ -191,6 +193,8 @@ __all__ = [
     "Mount",
     "ShutdownReport",
     "SqlBroker",
+    "DatabaseClock",
+    "SystemClock",
     "InboxQueue",
     "Subscriber",
     "subscriber",

@@ -11,6 +11,10 @@ declared name (``internal``). Parameter names used across dialects:
     id        the row's id                     token      the lease the delivery holds
     retry_at  when a delayed retry is due      dest       the dead letter group
     key       a rendered advisory key          ids        the ids of a batch's rows
+    delay     the delay of retry_at, in µs     lease_seconds  the lease's length
+
+On the database clock (``database_clock=True``) ``now`` and ``retry_at`` render as the
+server's clock (``_clock.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from uuid import UUID
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
+from ._clock import insert_slot, on_server_clock
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
 from ._fifo import head_claim
@@ -117,6 +122,8 @@ class Dialect(ColumnRules):
     one_claim_at_a_time: ClassVar[bool] = False
     lease_claim_serial: ClassVar[bool] = False
     extra: dict[str, object] = field(default_factory=dict)
+    # "Now" is the server's clock, written into the statements (_clock.py), not the host's.
+    database_clock: bool = False
 
     def claims_one_at_a_time(self, spec: TableSpec) -> bool:
         """Whether a subscription to ``spec`` keeps one claim in flight (FIFO and keyed
@@ -240,7 +247,7 @@ class Dialect(ColumnRules):
         return self.row_lock_statements(spec, dead_letter)
 
     def r(self, event: str, sql: Frag) -> Statement:
-        return render(event, sql, self.style)
+        return render(event, on_server_clock(self, sql), self.style)
 
     def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
         """Every column in declaration order; with ``attempt_before`` the attempt reads one
@@ -379,7 +386,7 @@ class Dialect(ColumnRules):
         if not cols:
             return self.insert_defaults(t)
         names = ", ".join(self.c(c) for c in cols)
-        values = join(", ", (P(c.column) for c in cols))
+        values = join(", ", (insert_slot(self, spec, c) for c in cols))
         return f"INSERT INTO {t} ({names}) VALUES (" + values + ")"
 
     def driver_value(self, value: object) -> object:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from .._declare._markers import RowLock, Serializable
 from .._declare._spec import TableSpec
 from .._errors import FifoAtSerializable
+from ._clock import lease_at, token_column
 from ._statement import Frag, P, Sql, Statement, join
 
 if TYPE_CHECKING:
@@ -91,11 +92,14 @@ def head_claim(d: Dialect, spec: TableSpec) -> Statement:
     )
 
 
-def lease_head_claim(d: Dialect, spec: TableSpec) -> Sql:
+def lease_head_claim(d: Dialect, spec: TableSpec, token: Sql | None = None) -> Sql:
     """Lease (PostgreSQL's CTE, MySQL's select): the locking select of the head while no row
-    of the group is in work."""
+    of the group is in work; ``token``, MySQL's on the database clock, the expiry its stamp
+    writes, read from the server as the select's last column."""
     return (
-        f"SELECT {d.select_list(spec)} FROM {d.table(spec)}"
+        f"SELECT {d.select_list(spec)}"
+        + (token or Sql())
+        + f" FROM {d.table(spec)}"
         + d.where(_lease_head(d, spec))
         + " FOR UPDATE SKIP LOCKED"
     )
@@ -109,7 +113,7 @@ def postgres_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
     claimed = d.internal(spec, "__claimed")
     stamped = d.internal(spec, "__stamped")
     row = d.internal(spec, "__row")
-    sets: list[Frag] = [d.c(spec.locked_until) + " = " + P("lease")]
+    sets: list[Frag] = [d.c(spec.locked_until) + " = " + lease_at(d)]
     if spec.attempt is not None:
         attempt = d.c(spec.attempt)
         sets.append(f"{attempt} = {row}.{attempt} + 1")
@@ -119,20 +123,22 @@ def postgres_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
         + lease_head_claim(d, spec)
         + f"), {stamped} AS (UPDATE {t} AS {row} SET "
         + join(", ", sets)
-        + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) SELECT * FROM {claimed}",
+        + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) SELECT *"
+        + token_column(d, spec)
+        + f" FROM {claimed}",
     )
 
 
 def mysql_lease_head_claim(d: Dialect, spec: TableSpec, stamp: Statement) -> tuple[Statement, ...]:
     """MySQL's lease claim of the head: the locking select, then the form's own stamp."""
-    return (d.r("claim", lease_head_claim(d, spec)), stamp)
+    return (d.r("claim", lease_head_claim(d, spec, token_column(d, spec))), stamp)
 
 
 def sqlite_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
     """SQLite's lease claim of the head: one UPDATE ... RETURNING (the single writer is the
     guard)."""
     t = d.table(spec)
-    sets: list[Frag] = [d.c(spec.locked_until) + " = " + P("lease")]
+    sets: list[Frag] = [d.c(spec.locked_until) + " = " + lease_at(d)]
     if spec.attempt is not None:
         attempt = d.c(spec.attempt)
         sets.append(f"{attempt} = {attempt} + 1")
@@ -141,7 +147,8 @@ def sqlite_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
         f"UPDATE {t} SET "
         + join(", ", sets)
         + d.where(_lease_head(d, spec))
-        + f" RETURNING {d.select_list(spec, attempt_before=True)}",
+        + f" RETURNING {d.select_list(spec, attempt_before=True)}"
+        + token_column(d, spec, stored=True),
     )
 
 

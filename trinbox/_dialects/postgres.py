@@ -30,6 +30,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
+from ._clock import lease_at, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import postgres_guard, postgres_lease_head_claim
@@ -146,7 +147,7 @@ class PostgresDialect(Dialect):
         claimed = self.internal(spec, "__claimed")
         stamped = self.internal(spec, "__stamped")
         row = self.internal(spec, "__row")
-        sets: list[Frag] = [self.c(spec.locked_until) + " = " + P("lease")]
+        sets: list[Frag] = [self.c(spec.locked_until) + " = " + lease_at(self)]
         if spec.attempt is not None:
             attempt = self.c(spec.attempt)
             sets.append(f"{attempt} = {row}.{attempt} + 1")
@@ -163,7 +164,9 @@ class PostgresDialect(Dialect):
                 + f"{stamped} AS (UPDATE {t} AS {row} SET "
                 + join(", ", sets)
                 + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
-                + f"SELECT * FROM {claimed} ORDER BY {order}",
+                + "SELECT *"
+                + token_column(self, spec)
+                + f" FROM {claimed} ORDER BY {order}",
             ),
         )
 

@@ -27,6 +27,7 @@ from .._declare._markers import (
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect
+from ._clock import lease_at, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import sqlite_lease_head_claim
@@ -147,7 +148,7 @@ class SqliteDialect(Dialect):
         before the stamp (attempt uncounted). Rows come back in no particular order."""
         t = self.table(spec)
         locked = self.c(spec.locked_until)
-        sets: list[Frag] = [locked + " = " + P("lease")]
+        sets: list[Frag] = [locked + " = " + lease_at(self)]
         if spec.attempt is not None:
             attempt = self.c(spec.attempt)
             sets.append(f"{attempt} = {attempt} + 1")
@@ -165,7 +166,8 @@ class SqliteDialect(Dialect):
                 + join(", ", sets)
                 + f" WHERE {self.c(spec.id)} IN ("
                 + inner
-                + f") RETURNING {self.select_list(spec, attempt_before=True)}",
+                + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+                + token_column(self, spec, stored=True),
             ),
         )
 

@@ -70,10 +70,12 @@ class Retry:
 
 @dataclass(frozen=True, slots=True)
 class RetryAt:
-    """Return the row, claimable from ``at``."""
+    """Return the row, claimable from ``at`` (the host's clock), or ``delay`` after the
+    server's now (the database clock)."""
 
     at: datetime
     event: str = "retry_after"
+    delay: timedelta = timedelta(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,7 @@ class Delivery:
     values: dict[str, object]
     id: object
     attempt: int | None
-    token: datetime | None = None  # lease form: the expiry the claim wrote
+    token: object = None  # lease form: the expiry the claim wrote (host's or server's)
     key: str | None = None  # advisory form: the rendered key
     conn: Connection | None = None  # the session or transaction that holds the row
     batch: object = None  # row lock batch: the shared transaction
@@ -250,7 +252,7 @@ def batch_event(step: Step) -> str | None:
 def step_values(step: Step) -> dict[str, object]:
     """The values a step binds besides the row's id, token and "now"."""
     if isinstance(step, RetryAt):
-        return {"retry_at": step.at}
+        return {"retry_at": step.at, "delay": step.delay // timedelta(microseconds=1)}
     if isinstance(step, DeadLetterStep):
         return {"dest": step.dest.group}
     return {}
