@@ -33,7 +33,6 @@ from ._base import (
     batch_event,
     end_transaction,
     give_back,
-    held,
     lease_expiry,
     rollback_quietly,
     step_statements,
@@ -41,6 +40,7 @@ from ._base import (
     values_of,
 )
 from ._coalesce import SettleTogether
+from .lease_claims import guarded_claim, select_and_stamp
 
 __all__ = ["LeaseForm"]
 
@@ -120,11 +120,11 @@ class LeaseForm:
             }
             claim = ctx.statements.claim
             if ctx.statements.guard is not None:
-                records = await self._guarded_claim(conn, claim, values)
+                records = await guarded_claim(ctx, conn, values)
             elif len(claim) == 1:
                 records = await conn.fetch(claim[0].sql, claim[0].bind(values))
             else:
-                records = await self._select_and_stamp(conn, claim, values)
+                records = await select_and_stamp(ctx, conn, values)
         finally:
             await give_back(ctx.pool, conn)
         deliveries = Claimed(
@@ -135,82 +135,6 @@ class LeaseForm:
         if ctx.transactional:
             await self._open_transactions(deliveries)
         return deliveries
-
-    async def _select_and_stamp(
-        self, conn: Connection, claim: Sequence[Statement], values: dict[str, object]
-    ) -> list[Record]:
-        """MySQL: select with SKIP LOCKED, stamp each row while its lease is still free, and
-        commit; a row the stamp did not change is left out of the claim. Two round trips: the
-        begin and the select, then every stamp and the commit."""
-        select, stamp = claim
-        try:
-            opened = await conn.script(
-                [
-                    Op("begin", self._ctx.dialect.lease_claim_begin().sql),
-                    Op("fetch", select.sql, select.bind(values)),
-                ]
-            )
-            records = opened[1]
-            assert isinstance(records, list)
-            if not records:
-                await conn.commit()
-                return []
-            return await self._stamp(conn, stamp, values, records)
-        except BaseException:
-            await rollback_quietly(conn)
-            raise
-
-    async def _stamp(
-        self, conn: Connection, stamp: Statement, values: dict[str, object], records: list[Record]
-    ) -> list[Record]:
-        """MySQL: stamp each selected row (conditioned on its lease being free still) and
-        commit; a row the stamp did not change drops out of the claim."""
-        id_index = [c.role for c in self._ctx.spec.columns].index("id")
-        stamps = [
-            Op("execute", stamp.sql, stamp.bind(self._stamp_values(values, record, id_index)))
-            for record in records
-        ]
-        stamped = await conn.script([*stamps, Op("commit")])
-        return [record for record, n in zip(records, stamped, strict=False) if n == 1]
-
-    async def _guarded_claim(
-        self, conn: Connection, claim: Sequence[Statement], values: dict[str, object]
-    ) -> list[Record]:
-        """A FIFO group on a server: one READ COMMITTED transaction runs the group guard, then
-        the claim of the group's head (MySQL: then its stamp), and commits; from then on the
-        lease holds the group. A group held by another claim takes nothing."""
-        guard = self._ctx.statements.guard
-        assert guard is not None
-        try:
-            opened = await conn.script(
-                [
-                    Op("begin", self._ctx.dialect.lease_claim_begin().sql),
-                    Op("fetch", guard.sql, guard.bind(values)),
-                    Op("fetch", claim[0].sql, claim[0].bind(values)),
-                ]
-            )
-            records = opened[2]
-            assert isinstance(records, list)
-            if not held(opened[1]) or not records:
-                await conn.rollback()
-                return []
-            if len(claim) == 1:
-                await conn.commit()
-                return records
-            return await self._stamp(conn, claim[1], values, records)
-        except BaseException:
-            await rollback_quietly(conn)
-            raise
-
-    def _stamp_values(
-        self, values: dict[str, object], record: Record, id_index: int
-    ) -> dict[str, object]:
-        """One MySQL stamp's values: on the database clock it writes the token its select
-        read from the server (the select's last column)."""
-        found = {**values, "id": record[id_index]}
-        if len(record) > len(self._ctx.spec.columns):
-            found["lease"] = record[-1]
-        return found
 
     def _delivery(self, record: Record, token: object) -> Delivery:
         spec = self._ctx.spec

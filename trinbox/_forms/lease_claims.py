@@ -1,0 +1,96 @@
+"""The lease claims that take more than one statement: MySQL's locking select and its
+per-row stamps, and a FIFO group's claim on a server, its guard first. Both run in one READ
+COMMITTED transaction on a connection the lease form lends, and return the rows they took."""
+
+from __future__ import annotations
+
+from .._dialects._statement import Statement
+from .._drivers._base import Connection, Op, Record
+from ._base import FormContext, held, rollback_quietly
+
+__all__ = ["guarded_claim", "select_and_stamp"]
+
+
+async def select_and_stamp(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """MySQL: select with SKIP LOCKED, stamp each row while its lease is still free, and
+    commit; a row the stamp did not change is left out of the claim. Two round trips: the
+    begin and the select, then every stamp and the commit."""
+    select, stamp = ctx.statements.claim
+    try:
+        opened = await conn.script(
+            [
+                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("fetch", select.sql, select.bind(values)),
+            ]
+        )
+        records = opened[1]
+        assert isinstance(records, list)
+        if not records:
+            await conn.commit()
+            return []
+        return await _stamp(ctx, conn, stamp, values, records)
+    except BaseException:
+        await rollback_quietly(conn)
+        raise
+
+
+async def _stamp(
+    ctx: FormContext,
+    conn: Connection,
+    stamp: Statement,
+    values: dict[str, object],
+    records: list[Record],
+) -> list[Record]:
+    """MySQL: stamp each selected row (conditioned on its lease being free still) and
+    commit; a row the stamp did not change drops out of the claim."""
+    id_index = [c.role for c in ctx.spec.columns].index("id")
+    stamps = [
+        Op("execute", stamp.sql, stamp.bind(_stamp_values(ctx, values, record, id_index)))
+        for record in records
+    ]
+    stamped = await conn.script([*stamps, Op("commit")])
+    return [record for record, n in zip(records, stamped, strict=False) if n == 1]
+
+
+async def guarded_claim(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """A FIFO group on a server: one READ COMMITTED transaction runs the group guard, then
+    the claim of the group's head (MySQL: then its stamp), and commits; from then on the
+    lease holds the group. A group held by another claim takes nothing."""
+    claim = ctx.statements.claim
+    guard = ctx.statements.guard
+    assert guard is not None
+    try:
+        opened = await conn.script(
+            [
+                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("fetch", guard.sql, guard.bind(values)),
+                Op("fetch", claim[0].sql, claim[0].bind(values)),
+            ]
+        )
+        records = opened[2]
+        assert isinstance(records, list)
+        if not held(opened[1]) or not records:
+            await conn.rollback()
+            return []
+        if len(claim) == 1:
+            await conn.commit()
+            return records
+        return await _stamp(ctx, conn, claim[1], values, records)
+    except BaseException:
+        await rollback_quietly(conn)
+        raise
+
+
+def _stamp_values(
+    ctx: FormContext, values: dict[str, object], record: Record, id_index: int
+) -> dict[str, object]:
+    """One MySQL stamp's values: on the database clock it writes the token its select
+    read from the server (the select's last column)."""
+    found = {**values, "id": record[id_index]}
+    if len(record) > len(ctx.spec.columns):
+        found["lease"] = record[-1]
+    return found
