@@ -36,13 +36,6 @@ UNAVOIDABLE = {
     # mypy-only Inbox does for "__init_subclass__").
     '"mysql" defined in "trinbox._runtime.broker"',
     '"sqlite" defined in "trinbox._runtime.broker"',
-    # Not mypy's doing: SqlBroker.publish_row takes an Inbox[F, Any], and a list of rows of two
-    # forms joins into the public trinbox.Inbox, so one message names two classes called Inbox
-    # and mypy prints both with their modules. Taking RowOf[F, Any] instead (as App.include's
-    # dialect mounts do) reads "expected "RowOf[Lease | Advisory, Any]"": a change to broker.py,
-    # left to whoever splits it.
-    'Argument 1 to "publish_row" of "SqlBroker" has incompatible type "trinbox.Inbox[Form, '
-    'Default]"; expected "trinbox._declare._inbox.Inbox[Lease | Advisory, Any]"  [arg-type]',
 }
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .._declare._capabilities import MySql, Postgres, Serves, Sqlite
+from .._declare._capabilities import MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
@@ -300,7 +300,7 @@ class SqlBroker(Generic[D]):
 
     async def publish_row(
         self: SqlBroker[Serves[tuple[F, Any]]],
-        row: Inbox[F, Any],
+        row: RowOf[F, Any],
         *,
         delay: timedelta | None = None,
     ) -> None:
@@ -309,8 +309,10 @@ class SqlBroker(Generic[D]):
         types) where ``publish(Row, **columns)`` takes any keyword. Generated fields are left
         to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
         sets the RetryAfter field over the row's value."""
-        fields = row_fields(row, delay=delay is not None)
-        await self.publish(type(row), delay=delay, **fields)
+        # RowOf, not Inbox, in the signature: a refusal then names no private module.
+        inbox = cast(Inbox[F, Any], row)
+        fields = row_fields(inbox, delay=delay is not None)
+        await self.publish(type(inbox), delay=delay, **fields)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Tx[D]]:
