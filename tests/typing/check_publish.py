@@ -206,7 +206,7 @@ async def publish_instances(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) 
     async with sqlite.transaction() as tx:
         await tx.publish_row(Keyed(channel="c3"))
         # Argument 1 to "publish_row" of "Tx" has incompatible type "Locked"; expected
-        # "Inbox[Lease | Advisory, Any]"
+        # "RowOf[Lease | Advisory, Any]"
         await tx.publish_row(Locked(payload=b""))  # type: ignore[arg-type]
 
 
@@ -222,20 +222,18 @@ async def publish_row_mistyped_field(sqlite: SqlBroker[Sqlite]) -> None:
 
 async def publish_row_lock_instance_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
     # Argument 1 to "publish_row" of "SqlBroker" has incompatible type "Locked"; expected
-    # "Inbox[Lease | Advisory, Any]"
+    # "RowOf[Lease | Advisory, Any]"
     await sqlite.publish_row(Locked(payload=b"{}"))  # type: ignore[arg-type]
 
 
 async def publish_row_of_a_class(sqlite: SqlBroker[Sqlite]) -> None:
     # Argument 1 to "publish_row" of "SqlBroker" has incompatible type "type[Keyed]";
-    # expected "Inbox[Lease | Advisory, Any]"
+    # expected "RowOf[Lease | Advisory, Any]"
     await sqlite.publish_row(Keyed)  # type: ignore[arg-type]
 
 
 async def publish_rows_of_two_forms_in_a_loop(sqlite: SqlBroker[Sqlite]) -> None:
-    # The list joins its rows into the public Inbox, and publish_row names the other one, so
-    # mypy prints both with their modules: ... incompatible type "trinbox.Inbox[Form, Default]";
-    # expected "trinbox._declare._inbox.Inbox[Lease | Advisory, Any]" (pinned in
-    # tests/unit/test_typing_messages.py until broker.py's publish_row takes RowOf[F, Any]).
+    # The list joins its rows into the public Inbox: ... incompatible type
+    # "Inbox[Form, Default]"; expected "RowOf[Lease | Advisory, Any]".
     for row in [Keyed(channel="c1"), Locked(payload=b"{}")]:
         await sqlite.publish_row(row)  # type: ignore[arg-type]

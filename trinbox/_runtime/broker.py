@@ -310,7 +310,7 @@ class SqlBroker(Generic[D]):
         to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
         sets the RetryAfter field over the row's value."""
         # RowOf, not Inbox, in the signature: a refusal then names no private module.
-        inbox = cast(Inbox[F, Any], row)
+        inbox = cast("Inbox[F, Any]", row)
         fields = row_fields(inbox, delay=delay is not None)
         await self.publish(type(inbox), delay=delay, **fields)
 

@@ -9,7 +9,7 @@ from typing import Any, Generic, NewType, TypeAlias, final, overload
 
 from typing_extensions import TypeVar
 
-from .._declare._capabilities import Serves
+from .._declare._capabilities import RowOf, Serves
 from .._declare._inbox import Inbox, row_fields
 from .._declare._markers import Form
 from .._drivers._base import Connection, Record
@@ -97,11 +97,11 @@ class Tx(_Runs, Generic[D]):
 
     @overload
     async def publish_row(
-        self: AnyTx, row: Inbox[Any, Any], *, delay: timedelta | None = ...
+        self: AnyTx, row: RowOf[Any, Any], *, delay: timedelta | None = ...
     ) -> None: ...
     @overload
     async def publish_row(
-        self: Tx[Serves[tuple[F, Any]]], row: Inbox[F, Any], *, delay: timedelta | None = ...
+        self: Tx[Serves[tuple[F, Any]]], row: RowOf[F, Any], *, delay: timedelta | None = ...
     ) -> None: ...
     async def publish_row(self, row: Any, *, delay: timedelta | None = None) -> None:
         """Write ``row``, an instance of a row class, inside this transaction (see
