@@ -32,8 +32,7 @@ from trinbox import (
 )
 from trinbox._forms._base import Delivery, Step
 from trinbox._forms.lease import LeaseForm
-from trinbox._runtime import broker as broker_module
-from trinbox._runtime import claim_loop, deliveries
+from trinbox._runtime import claim_loop, deliveries, publishing
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
@@ -225,7 +224,7 @@ async def test_without_a_hook_no_event_is_timed_or_made(
     def never() -> int:
         raise AssertionError("an event was timed with no hook registered")
 
-    for module in (deliveries, claim_loop, broker_module):
+    for module in (deliveries, claim_loop, publishing):
         monkeypatch.setattr(module, "now_ns", never)
     broker = case.stand.broker()
     send = outcome_handler(case)
