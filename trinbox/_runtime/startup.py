@@ -68,7 +68,7 @@ def check(
     spec = spec_of(queue.row)
     transactional = queue.mode is Transactional
     dest = _dead_letter(where, spec, max_attempts, dead_letter)
-    statements = broker.dialect.statements(spec, dest)
+    statements = broker.dialect.statements(spec, dest, count_at_claim=queue.attempt_at_claim)
     if transactional and queue.batch_size is not None:
         msg = (
             f"{where}: batches never run in transactional mode, found .batch("
