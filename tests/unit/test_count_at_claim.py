@@ -9,6 +9,7 @@ from typing import Annotated
 from trinbox import Attempt, Id, Inbox, Payload, RowLock
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
+from trinbox._dialects._count_at_claim import counted_statements
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 
@@ -24,7 +25,7 @@ DEAD = DeadLetter(table="jobs_dead")
 
 def test_postgres_counts_at_claim_and_retries_by_rollback() -> None:
     plain = PostgresDialect().statements(spec_of(Job), DEAD)
-    counted = PostgresDialect().statements(spec_of(Job), DEAD, count_at_claim=True)
+    counted = counted_statements(PostgresDialect(), spec_of(Job), DEAD)
     assert plain.retry is not None and '"attempt" + 1' in plain.retry.sql
     assert counted.retry is None
     assert counted.claim == plain.claim
@@ -35,16 +36,19 @@ def test_postgres_counts_at_claim_and_retries_by_rollback() -> None:
         "FOR UPDATE SKIP LOCKED"
     )
     assert counted.lock is not None and counted.unlock is not None
-    assert counted.lock.sql == "SELECT pg_advisory_lock(hashtextextended($1, 0))"
+    assert counted.lock.sql == ("SELECT 1 FROM pg_advisory_lock(hashtextextended($1, 0))")
     assert counted.unlock.sql == "SELECT pg_advisory_unlock(hashtextextended($1, 0))"
 
 
 def test_mysql_guards_the_count_with_a_named_lock_of_the_database() -> None:
-    counted = MySqlDialect().statements(spec_of(Job), DEAD, count_at_claim=True)
+    counted = counted_statements(MySqlDialect(), spec_of(Job), DEAD)
     assert counted.retry is None
     count, relock = counted.take
     assert count.sql == "UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s"
     assert relock.sql.endswith("WHERE `id` = %s FOR UPDATE SKIP LOCKED")
     assert counted.lock is not None and counted.unlock is not None
-    assert counted.lock.sql == "SELECT GET_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256), -1)"
+    assert counted.lock.sql == (
+        # A year, not -1: MariaDB refuses a negative timeout (NULL, no lock taken).
+        "SELECT GET_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256), 31536000)"
+    )
     assert counted.unlock.sql == "SELECT RELEASE_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256))"

@@ -209,24 +209,14 @@ class Dialect(ColumnRules):
 
     # -- statements -------------------------------------------------------------------------
 
-    def statements(
-        self,
-        spec: TableSpec,
-        dead_letter: DeadLetter | None = None,
-        *,
-        count_at_claim: bool = False,
-    ) -> Statements:
-        """Every statement a subscription to ``spec`` runs, for its form; ``count_at_claim``:
-        the row lock form counts the attempt in a committed statement of its own at claim
-        (``InboxQueue.count_attempt_at_claim()``)."""
+    def statements(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> Statements:
+        """Every statement a subscription to ``spec`` runs, for its form."""
         self.check(spec, dead_letter)
         if spec.form is Lease:
             return self.lease_statements(spec, dead_letter)
         if spec.form is Advisory:
             return self.advisory_statements(spec, dead_letter)
         assert spec.form is RowLock
-        if count_at_claim:
-            return self.row_lock_counted_statements(spec, dead_letter)
         return self.row_lock_statements(spec, dead_letter)
 
     def r(self, event: str, sql: Frag) -> Statement:
@@ -469,45 +459,6 @@ class Dialect(ColumnRules):
             insert=self.insert(spec),
             begin=self.begin(spec),
         )
-
-    def row_lock_counted_statements(
-        self, spec: TableSpec, dead_letter: DeadLetter | None
-    ) -> Statements:
-        """The row lock form counting the attempt at claim: ``take`` holds the count (its
-        own committed transaction) and the relock of the counted row by id in the delivery's
-        transaction, reading the attempt as it was before the count. A retry then counts
-        nothing: it rolls back (the count stands), a delayed retry only sets the due time."""
-        assert spec.attempt is not None
-        t = self.table(spec)
-        attempt = self.c(spec.attempt)
-        count = self.r(
-            "count",
-            f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.by_id(spec, token=False),
-        )
-        conds = [self.c(spec.id) + " = " + P("id"), *self.claimable(spec)]
-        relock = self.r(
-            "relock",
-            f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t}"
-            + self.where(conds)
-            + " FOR UPDATE SKIP LOCKED",
-        )
-        return Statements(
-            claim=(self.row_lock_claim(spec),),
-            ack=self.finish(spec, token=False),
-            retry=None,
-            retry_after=self.retry_after_statement(spec, token=False, count=False),
-            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
-            insert=self.insert(spec),
-            begin=self.begin(spec),
-            take=(count, relock),
-            lock=self.count_guard(spec, unlock=False),
-            unlock=self.count_guard(spec, unlock=True),
-        )
-
-    def count_guard(self, spec: TableSpec, *, unlock: bool) -> Statement:
-        """Take (waiting) or let go of the session lock named by ``key`` (the row lock form's
-        count at claim); the dialects with the row lock form render it."""
-        raise NotImplementedError
 
     def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         raise NotImplementedError

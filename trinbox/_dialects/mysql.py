@@ -263,13 +263,6 @@ class MySqlDialect(Dialect):
         )
         return (select, stamp)
 
-    def count_guard(self, spec: TableSpec, *, unlock: bool) -> Statement:
-        # Lock names are the server's: the database's name goes in; SHA2 keeps 64 characters.
-        name = "SHA2(CONCAT_WS('.', DATABASE(), " + P("key") + "), 256)"
-        if unlock:
-            return self.r("unlock", "SELECT RELEASE_LOCK(" + name + ")")
-        return self.r("lock", "SELECT GET_LOCK(" + name + ", -1)")
-
     # -- advisory ---------------------------------------------------------------------------
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:

@@ -166,13 +166,6 @@ class PostgresDialect(Dialect):
             ),
         )
 
-    def count_guard(self, spec: TableSpec, *, unlock: bool) -> Statement:
-        call = "pg_advisory_unlock" if unlock else "pg_advisory_lock"
-        return self.r(
-            "unlock" if unlock else "lock",
-            f"SELECT {call}(hashtextextended(" + P("key") + ", 0))",
-        )
-
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")
 

@@ -5,12 +5,6 @@ rolls back and its row returns at once. The attempt is counted when a retry sett
 of one claim (a batch) share the transaction, which commits all-or-nothing when the last of
 them finishes; a batch settles in one round trip. A settling worker may begin its next claim's
 transaction on the same connection, in the round trip that commits (settle_and_claim).
-
-With ``count_attempt_at_claim()`` a claim takes one more round trip: under a session lock of the
-queue (the guard), the claim's transaction counts the attempt of each row it locked and commits,
-then a new transaction locks the rows again by id and the guard is let go; a retry then settles
-by rollback, the count standing. A row already past ``max_attempts`` (its handler died with its
-process) is handed out ``spent``: the runtime moves it to the dead letter.
 """
 
 from __future__ import annotations
@@ -33,7 +27,6 @@ from ._base import (
     FormTraits,
     Step,
     attempt_of,
-    discard,
     end_transaction,
     give_back,
     step_statements,
@@ -77,8 +70,6 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        if ctx.count_at_claim:
-            return await self._claim_counted(limit)
         conn = await ctx.pool.acquire()
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
@@ -101,180 +92,15 @@ class RowLockForm:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
         return ops
 
-    def _guard(self, *, unlock: bool) -> Op:
-        """Take (waiting) or let go of the subscription's count guard (``Dialect.count_guard``):
-        held by a claim from its select to its relock, across the count's commit."""
-        ctx = self._ctx
-        st = ctx.statements.unlock if unlock else ctx.statements.lock
-        assert st is not None
-        key = f"trinbox-count:{ctx.spec.qualified_name}:{ctx.group or ''}"
-        return Op("execute", st.sql, st.bind({"key": key}))
-
-    def _select_ops(self, limit: int) -> list[Op]:
-        """The guard and the claim's select, in a transaction begun already."""
-        claim = self._ctx.statements.claim[0]
-        values: dict[str, object] = {"group": self._ctx.group, "now": self._ctx.clock()}
-        values["limit"] = limit
-        return [self._guard(unlock=False), Op("fetch", claim.sql, claim.bind(values))]
-
-    async def _claim_counted(self, limit: int) -> Claimed:
-        """A claim counting the attempt: the guard, the locking select, then the count, its
-        commit, the relock and the guard let go (``_count``). A connection that failed while
-        it may hold the guard is closed, so that the server lets the guard go."""
-        ctx = self._ctx
-        st = ctx.statements
-        assert st.begin is not None
-        conn = await ctx.pool.acquire()
-        try:
-            results = await conn.script([Op("begin", st.begin.sql), *self._select_ops(limit)])
-            records = results[-1]
-            assert isinstance(records, list)
-            if not records:
-                await conn.script([Op("commit"), self._guard(unlock=True)])
-                await give_back(ctx.pool, conn)
-                return Claimed(exhausted=True)
-            relocked, spent = await self._count(conn, records)
-        except BaseException:
-            await discard(ctx.pool, conn)
-            raise
-        exhausted = len(records) < limit
-        if not relocked:
-            await end_transaction(ctx.pool, conn)
-            return Claimed(exhausted=exhausted)
-        return self._deliveries(conn, relocked, exhausted, spent)
-
-    async def _count(
-        self, conn: Connection, records: list[Record]
-    ) -> tuple[list[Record], dict[object, int]]:
-        """One round trip: count the attempt of each locked row and commit, then begin the
-        deliveries' transaction and lock the rows again by id (``_count_ops``)."""
-        ops, first, count, spent = self._count_ops(records)
-        results = await conn.script(ops)
-        return self._relocked(results, first, count), spent
-
-    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int, dict[object, int]]:
-        """The count's round trip: the statements, the index of the first relock (the commit
-        is the op before the ``begin`` before it), how many rows it relocks, and the rows
-        found spent (id: attempt). A row whose counted attempts are past ``max_attempts`` (its
-        handler never settled: the process died) is not counted again: it is relocked and
-        handed out ``spent``, for the runtime to move to the dead letter without running the
-        handler. The records the relocks return read the attempt as before the count."""
-        ctx = self._ctx
-        st = ctx.statements
-        assert st.begin is not None
-        count, relock = st.take
-        claim = st.claim[0]
-        now = ctx.clock()
-        ops: list[Op] = []
-        spent: dict[object, int] = {}
-        ids: list[object] = []
-        for record in records:
-            values = values_of(claim, record, ctx.spec)
-            ident = values[ctx.spec.id.column]
-            attempt = attempt_of(ctx.spec, values)
-            if (
-                ctx.dead_letter is not None
-                and ctx.max_attempts is not None
-                and attempt is not None
-                and attempt > ctx.max_attempts
-            ):
-                spent[ident] = attempt
-            else:
-                ops.append(Op("execute", count.sql, count.bind({"id": ident})))
-            ids.append(ident)
-        ops += [Op("commit"), Op("begin", st.begin.sql)]
-        first = len(ops)
-        for ident in ids:
-            bound = {"id": ident, "group": ctx.group, "now": now}
-            ops.append(Op("fetch", relock.sql, relock.bind(bound)))
-        ops.append(self._guard(unlock=True))
-        if ctx.transactional:
-            ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
-        return ops, first, len(ids), spent
-
-    @staticmethod
-    def _relocked(results: Sequence[object], first: int, count: int) -> list[Record]:
-        relocked: list[Record] = []
-        for found in results[first : first + count]:
-            assert isinstance(found, list)
-            relocked += found
-        return relocked
-
-    async def _settle_and_count(self, delivery: Delivery, step: Step, limit: int) -> Chained:
-        """``settle_and_claim`` counting the attempt at claim: the settlement's statements,
-        the guard and the next claim's select, then the count, whose commit is the
-        settlement's too (one commit per delivery, as without the count), the relock and the
-        guard let go. A failure before that commit fails the settlement (it rolls back);
-        after it, only the claim. A failed connection is closed (it may hold the guard)."""
-        ctx = self._ctx
-        tx = delivery.batch
-        assert isinstance(tx, _ClaimTransaction)
-        committed = False
-        try:
-            results = await tx.conn.script(
-                [*self._step_ops(delivery, step), *self._select_ops(limit)]
-            )
-            records = results[-1]
-            assert isinstance(records, list)
-            if records:
-                ops, first, count, spent = self._count_ops(records)
-                done_at = first - 1  # the begin after the count's commit
-            else:
-                ops, first, count, spent = [Op("commit"), self._guard(unlock=True)], 0, 0, {}
-                done_at = 1
-            try:
-                found = await tx.conn.script(ops)
-            except DatabaseError as exc:
-                committed = exc.step is not None and exc.step >= done_at
-                raise
-            committed = True
-            relocked = self._relocked(found, first, count)
-        except BaseException as exc:
-            delivery.settled = True
-            tx.ended = True
-            ctx.pool.abandon(tx.conn)
-            if committed:
-                tx.written += 1
-                tx.committed = True
-            else:
-                tx.failed = True
-            await self._finish(delivery)
-            if not isinstance(exc, TrinboxError):
-                raise
-            return Chained(claim_error=exc) if committed else Chained(error=exc)
-        delivery.settled = True
-        delivery.conn = None
-        tx.remaining = 0
-        self._in_work.discard(delivery)
-        exhausted = len(records) < limit
-        if not relocked:
-            if records:
-                await end_transaction(ctx.pool, tx.conn)
-            else:
-                await give_back(ctx.pool, tx.conn)
-            return Chained(claimed=Claimed(exhausted=exhausted))
-        return Chained(claimed=self._deliveries(tx.conn, relocked, exhausted, spent))
-
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
         transaction rolled back, the connection given back) when it took no row."""
-        if not records:
-            await end_transaction(self._ctx.pool, conn)
-            return Claimed(exhausted=True)
-        return self._deliveries(conn, records, len(records) < limit)
-
-    def _deliveries(
-        self,
-        conn: Connection,
-        records: list[Record],
-        exhausted: bool,
-        spent: dict[object, int] | None = None,
-    ) -> Claimed:
-        """The claim's deliveries; those of ``spent`` rows (the count at claim found their
-        attempts spent) carry the attempt as read, uncounted, and go to the dead letter."""
         ctx = self._ctx
+        if not records:
+            await end_transaction(ctx.pool, conn)
+            return Claimed(exhausted=True)
         tx = _ClaimTransaction(conn, remaining=len(records))
-        deliveries = Claimed(exhausted=exhausted)
+        deliveries = Claimed(exhausted=len(records) < limit)
         claim = ctx.statements.claim[0]
         for record in records:
             values = values_of(claim, record, ctx.spec)
@@ -286,9 +112,6 @@ class RowLockForm:
                 batch=tx,
                 tx_open=ctx.transactional,
             )
-            if spent and delivery.id in spent:
-                delivery.spent = True
-                delivery.attempt = spent[delivery.id]
             deliveries.append(delivery)
         self._in_work.update(deliveries)
         return deliveries
@@ -305,8 +128,6 @@ class RowLockForm:
             except TrinboxError as exc:
                 return Chained(error=exc)
             return Chained()
-        if self._ctx.count_at_claim:
-            return await self._settle_and_count(delivery, step, limit)
         settling = [*self._step_ops(delivery, step), Op("commit")]
         try:
             results = await tx.conn.script([*settling, *self._claim_ops(limit)])

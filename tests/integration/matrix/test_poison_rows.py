@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -30,10 +31,11 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox._declare._inbox import spec_of
 from trinbox.testing import settled
 
 from ..serving import make_app, serving
-from ..stands import Stand, fresh_stand
+from ..stands import MariaStand, PostgresStand, Stand, fresh_stand
 from .kit import insert_rows, native
 from .poison_process import DIED, MAX_ATTEMPTS
 from .schema import (
@@ -260,3 +262,62 @@ async def test_with_the_opt_in_a_batch_counts_each_row_once(stand: Stand) -> Non
     assert sorted(n for batch in batches for n in batch) == sorted([*range(8), *range(8)])
     rows = stand.rows("SELECT attempt, processed_at IS NOT NULL FROM email_jobs")
     assert sorted((attempt, bool(done)) for attempt, done in rows) == [(3, True)] * 8
+
+
+# The queue's guard as the count at claim names it (rowlock_counted.py), taken by the test.
+GUARD = {
+    "postgres": "SELECT 1 FROM pg_advisory_lock(hashtextextended(%s, 0))",
+    "mariadb": "SELECT GET_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256), 0)",
+}
+# Sessions of the stand's database waiting for a session lock.
+GUARD_WAITERS = {
+    "postgres": "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+    "WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()",
+    "mariadb": "SELECT count(*) FROM information_schema.PROCESSLIST "
+    "WHERE DB = DATABASE() AND STATE = 'User lock'",
+}
+
+
+@contextmanager
+def guard_held(stand: Stand, key: str) -> Iterator[None]:
+    """Hold the guard named ``key`` in a session of the test's own until the block ends."""
+    assert isinstance(stand, PostgresStand | MariaStand)
+    conn = stand._connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(GUARD[stand.name], (key,))
+        assert [tuple(row) for row in cur.fetchall()] == [(1,)]
+        yield
+    finally:
+        conn.close()
+
+
+async def test_with_the_opt_in_a_claim_waits_for_the_guard(stand: Stand) -> None:
+    # The guard keeps every other counting claim of the queue out of the gap between a
+    # claim's count and its relock: a claim that does not wait for it (MariaDB took no lock
+    # at GET_LOCK's timeout -1) counts rows that another claim counted already.
+    broker = stand.broker(poll_interval=0.05)
+    handled: list[int] = []
+
+    @subscriber(InboxQueue(RowLockedFinished, "emails").count_attempt_at_claim())
+    async def send(job: Job) -> None:
+        handled.append(job.n)
+
+    app = make_app()
+    app.include(broker, send)
+    key = f"trinbox-count:{spec_of(RowLockedFinished).qualified_name}:emails"
+    async with serving(app):
+        with guard_held(stand, key):
+            await broker.publish(RowLockedFinished, Job(1), name="emails", customer="c1")
+            with trio.fail_after(10):
+                # A poll: a session waiting for a lock signals nothing a test could await.
+                while stand.value(GUARD_WAITERS[stand.name]) == 0:  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+            # The claim waits before it selects: nothing handled, nothing counted.
+            assert handled == []
+            assert stand.rows("SELECT attempt FROM email_jobs") == [(1,)]
+        # The guard let go, the claim goes on.
+        with trio.fail_after(10):
+            await settled(app, send, 1)
+    assert handled == [1]
+    assert stand.rows("SELECT attempt FROM email_jobs") == [(2,)]
