@@ -5,11 +5,13 @@ statements prepared: the raw loop is likewise timed from its first claim) until
 pre-insert is not timed.
 
     python -m bench.drain DB URL FORM N [--batch K] [--no-fill] [--max-seconds S]
-                          [--events none|noop|prometheus]
+                          [--events none|noop|prometheus] [--clock default|system|database]
 
 ``--events`` installs an event hook: ``noop`` an ``Events`` subclass that overrides nothing
 (every event is made and dispatched), ``prometheus`` the Prometheus adapter on a registry of
-its own (the hook's cost, measured in bench/RESULTS.md).
+its own (the hook's cost, measured in bench/RESULTS.md). ``--clock`` picks the broker's clock:
+``system`` (``SystemClock()``, the host's) or ``database`` (``DatabaseClock()``); ``default``
+is the database's own default (the server's clock on PostgreSQL and MySQL).
 
 Prints one JSON line: jobs/s, seconds, and the process's peak RSS.
 """
@@ -23,13 +25,23 @@ from typing import Any
 
 import trio
 
-from trinbox import App, AppInfo, Events, InboxQueue, SqlBroker, subscriber
+from trinbox import (
+    App,
+    AppInfo,
+    DatabaseClock,
+    Events,
+    InboxQueue,
+    SqlBroker,
+    SystemClock,
+    subscriber,
+)
 from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, emit, fill, remaining
 
 SHUTDOWN_TIMEOUT = 30.0
 EVENTS = ("none", "noop", "prometheus")
+CLOCKS = {"default": None, "system": SystemClock(), "database": DatabaseClock()}
 
 
 class Noop(Events):
@@ -63,6 +75,7 @@ async def drain(
     batch: int | None,
     max_seconds: float,
     events: str = "none",
+    clock: str = "default",
 ) -> dict[str, Any]:
     queue = InboxQueue(ROWS[form], GROUP).workers(WORKERS).poll_interval(1.0)
     handled = 0
@@ -82,7 +95,7 @@ async def drain(
             handled += 1
 
         sub = handler
-    broker = make_broker(db, url)
+    broker = make_broker(db, url, clock=CLOCKS[clock])
     app = App(AppInfo("bench-drain"), grace=5.0)
     app.include(broker, sub)
     install_events(app, events)
@@ -120,11 +133,20 @@ def main() -> None:
     parser.add_argument("--no-fill", action="store_true", help="the table is filled already")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
     parser.add_argument("--events", choices=EVENTS, default="none", help="an event hook to install")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="default", help="whose clock")
     args = parser.parse_args()
     if not args.no_fill:
         fill(args.db, args.url, args.n)
     result = trio.run(
-        drain, args.db, args.url, args.form, args.n, args.batch, args.max_seconds, args.events
+        drain,
+        args.db,
+        args.url,
+        args.form,
+        args.n,
+        args.batch,
+        args.max_seconds,
+        args.events,
+        args.clock,
     )
     left = remaining(args.db, args.url)
     result["left"] = left

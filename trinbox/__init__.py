@@ -17,6 +17,7 @@ from types import ModuleType as _ModuleType
 from . import keys as keys
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
+from ._declare._capabilities import RowOf as RowOf
 from ._declare._capabilities import Serves as Serves
 from ._declare._capabilities import Sqlite as Sqlite
 from ._declare._inbox import GENERATED as GENERATED
@@ -60,6 +61,7 @@ from ._errors import ConnectError as ConnectError
 from ._errors import ConnectionLost as ConnectionLost
 from ._errors import DatabaseError as DatabaseError
 from ._errors import DeclarationError as DeclarationError
+from ._errors import FifoAtSerializable as FifoAtSerializable
 from ._errors import HandlerFailed as HandlerFailed
 from ._errors import IdentifierTooLong as IdentifierTooLong
 from ._errors import IntegrityError as IntegrityError
@@ -80,6 +82,8 @@ from ._runtime.app import Mount as Mount
 from ._runtime.app import ShutdownReport as ShutdownReport
 from ._runtime.backoff import Backoff as Backoff
 from ._runtime.broker import SqlBroker as SqlBroker
+from ._runtime.clocks import DatabaseClock as DatabaseClock
+from ._runtime.clocks import SystemClock as SystemClock
 from ._runtime.codecs import Codec as Codec
 from ._runtime.codecs import JsonCodec as JsonCodec
 from ._runtime.codecs import RawCodec as RawCodec
@@ -116,6 +120,7 @@ from ._runtime.refusals import OutcomeListNeedsBatch as OutcomeListNeedsBatch
 from ._runtime.refusals import PayloadHandlerTakesTheMessage as PayloadHandlerTakesTheMessage
 from ._runtime.refusals import TxNeedsTransactional as TxNeedsTransactional
 from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistics
+from ._runtime.subscribers import Needs as Needs
 from ._runtime.subscribers import Subscriber as Subscriber
 
 if _typing.TYPE_CHECKING:
@@ -188,6 +193,8 @@ __all__ = [
     "Mount",
     "ShutdownReport",
     "SqlBroker",
+    "DatabaseClock",
+    "SystemClock",
     "InboxQueue",
     "Subscriber",
     "subscriber",
@@ -217,6 +224,7 @@ __all__ = [
     "DeclarationError",
     "UnsupportedForm",
     "UnsupportedOpening",
+    "FifoAtSerializable",
     "IdentifierTooLong",
     "StartupError",
     "SchemaError",
@@ -235,7 +243,10 @@ __all__ = [
     "Closed",
     "MissingDriver",
     # what mypy's messages name: the bases of the markers, the decorator's types, and the
-    # named refusals a broken rule turns a queue argument or a handler into
+    # named refusals a broken rule turns a queue argument or a handler into; what a
+    # subscriber needs of a dialect, and the rows a dialect mounts
+    "Needs",
+    "RowOf",
     "Form",
     "Opening",
     "Isolation",

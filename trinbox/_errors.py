@@ -4,6 +4,7 @@
     ├── DeclarationError        a row class or a mount breaks a rule (import or startup time)
     │   ├── UnsupportedForm     the dialect cannot serve the table's claim form
     │   ├── UnsupportedOpening  the dialect opens no transaction at the table's isolation/mode
+    │   │   └── FifoAtSerializable  a MySQL row lock FIFO table at SERIALIZABLE
     │   └── IdentifierTooLong   a name is over the dialect's limit
     ├── StartupError            a subscription could not open
     │   ├── SchemaError         a statement failed to prepare (missing table or column)
@@ -36,6 +37,7 @@ __all__ = [
     "ConnectionLost",
     "DatabaseError",
     "DeclarationError",
+    "FifoAtSerializable",
     "HandlerFailed",
     "IdentifierTooLong",
     "IntegrityError",
@@ -66,6 +68,11 @@ class UnsupportedForm(DeclarationError):
 
 class UnsupportedOpening(DeclarationError):
     """The broker's dialect opens no transaction at the table's isolation level or mode."""
+
+
+class FifoAtSerializable(UnsupportedOpening):
+    """MySQL and MariaDB serve no row lock FIFO table at SERIALIZABLE: the group guard's count
+    would wait on the rows other claims hold."""
 
 
 class IdentifierTooLong(DeclarationError):

@@ -201,6 +201,8 @@ def _channel(spec: TableSpec, group: str | None, server: str) -> dict[str, Any]:
     binding["mode"] = "payload" if spec.payload is not None else "row"
     if spec.form is Advisory:
         binding["advisoryLock"] = spec.key_template
+    if spec.fifo:
+        binding["fifo"] = True
     binding["columns"] = {col.column: col.role or "data" for col in spec.columns}
     title = spec.qualified_name if group is None else f"{spec.qualified_name}, group {group}"
     channel: dict[str, Any] = {"address": spec.qualified_name, "title": title}

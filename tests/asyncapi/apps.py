@@ -73,7 +73,7 @@ class Job(Inbox[Lease], table="jobs", schema="work"):
 
 class Locked(Inbox[RowLock], table="locked_jobs"):
     id: Annotated[int, Id(generated=True)]
-    queue: Annotated[str, Group()]
+    queue: Annotated[str, Group(fifo=True)]
     attempt: Annotated[int, Attempt()]
     payload: Annotated[bytes, Payload()]
 

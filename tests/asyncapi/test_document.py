@@ -174,6 +174,9 @@ def test_bindings_name_table_group_form_and_settings() -> None:
         "deadLetter": "orders.dead",
     }
     assert _binding(doc["operations"]["refund"])["transactional"] is True
+    # A FIFO group says so; other channels leave the field out.
+    assert _binding(doc["channels"]["locked_jobs.refunds"])["fifo"] is True
+    assert "fifo" not in orders
     # The same queue on another broker is another channel, on that broker's server.
     assert doc["channels"]["work.jobs.orders_2"]["servers"] == [{"$ref": "#/servers/sqlite"}]
     assert doc["operations"]["take_order_2"]["channel"] == {"$ref": "#/channels/work.jobs.orders_2"}

@@ -35,6 +35,7 @@ from trinbox import (
     Payload,
     RetryAfter,
     SqlBroker,
+    SystemClock,
     subscriber,
 )
 from trinbox.testing import settled
@@ -262,12 +263,13 @@ def read(stand: Stand, sql: str) -> list[tuple[Any, ...]]:
 
 
 def own_broker(stand: Stand) -> SqlBroker[Any]:
-    """A broker as a user makes one: the system clock."""
+    """A broker on the host's system clock, so that the due time is a bound value (the
+    database clock's publish, which the server stamps, is test_database_clock.py's)."""
     if stand.name == "sqlite":
         return SqlBroker.sqlite(stand.url, poll_interval=0.05)
     if stand.name == "postgres":
-        return SqlBroker.postgres(stand.url, poll_interval=0.05)
-    return SqlBroker.mysql(stand.url, poll_interval=0.05)
+        return SqlBroker.postgres(stand.url, poll_interval=0.05, clock=SystemClock())
+    return SqlBroker.mysql(stand.url, poll_interval=0.05, clock=SystemClock())
 
 
 def as_stored(stand: StandName, value: object) -> object:

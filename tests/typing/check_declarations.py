@@ -56,6 +56,21 @@ class Manual(Inbox[Lease], spec=InboxSpec("manual", "id").lease("locked_until"))
     locked_until: datetime | None
 
 
+# A FIFO group: Group takes fifo= (a bool), by hand too.
+class Ledger(Inbox[RowLock], table="ledger"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+
+
+assert_type(Group(fifo=True).fifo, bool)
+assert_type(InboxSpec("ledger", "id").group("account", fifo=True), InboxSpec[RowLock])
+
+
+def fifo_takes_a_bool() -> None:
+    # Argument "fifo" to "Group" has incompatible type "str"; expected "bool"
+    Group(fifo="yes")  # type: ignore[arg-type]
+
+
 # Unexpected keyword argument "tabel" for "__init_subclass__" of "Inbox"; did you mean "table"?
 # (note: "__init_subclass__" defined in "trinbox")
 class Misspelt(Inbox[Lease], tabel="x"):  # type: ignore[call-arg]

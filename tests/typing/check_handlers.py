@@ -24,6 +24,7 @@ from trinbox import (
     BatchTakesAList,
     BatchTakesNoRowKeys,
     ContextKeyNotOptional,
+    Default,
     HandlerOutcome,
     HandlerTakesAnotherRow,
     Id,
@@ -33,6 +34,7 @@ from trinbox import (
     ListNeedsBatch,
     LockedUntil,
     Mount,
+    Needs,
     NotAContextKey,
     NotAHandler,
     OutcomeListNeedsBatch,
@@ -94,7 +96,7 @@ async def on_emails(emails: list[Email]) -> HandlerOutcome: ...
 
 
 def check_accepted(app: App, broker: SqlBroker[Sqlite]) -> None:
-    needs = tuple[Job, Plain] | None
+    needs = Needs[Job, Lease, Default, Plain] | None
     assert_type(
         subscriber(JOBS)(on_email),
         Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], needs],
@@ -113,17 +115,20 @@ def check_accepted(app: App, broker: SqlBroker[Sqlite]) -> None:
     )
     row = Callable[[Keyed, keys.Attempt, keys.Pool], Awaitable[HandlerOutcome | None]]
     assert_type(
-        subscriber(KEYED)(on_row), Subscriber[Keyed, Plain, row, tuple[Keyed, Plain] | None]
+        subscriber(KEYED)(on_row),
+        Subscriber[Keyed, Plain, row, Needs[Keyed, Advisory, Default, Plain] | None],
     )
     in_tx = Callable[[Keyed, keys.Tx, keys.Attempt], Awaitable[None]]
     assert_type(
         subscriber(KEYED.transactional())(on_row_in_tx),
-        Subscriber[Keyed, Transactional, in_tx, tuple[Keyed, Transactional] | None],
+        Subscriber[
+            Keyed, Transactional, in_tx, Needs[Keyed, Advisory, Default, Transactional] | None
+        ],
     )
     rows = Callable[[list[Keyed], keys.Pool], Awaitable[list[HandlerOutcome]]]
     assert_type(
         subscriber(KEYED.batch(10))(on_rows),
-        Subscriber[Keyed, Plain, rows, tuple[Keyed, Plain] | None],
+        Subscriber[Keyed, Plain, rows, Needs[Keyed, Advisory, Default, Plain] | None],
     )
     assert_type(app.include(broker, subscriber(KEYED.batch(10))(on_row_seq)), Mount)
     assert_type(app.include(broker, subscriber(JOBS.workers(2).batch(5))(on_emails)), Mount)
@@ -148,7 +153,7 @@ def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
 # -- refused -------------------------------------------------------------------------------------
 # Each refusal reads, at the include: Argument 2 to "include" of "App" has incompatible type
 # "<the rule>"; expected "Subscriber[Any, Any, Callable[[Message], Awaitable[object]],
-# tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
+# tuple[RowOf[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
 # Transactional] | None]"  [arg-type]. (A handler of no known shape, like
 # ``subscriber(q)(42)``, is [call-overload].)
 
@@ -260,7 +265,12 @@ def check_tx_needs_transactional(app: App, broker: SqlBroker[Sqlite]) -> None:
     tx_fourth_type = Callable[[Keyed, keys.Attempt, keys.Pool, keys.Tx], Awaitable[None]]
     assert_type(
         subscriber(KEYED.transactional())(tx_fourth),
-        Subscriber[Keyed, Transactional, tx_fourth_type, tuple[Keyed, Transactional] | None],
+        Subscriber[
+            Keyed,
+            Transactional,
+            tx_fourth_type,
+            Needs[Keyed, Advisory, Default, Transactional] | None,
+        ],
     )
     app.include(broker, subscriber(KEYED)(tx_fourth))  # type: ignore[arg-type]
 
@@ -328,13 +338,19 @@ def check_payload_mode_as_mypy_sees_it() -> None:
     assert_type(
         subscriber(InboxQueue(Renamed, "r"))(takes_renamed),
         Subscriber[
-            Renamed, Plain, Callable[[Renamed], Awaitable[None]], tuple[Renamed, Plain] | None
+            Renamed,
+            Plain,
+            Callable[[Renamed], Awaitable[None]],
+            Needs[Renamed, Lease, Default, Plain] | None,
         ],
     )
     assert_type(
         subscriber(InboxQueue(Renamed, "r"))(on_email),
         Subscriber[
-            Renamed, Plain, Callable[[Email], Awaitable[None]], tuple[Renamed, Plain] | None
+            Renamed,
+            Plain,
+            Callable[[Email], Awaitable[None]],
+            Needs[Renamed, Lease, Default, Plain] | None,
         ],
     )
     assert_type(
@@ -343,6 +359,6 @@ def check_payload_mode_as_mypy_sees_it() -> None:
             TextPayload,
             Plain,
             Callable[[TextPayload], Awaitable[None]],
-            tuple[TextPayload, Plain] | None,
+            Needs[TextPayload, Advisory, Default, Plain] | None,
         ],
     )

@@ -2,8 +2,9 @@
 brokers in variables, queues from helper functions, ``subscriber(q)(fn)``, chained mounts.
 
 A list's element type is mypy's join of its items; for subscribers of different row classes that
-keeps every row's needs (``tuple[Row, Mode] | None`` joins into the union of them), so a loop
-over valid subscribers type-checks and one invalid member still fails the include.
+keeps every row's needs (``Needs[Row, Form, Opening, Mode] | None`` joins into the union of
+them), so a loop over valid subscribers type-checks and one invalid member still fails the
+include, with a message that names each row's form.
 """
 
 from __future__ import annotations
@@ -100,11 +101,11 @@ def check_a_dict_and_a_tuple_in_a_loop(app: App, broker: SqlBroker[Sqlite]) -> N
 
 
 def check_one_invalid_member_fails_the_loop(app: App, broker: SqlBroker[Sqlite]) -> None:
-    # ... incompatible type "Subscriber[trinbox.Inbox[Form, Opening], Mode,
-    # function, tuple[Locked, Plain] | tuple[Keyed, Transactional] | tuple[Job, Plain] |
-    # None]"; expected "Subscriber[Any, Any, function, tuple[trinbox._declare._inbox.Inbox[Lease
-    # | Advisory, Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None]"
-    # [arg-type]
+    # ... incompatible type "Subscriber[Inbox[Form, Opening], Mode, function, Needs[Locked,
+    # RowLock, Default, Plain] | Needs[Keyed, Advisory, Immediate, Transactional] | Needs[Job,
+    # Lease, Default, Plain] | None]"; expected "Subscriber[Any, Any, function,
+    # tuple[RowOf[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
+    # Transactional] | None]"  [arg-type]
     for sub in [on_job, on_keyed, on_locked]:
         app.include(broker, sub)  # type: ignore[arg-type]
 
@@ -152,10 +153,10 @@ def check_the_transactional_lease_rule(
 ) -> None:
     # PostgreSQL runs a transactional lease handler at read committed only: ... incompatible
     # type "Subscriber[Snapshot, Transactional, Callable[[Snapshot], Awaitable[None]],
-    # tuple[Snapshot, Transactional] | None]"; expected "Subscriber[Any, Any,
-    # Callable[[Snapshot], Awaitable[None]], tuple[Inbox[RowLock | Advisory, Default |
-    # ReadCommitted | RepeatableRead | Serializable], Plain | Transactional] | tuple[Inbox[Lease,
-    # Default | ReadCommitted | RepeatableRead | Serializable], Plain] | tuple[Inbox[Lease,
+    # Needs[Snapshot, Lease, RepeatableRead, Transactional] | None]"; expected "Subscriber[Any,
+    # Any, Callable[[Snapshot], Awaitable[None]], tuple[RowOf[RowLock | Advisory, Default |
+    # ReadCommitted | RepeatableRead | Serializable], Plain | Transactional] | tuple[RowOf[Lease,
+    # Default | ReadCommitted | RepeatableRead | Serializable], Plain] | tuple[RowOf[Lease,
     # Default | ReadCommitted], Transactional] | None]"  [arg-type]
     in_tx = subscriber(InboxQueue(Snapshot, "snap").transactional())(on_snapshot)
     app.include(pg, in_tx)  # type: ignore[arg-type]

@@ -68,9 +68,9 @@ async def handle_key_then_tx(job: Job, pool: keys.Pool, tx: keys.Tx) -> None: ..
 
 # -- a form the dialect does not serve ----------------------------------------------------------
 # Argument 2 to "include" of "App" has incompatible type "Subscriber[Locked, Plain,
-# Callable[[object], Awaitable[None]], tuple[Locked, Plain] | None]"; expected "Subscriber[Any,
-# Any, Callable[[object], Awaitable[None]], tuple[Inbox[Lease | Advisory, Default | Deferred |
-# Immediate | Exclusive], Plain | Transactional] | None]"  [arg-type]
+# Callable[[object], Awaitable[None]], Needs[Locked, RowLock, Default, Plain] | None]"; expected
+# "Subscriber[Any, Any, Callable[[object], Awaitable[None]], tuple[RowOf[Lease | Advisory,
+# Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None]"  [arg-type]
 
 
 def check_sqlite_has_no_row_locks(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -84,9 +84,9 @@ def check_sqlite_has_no_row_locks_in_tx(app: App, broker: SqlBroker[Sqlite]) -> 
 
 # -- an opening the dialect does not open ---------------------------------------------------------
 # ... incompatible type "Subscriber[Strict, Plain, Callable[[object], Awaitable[None]],
-# tuple[Strict, Plain] | None]"; expected "Subscriber[Any, Any, Callable[[object],
-# Awaitable[None]], tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate | Exclusive],
-# Plain | Transactional] | None]"  [arg-type]
+# Needs[Strict, Lease, Serializable, Plain] | None]"; expected "Subscriber[Any, Any,
+# Callable[[object], Awaitable[None]], tuple[RowOf[Lease | Advisory, Default | Deferred |
+# Immediate | Exclusive], Plain | Transactional] | None]"  [arg-type]
 
 
 def check_sqlite_opens_no_isolation_level(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -120,7 +120,7 @@ def check_advisory_table_takes_no_lease() -> None:
 
 # -- keys.Tx outside transactional mode -----------------------------------------------------------
 # Argument 2 to "include" of "App" has incompatible type "TxNeedsTransactional"; expected
-# "Subscriber[Any, Any, Callable[[Message], Awaitable[object]], tuple[Inbox[Lease | Advisory,
+# "Subscriber[Any, Any, Callable[[Message], Awaitable[object]], tuple[RowOf[Lease | Advisory,
 # Default | Deferred | Immediate | Exclusive], Plain | Transactional] | None]"  [arg-type]
 # The keys.Tx overloads are also @deprecated: with mypy's opt-in ``enable_error_code =
 # deprecated`` the decoration itself fails, "overload def (self: SubscriberFactory[R], fn: def

@@ -17,6 +17,7 @@ from trinbox import (
     App,
     Attempt,
     Batched,
+    Default,
     HandlerOutcome,
     Id,
     Immediate,
@@ -26,6 +27,7 @@ from trinbox import (
     LockedUntil,
     Mount,
     MySql,
+    Needs,
     Payload,
     Plain,
     Postgres,
@@ -88,10 +90,11 @@ assert_type(
         Job,
         Plain,
         Callable[[Email, keys.Attempt], Awaitable[HandlerOutcome]],
-        tuple[Job, Plain] | None,
+        Needs[Job, Lease, Default, Plain] | None,
     ],
 )
-# Annotations name the row and mode; the rest defaults to "any handler" and the row's needs.
+# Annotations name the row and mode; the rest defaults to "any handler" and the row's needs
+# (``tuple[Job, Plain] | None``, which a decorated handler's ``Needs`` is).
 as_annotated: Subscriber[Job, Plain] = decorated
 
 
@@ -123,7 +126,7 @@ def check_lease_setting_on_any_row(queue: InboxQueue[Any, Plain]) -> None:
 
 def check_handlers() -> None:
     plain = subscriber(InboxQueue(Job, "jobs"))
-    needs = tuple[Job, Plain] | None
+    needs = Needs[Job, Lease, Default, Plain] | None
     assert_type(
         plain(handle_job), Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], needs]
     )
@@ -135,7 +138,7 @@ def check_handlers() -> None:
         Subscriber[Job, Plain, batch, needs],
     )
     in_tx = subscriber(InboxQueue(Job, "jobs").transactional())
-    tx_needs = tuple[Job, Transactional] | None
+    tx_needs = Needs[Job, Lease, Default, Transactional] | None
     tx_keys = Callable[[Email, keys.Tx, keys.Attempt], Awaitable[HandlerOutcome | None]]
     assert_type(in_tx(handle_in_tx), Subscriber[Job, Transactional, tx_keys, tx_needs])
     assert_type(in_tx(handle_with_keys), Subscriber[Job, Transactional, with_keys, tx_needs])

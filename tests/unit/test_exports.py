@@ -64,6 +64,13 @@ def test_no_private_module_in_a_repr() -> None:
     assert repr(trinbox.DeclarationError) == "<class 'trinbox.DeclarationError'>"
 
 
+def test_clocks_are_exported() -> None:
+    # A broker's clock= argument: the server's, or the host's.
+    assert {"DatabaseClock", "SystemClock"} <= set(trinbox.__all__)
+    assert repr(trinbox.DatabaseClock()) == "DatabaseClock()"
+    assert repr(trinbox.SystemClock()) == "SystemClock()"
+
+
 def test_errors_pickle_by_their_public_name() -> None:
     error = trinbox.DeclarationError("class Job: a queue table names its table")
     data = pickle.dumps(error)

@@ -14,18 +14,16 @@ import trinbox
 from tests.integration.readme import README, block
 
 
-def readme_output() -> str:
-    found = re.search(
-        r"<!-- test: readme_static_checks_output -->\n```\n(.*?)```", README.read_text(), re.DOTALL
-    )
-    assert found is not None, "README.md has no block marked readme_static_checks_output"
+def readme_output(tag: str = "readme_static_checks_output") -> str:
+    found = re.search(rf"<!-- test: {tag} -->\n```\n(.*?)```", README.read_text(), re.DOTALL)
+    assert found is not None, f"README.md has no block marked {tag}"
     return found.group(1)
 
 
-def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
+def mypy_on_service(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "service.py").write_text(block("readme_static_checks"))
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "service.py"],
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *args, "service.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -34,10 +32,27 @@ def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
         # another checkout's).
         env={**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])},
     )
+
+
+def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
+    done = mypy_on_service(tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stdout == readme_output()
     # Each mistake in the file is caught, and nothing else is reported.
     assert done.stdout.count(": error: ") == 5
+
+
+def test_the_readme_shows_what_the_deprecated_opt_in_adds(tmp_path: Path) -> None:
+    """With ``--enable-error-code deprecated`` mypy prints the five errors and the README's
+    sixth, at the decoration of the keys.Tx handler, in line order."""
+    done = mypy_on_service(tmp_path, "--enable-error-code", "deprecated")
+    assert done.returncode == 1, done.stderr
+    *plain, _ = readme_output().splitlines()
+    added = readme_output("readme_static_checks_deprecated").splitlines()
+    assert len(added) == 1 and added[0].endswith("[deprecated]")
+    expected = sorted([*plain, *added], key=lambda line: int(line.split(":")[1]))
+    summary = "Found 6 errors in 1 file (checked 1 source file)"
+    assert done.stdout.splitlines() == [*expected, summary]
 
 
 def test_the_names_in_the_readme_messages_are_importable() -> None:

@@ -4,32 +4,39 @@ A dialect type derives from ``Serves[tuple[Forms, Openings], Mounts]``, contrava
 arguments. The first names the claim forms and openings the dialect serves: ``Sqlite`` serves
 ``tuple[Lease | Advisory, ...]`` and so is a ``Serves[tuple[Lease, Default]]`` but not a
 ``Serves[tuple[RowLock, Default]]`` (publishing reads it). The second names the (row, mode)
-pairs it mounts, ``tuple[Inbox[Forms, Openings], Modes]``, a union where a rule ties the three
+pairs it mounts, ``tuple[RowOf[Forms, Openings], Modes]``, a union where a rule ties the three
 together: PostgreSQL mounts a lease table at RepeatableRead or Serializable in plain mode only
 (a transactional lease handler must see the lease extensions committed after it began).
 
 ``App.include(broker, subscriber)`` reads the second argument off the broker's type and asks
-for a subscriber whose ``Needs`` (``tuple[Row, Mode] | None``, subscribers.py) are among them,
-so that mypy says, for a row lock table on SQLite: Argument 2 to "include" of "App" has
-incompatible type "Subscriber[Job, Plain, ..., tuple[Job, Plain] | None]"; expected
-"Subscriber[Any, Any, ..., tuple[Inbox[Lease | Advisory, Default | Deferred | Immediate |
-Exclusive], Plain | Transactional] | None]" (tests/typing/check_matrix.py has every cell).
+for a subscriber whose ``Needs`` (subscribers.py: the row, its form and opening, the mode) are
+among them, so that mypy says, for a row lock table on SQLite: Argument 2 to "include" of "App"
+has incompatible type "Subscriber[Job, Plain, ..., Needs[Job, RowLock, Default, Plain] |
+None]"; expected "Subscriber[Any, Any, ..., tuple[RowOf[Lease | Advisory, Default | Deferred |
+Immediate | Exclusive], Plain | Transactional] | None]" (tests/typing/check_matrix.py has every
+cell).
+
+The row's slot is the protocol ``RowOf``, not the class ``Inbox`` (whose subclasses satisfy
+it): a list of subscribers of several row classes joins them into the public ``trinbox.Inbox``
+(loops, subscribers.py), and two classes named ``Inbox`` in one message would make mypy print
+both with their module paths.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, final
+from typing import Any, Generic, Protocol, final
 
 from typing_extensions import TypeVar
 
-from ._inbox import Inbox
 from ._markers import (
     Advisory,
     Default,
     Deferred,
     Exclusive,
+    Form,
     Immediate,
     Lease,
+    Opening,
     Plain,
     ReadCommitted,
     ReadUncommitted,
@@ -39,10 +46,19 @@ from ._markers import (
     Transactional,
 )
 
-__all__ = ["MySql", "Postgres", "Serves", "Sqlite"]
+__all__ = ["MySql", "Postgres", "RowOf", "Serves", "Sqlite"]
 
 Capability = TypeVar("Capability", contravariant=True)
 Mounts = TypeVar("Mounts", contravariant=True, default=Any)
+F = TypeVar("F", bound=Form, covariant=True)
+O = TypeVar("O", bound=Opening, covariant=True)  # noqa: E741
+
+
+class RowOf(Protocol[F, O]):
+    """A row of a table whose claim form is ``F`` and opening ``O``: every ``Inbox[F, O]``
+    row class is one (for mypy; nothing is checked against it at runtime)."""
+
+    def __trinbox_form__(self) -> tuple[F, O]: ...
 
 
 class Serves(Generic[Capability, Mounts]):
@@ -60,9 +76,9 @@ _Modes = Plain | Transactional
 class Postgres(
     Serves[
         tuple[RowLock | Lease | Advisory, _PgOpenings],
-        tuple[Inbox[RowLock | Advisory, _PgOpenings], _Modes]
-        | tuple[Inbox[Lease, _PgOpenings], Plain]
-        | tuple[Inbox[Lease, Default | ReadCommitted], Transactional],
+        tuple[RowOf[RowLock | Advisory, _PgOpenings], _Modes]
+        | tuple[RowOf[Lease, _PgOpenings], Plain]
+        | tuple[RowOf[Lease, Default | ReadCommitted], Transactional],
     ]
 ):
     """PostgreSQL (asyncpg): every form; read committed, repeatable read, serializable (a
@@ -73,7 +89,7 @@ class Postgres(
 class MySql(
     Serves[
         tuple[RowLock | Lease | Advisory, _MySqlOpenings],
-        tuple[Inbox[RowLock | Lease | Advisory, _MySqlOpenings], _Modes],
+        tuple[RowOf[RowLock | Lease | Advisory, _MySqlOpenings], _Modes],
     ]
 ):
     """MySQL 8.0.1+ and MariaDB 10.6+ (aiomysql): every form; every isolation level."""
@@ -83,7 +99,7 @@ class MySql(
 class Sqlite(
     Serves[
         tuple[Lease | Advisory, _SqliteOpenings],
-        tuple[Inbox[Lease | Advisory, _SqliteOpenings], _Modes],
+        tuple[RowOf[Lease | Advisory, _SqliteOpenings], _Modes],
     ]
 ):
     """SQLite: the lease and advisory forms (no row locks); deferred/immediate/exclusive."""

@@ -21,7 +21,7 @@ from typing_extensions import TypeVar, dataclass_transform
 from .._errors import DeclarationError
 from ._manual import InboxSpec
 from ._markers import Default, Form, Opening
-from ._roles import ROLE_CLASSES, Column, Role
+from ._roles import ROLE_CLASSES, Column, Group, Role
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
 __all__ = ["GENERATED", "Inbox", "row_fields", "spec_of"]
@@ -48,6 +48,10 @@ class Inbox(Generic[F, O]):
         # over a row class never evaluates them (trinbox/__init__ sets Inbox.__module__ to
         # "trinbox", where TableSpec does not resolve).
         __inbox_spec__: ClassVar[TableSpec]
+
+        # What _capabilities.RowOf reads: a row's form and opening, for the dialects' mounts
+        # (a protocol, so that mypy's messages never name this class beside trinbox.Inbox).
+        def __trinbox_form__(self) -> tuple[F, O]: ...
 
         # mypy checks a class statement's keywords against this signature (a misspelt or
         # mistyped keyword fails there); at runtime every keyword reaches _declare, which
@@ -186,6 +190,7 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
         if name not in own or name.startswith("__"):
             continue
         roles, generated, column, python_type, is_classvar = _read_annotation(hint, where, name)
+        fifo = _fifo_of(hint)
         if is_classvar:
             if roles or generated or column is not None:
                 msg = (
@@ -201,9 +206,17 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
                 roles=roles,
                 generated=generated,
                 python_type=python_type,
+                fifo=fifo,
             )
         )
     return decls
+
+
+def _fifo_of(hint: object) -> bool:
+    """Whether the field's ``Group`` says ``fifo=True``."""
+    if get_origin(hint) is not typing.Annotated:
+        return False
+    return any(isinstance(meta, Group) and meta.fifo for meta in get_args(hint)[1:])
 
 
 def _own_annotation_names(cls: type) -> set[str]:
@@ -283,7 +296,10 @@ def _compile_manual(
         raise DeclarationError(msg)
     decls = _field_decls(cls, where)
     for decl in decls:
-        marks = [ROLE_CLASSES[r] + "()" for r in decl.roles]
+        marks = [
+            "Group(fifo=True)" if r == "group" and decl.fifo else ROLE_CLASSES[r] + "()"
+            for r in decl.roles
+        ]
         if decl.generated and not decl.roles:
             marks.append("Generated()")
         if decl.column != decl.field:

@@ -42,6 +42,7 @@ class _RoleColumn:
     column: str
     field: str
     generated: bool
+    fifo: bool = False
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -71,8 +72,13 @@ class InboxSpec(Generic[F]):
     def within(self, schema: str) -> InboxSpec[F]:
         return evolve(self, schema=schema)
 
-    def group(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
-        return self._role("group", column, field, generated=False)
+    def group(self, column: str, *, fifo: bool = False, field: str | None = None) -> InboxSpec[F]:
+        """The group column; ``fifo=True`` makes each group a FIFO group (``Group(fifo=True)``)."""
+        spec = self._role("group", column, field, generated=False)
+        if not fifo:
+            return spec
+        *rest, group = spec.roles
+        return evolve(spec, roles=(*rest, evolve(group, fifo=True)))
 
     def priority(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("priority", column, field, generated=False)
@@ -155,6 +161,7 @@ class InboxSpec(Generic[F]):
                         roles=(rc.role,),
                         generated=rc.generated,
                         python_type=python_type,
+                        fifo=rc.fifo,
                     )
                 )
         return compile_spec(

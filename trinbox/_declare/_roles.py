@@ -41,8 +41,11 @@ class Id(Role):
 
 @dataclass(frozen=True, slots=True)
 class Group(Role):
-    """The subscription name selects rows whose group column equals it."""
+    """The subscription name selects rows whose group column equals it. ``fifo=True`` makes
+    each group a FIFO group: its rows are handled one at a time, strictly in claim order
+    (row lock and lease forms only; in the advisory form put the group in the key)."""
 
+    fifo: bool = False
     role: ClassVar[str] = "group"
 
 

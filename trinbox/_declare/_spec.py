@@ -67,6 +67,7 @@ class FieldDecl:
     roles: tuple[str, ...] = ()
     generated: bool = False
     python_type: object = None
+    fifo: bool = False  # Group(fifo=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,8 @@ class TableSpec:
     key: tuple[KeyPart, ...] = ()
     key_template: str = ""
     row_type: type | None = field(default=None, compare=False)
+    # Group(fifo=True): each group's rows are handled one at a time, in claim order.
+    fifo: bool = False
     # Columns by role, looked up on every delivery.
     _by_role: dict[str, ColumnSpec] = field(init=False, repr=False, compare=False)
 
@@ -247,6 +250,7 @@ def compile_spec(
     form_type = check_form(where, form)
     opening_type = _check_opening(where, opening)
     columns = _check_fields(where, fields)
+    fifo = any(decl.fifo for decl in fields)
     spec = TableSpec(
         table=table,
         schema=schema,
@@ -254,6 +258,7 @@ def compile_spec(
         opening=opening_type,
         columns=columns,
         row_type=row_type,
+        fifo=fifo,
     )
     _check_form_columns(where, spec, advisory_lock is not None or key is not None)
     if advisory_lock is not None:
@@ -280,6 +285,7 @@ def compile_spec(
         key=parts,
         key_template=template,
         row_type=row_type,
+        fifo=fifo,
     )
 
 
@@ -454,6 +460,15 @@ def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:
         msg = (
             f"{where}: advisory_lock= selects the advisory form, found it on an Inbox[Lease] "
             f"table; drop advisory_lock= or declare Inbox[Advisory]"
+        )
+        raise DeclarationError(msg)
+    if spec.fifo and form is Advisory:
+        group = spec.group.field if spec.group is not None else "group"
+        msg = (
+            f"{where}: a FIFO group is served by the row lock and lease forms, found "
+            f"Group(fifo=True) on {group!r} beside the advisory key of an Inbox[Advisory] "
+            f"table (the advisory form orders rows through its key); use a key on the group "
+            f"column instead: drop fifo=True and put {{{group}}} in advisory_lock="
         )
         raise DeclarationError(msg)
     if form is Advisory:

@@ -11,6 +11,10 @@ declared name (``internal``). Parameter names used across dialects:
     id        the row's id                     token      the lease the delivery holds
     retry_at  when a delayed retry is due      dest       the dead letter group
     key       a rendered advisory key          ids        the ids of a batch's rows
+    delay     the delay of retry_at, in µs     lease_seconds  the lease's length
+
+On the database clock (``database_clock=True``) ``now`` and ``retry_at`` render as the
+server's clock (``_clock.py``).
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from uuid import UUID
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
+from ._clock import insert_slot, on_server_clock
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
+from ._fifo import head_claim
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
@@ -66,6 +72,9 @@ class Statements:
     # ``retry_after``), returning the ids it settled; where the dialect has none, a batch runs
     # the single-row statements in one transaction.
     batch: tuple[Statement, ...] = ()
+    # A FIFO group's guard, run first in the claim's transaction (_fifo.py); 1: the group is
+    # this claim's.
+    guard: Statement | None = None
 
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
@@ -80,7 +89,14 @@ class Statements:
             *self.dead_letter,
             *self.batch,
         ]
-        for one in (self.retry, self.retry_after, self.extend, self.lock, self.unlock):
+        for one in (
+            self.retry,
+            self.retry_after,
+            self.extend,
+            self.lock,
+            self.unlock,
+            self.guard,
+        ):
             if one is not None:
                 found.append(one)
         return found
@@ -106,11 +122,17 @@ class Dialect(ColumnRules):
     one_claim_at_a_time: ClassVar[bool] = False
     lease_claim_serial: ClassVar[bool] = False
     extra: dict[str, object] = field(default_factory=dict)
+    # "Now" is the server's clock, written into the statements (_clock.py), not the host's.
+    database_clock: bool = False
 
     def claims_one_at_a_time(self, spec: TableSpec) -> bool:
         """Whether a subscription to ``spec`` keeps one claim in flight (FIFO and keyed
-        workers add their own reasons elsewhere)."""
-        return self.one_claim_at_a_time or (spec.form is Lease and self.lease_claim_serial)
+        workers add their own reasons elsewhere): a FIFO group is claimed one row at a time."""
+        return (
+            self.one_claim_at_a_time
+            or spec.fifo
+            or (spec.form is Lease and self.lease_claim_serial)
+        )
 
     # The statement that reads the server's version at startup (MySQL's floor), if any.
     version_query: ClassVar[str | None] = None
@@ -166,6 +188,11 @@ class Dialect(ColumnRules):
             )
             raise UnsupportedOpening(msg)
         self.check_names(spec, dead_letter)
+        if spec.fifo:
+            self.check_fifo(spec)
+
+    def check_fifo(self, spec: TableSpec) -> None:
+        """Refuse a FIFO table this dialect cannot guard (MySQL: row lock at SERIALIZABLE)."""
 
     def check_names(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> None:
         """Refuse a name this dialect's server cannot hold (too long, or a character or shape
@@ -220,7 +247,7 @@ class Dialect(ColumnRules):
         return self.row_lock_statements(spec, dead_letter)
 
     def r(self, event: str, sql: Frag) -> Statement:
-        return render(event, sql, self.style)
+        return render(event, on_server_clock(self, sql), self.style)
 
     def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
         """Every column in declaration order; with ``attempt_before`` the attempt reads one
@@ -359,7 +386,7 @@ class Dialect(ColumnRules):
         if not cols:
             return self.insert_defaults(t)
         names = ", ".join(self.c(c) for c in cols)
-        values = join(", ", (P(c.column) for c in cols))
+        values = join(", ", (insert_slot(self, spec, c) for c in cols))
         return f"INSERT INTO {t} ({names}) VALUES (" + values + ")"
 
     def driver_value(self, value: object) -> object:
@@ -418,7 +445,7 @@ class Dialect(ColumnRules):
     def lease_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
         locked = self.c(spec.locked_until)
         return Statements(
-            claim=self.lease_claim(spec),
+            claim=self.fifo_lease_claim(spec) if spec.fifo else self.lease_claim(spec),
             ack=self.finish(spec, token=True),
             retry=self.update("retry", spec, [], token=True),
             retry_after=self.retry_after_statement(spec, token=True, count=False),
@@ -432,6 +459,7 @@ class Dialect(ColumnRules):
                 + self.by_id(spec, token=True),
             ),
             batch=self.lease_batch(spec),
+            guard=self.fifo_guard(spec) if spec.fifo else None,
         )
 
     def advisory_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
@@ -450,18 +478,28 @@ class Dialect(ColumnRules):
 
     def row_lock_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
         retry = self.update("retry", spec, self.bump(spec), token=False) if spec.attempt else None
+        claim = head_claim(self, spec) if spec.fifo else self.row_lock_claim(spec)
         return Statements(
-            claim=(self.row_lock_claim(spec),),
+            claim=(claim,),
             ack=self.finish(spec, token=False),
             retry=retry,
             retry_after=self.retry_after_statement(spec, token=False, count=True),
             dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
             insert=self.insert(spec),
             begin=self.begin(spec),
+            guard=self.fifo_guard(spec) if spec.fifo else None,
         )
 
     def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         raise NotImplementedError
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """The lease claim of a FIFO group's head (_fifo.py), in the shape of ``lease_claim``."""
+        raise NotImplementedError
+
+    def fifo_guard(self, spec: TableSpec) -> Statement | None:
+        """The FIFO group guard (_fifo.py); none where one writer at a time is the guard."""
+        return None
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         """Settlements of many rows in one statement each (PostgreSQL, SQLite); none where

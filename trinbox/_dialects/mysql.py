@@ -49,8 +49,10 @@ from .._declare._markers import (
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
+from ._clock import token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -242,7 +244,9 @@ class MySqlDialect(Dialect):
         conds = [*self.claimable(spec), self.lease_free(spec)]
         select = self.r(
             "claim",
-            f"SELECT {self.select_list(spec)} FROM {t}"
+            f"SELECT {self.select_list(spec)}"
+            + token_column(self, spec)
+            + f" FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit")
@@ -262,6 +266,15 @@ class MySqlDialect(Dialect):
             + self.lease_free(spec),
         )
         return (select, stamp)
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        return mysql_lease_head_claim(self, spec, self.lease_claim(spec)[1])
+
+    def fifo_guard(self, spec: TableSpec) -> Statement | None:
+        return mysql_guard(self, spec)
+
+    def check_fifo(self, spec: TableSpec) -> None:
+        check_fifo_opening(self, spec)
 
     # -- advisory ---------------------------------------------------------------------------
 

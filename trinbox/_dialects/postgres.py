@@ -30,8 +30,10 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
+from ._clock import lease_at, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._fifo import postgres_guard, postgres_lease_head_claim
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["PostgresDialect"]
@@ -145,7 +147,7 @@ class PostgresDialect(Dialect):
         claimed = self.internal(spec, "__claimed")
         stamped = self.internal(spec, "__stamped")
         row = self.internal(spec, "__row")
-        sets: list[Frag] = [self.c(spec.locked_until) + " = " + P("lease")]
+        sets: list[Frag] = [self.c(spec.locked_until) + " = " + lease_at(self)]
         if spec.attempt is not None:
             attempt = self.c(spec.attempt)
             sets.append(f"{attempt} = {row}.{attempt} + 1")
@@ -162,12 +164,20 @@ class PostgresDialect(Dialect):
                 + f"{stamped} AS (UPDATE {t} AS {row} SET "
                 + join(", ", sets)
                 + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
-                + f"SELECT * FROM {claimed} ORDER BY {order}",
+                + "SELECT *"
+                + token_column(self, spec)
+                + f" FROM {claimed} ORDER BY {order}",
             ),
         )
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        return (postgres_lease_head_claim(self, spec),)
+
+    def fifo_guard(self, spec: TableSpec) -> Statement | None:
+        return postgres_guard(self, spec)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order whose keys no other session holds. The shared

@@ -27,8 +27,10 @@ from .._declare._markers import (
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect
+from ._clock import lease_at, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._fifo import sqlite_lease_head_claim
 from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["SqliteDialect"]
@@ -146,7 +148,7 @@ class SqliteDialect(Dialect):
         before the stamp (attempt uncounted). Rows come back in no particular order."""
         t = self.table(spec)
         locked = self.c(spec.locked_until)
-        sets: list[Frag] = [locked + " = " + P("lease")]
+        sets: list[Frag] = [locked + " = " + lease_at(self)]
         if spec.attempt is not None:
             attempt = self.c(spec.attempt)
             sets.append(f"{attempt} = {attempt} + 1")
@@ -164,9 +166,13 @@ class SqliteDialect(Dialect):
                 + join(", ", sets)
                 + f" WHERE {self.c(spec.id)} IN ("
                 + inner
-                + f") RETURNING {self.select_list(spec, attempt_before=True)}",
+                + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+                + token_column(self, spec, stored=True),
             ),
         )
+
+    def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+        return (sqlite_lease_head_claim(self, spec),)
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.

@@ -35,6 +35,7 @@ __all__ = [
     "Step",
     "batch_event",
     "give_back",
+    "held",
     "step_statements",
     "step_values",
     "lease_expiry",
@@ -69,10 +70,12 @@ class Retry:
 
 @dataclass(frozen=True, slots=True)
 class RetryAt:
-    """Return the row, claimable from ``at``."""
+    """Return the row, claimable from ``at`` (the host's clock), or ``delay`` after the
+    server's now (the database clock)."""
 
     at: datetime
     event: str = "retry_after"
+    delay: timedelta = timedelta(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,7 @@ class Delivery:
     values: dict[str, object]
     id: object
     attempt: int | None
-    token: datetime | None = None  # lease form: the expiry the claim wrote
+    token: object = None  # lease form: the expiry the claim wrote (host's or server's)
     key: str | None = None  # advisory form: the rendered key
     conn: Connection | None = None  # the session or transaction that holds the row
     batch: object = None  # row lock batch: the shared transaction
@@ -258,7 +261,7 @@ def batch_event(step: Step) -> str | None:
 def step_values(step: Step) -> dict[str, object]:
     """The values a step binds besides the row's id, token and "now"."""
     if isinstance(step, RetryAt):
-        return {"retry_at": step.at}
+        return {"retry_at": step.at, "delay": step.delay // timedelta(microseconds=1)}
     if isinstance(step, DeadLetterStep):
         return {"dest": step.dest.group}
     return {}
@@ -279,6 +282,13 @@ def whole_seconds(lease: timedelta) -> timedelta:
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def held(result: object) -> bool:
+    """Whether a FIFO group guard's result (one row, one number) says the group is this
+    claim's."""
+    assert isinstance(result, list)
+    return bool(result) and bool(result[0][0])
 
 
 def values_of(statement: Statement, record: Record, spec: TableSpec) -> dict[str, object]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import trio
 
 from .._bounds import cleanup_scope
+from .._dialects._clock import expiry_select
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, LeaseLost, TrinboxError
@@ -32,6 +33,7 @@ from ._base import (
     batch_event,
     end_transaction,
     give_back,
+    held,
     lease_expiry,
     rollback_quietly,
     step_statements,
@@ -87,6 +89,9 @@ class LeaseForm:
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)
         self._tokens = _Tokens()
+        self._lease_seconds = int(ctx.lease.total_seconds())
+        # The database clock: the keeper reads each new expiry from the server.
+        self._expiry = expiry_select(ctx.dialect) if ctx.dialect.database_clock else None
 
     @property
     def in_work(self) -> int:
@@ -94,8 +99,9 @@ class LeaseForm:
 
     @property
     def claims_in_one_statement(self) -> bool:
-        """PostgreSQL and SQLite claim with one statement; MySQL selects, then stamps."""
-        return len(self._ctx.statements.claim) == 1
+        """PostgreSQL and SQLite claim with one statement; MySQL selects, then stamps (and a
+        FIFO group's claim on a server runs its guard first)."""
+        return len(self._ctx.statements.claim) == 1 and self._ctx.statements.guard is None
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
@@ -110,9 +116,12 @@ class LeaseForm:
                 "now": now,
                 "limit": limit,
                 "lease": token,
+                "lease_seconds": self._lease_seconds,
             }
             claim = ctx.statements.claim
-            if len(claim) == 1:
+            if ctx.statements.guard is not None:
+                records = await self._guarded_claim(conn, claim, values)
+            elif len(claim) == 1:
                 records = await conn.fetch(claim[0].sql, claim[0].bind(values))
             else:
                 records = await self._select_and_stamp(conn, claim, values)
@@ -146,25 +155,74 @@ class LeaseForm:
             if not records:
                 await conn.commit()
                 return []
-            id_index = [c.role for c in self._ctx.spec.columns].index("id")
-            stamps = [
-                Op("execute", stamp.sql, stamp.bind({**values, "id": record[id_index]}))
-                for record in records
-            ]
-            stamped = await conn.script([*stamps, Op("commit")])
+            return await self._stamp(conn, stamp, values, records)
         except BaseException:
             await rollback_quietly(conn)
             raise
+
+    async def _stamp(
+        self, conn: Connection, stamp: Statement, values: dict[str, object], records: list[Record]
+    ) -> list[Record]:
+        """MySQL: stamp each selected row (conditioned on its lease being free still) and
+        commit; a row the stamp did not change drops out of the claim."""
+        id_index = [c.role for c in self._ctx.spec.columns].index("id")
+        stamps = [
+            Op("execute", stamp.sql, stamp.bind(self._stamp_values(values, record, id_index)))
+            for record in records
+        ]
+        stamped = await conn.script([*stamps, Op("commit")])
         return [record for record, n in zip(records, stamped, strict=False) if n == 1]
+
+    async def _guarded_claim(
+        self, conn: Connection, claim: Sequence[Statement], values: dict[str, object]
+    ) -> list[Record]:
+        """A FIFO group on a server: one READ COMMITTED transaction runs the group guard, then
+        the claim of the group's head (MySQL: then its stamp), and commits; from then on the
+        lease holds the group. A group held by another claim takes nothing."""
+        guard = self._ctx.statements.guard
+        assert guard is not None
+        try:
+            opened = await conn.script(
+                [
+                    Op("begin", self._ctx.dialect.lease_claim_begin().sql),
+                    Op("fetch", guard.sql, guard.bind(values)),
+                    Op("fetch", claim[0].sql, claim[0].bind(values)),
+                ]
+            )
+            records = opened[2]
+            assert isinstance(records, list)
+            if not held(opened[1]) or not records:
+                await conn.rollback()
+                return []
+            if len(claim) == 1:
+                await conn.commit()
+                return records
+            return await self._stamp(conn, claim[1], values, records)
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+
+    def _stamp_values(
+        self, values: dict[str, object], record: Record, id_index: int
+    ) -> dict[str, object]:
+        """One MySQL stamp's values: on the database clock it writes the token its select
+        read from the server (the select's last column)."""
+        found = {**values, "id": record[id_index]}
+        if len(record) > len(self._ctx.spec.columns):
+            found["lease"] = record[-1]
+        return found
 
     def _delivery(self, record: Record, token: object) -> Delivery:
         spec = self._ctx.spec
+        if len(record) > len(spec.columns):
+            # The database clock: the claim returns the expiry the server wrote, the token.
+            token, record = record[-1], record[: len(spec.columns)]
         values = values_of(self._ctx.statements.claim[0], record, spec)
         return Delivery(
             values=values,
             id=values[spec.id.column],
             attempt=attempt_of(spec, values),
-            token=token,  # type: ignore[arg-type]
+            token=token,
         )
 
     async def _open_transactions(self, deliveries: list[Delivery]) -> None:
@@ -201,7 +259,7 @@ class LeaseForm:
         alone."""
         ctx = self._ctx
         event = batch_event(step)
-        if ctx.transactional or event is None or len(ctx.statements.claim) != 1:
+        if ctx.transactional or event is None or not self.claims_in_one_statement:
             try:
                 await self.settle(delivery, step)
             except TrinboxError as exc:
@@ -222,7 +280,13 @@ class LeaseForm:
                 # "now" is read after the connection is acquired, as in claim().
                 now = ctx.clock()
                 token = lease_expiry(now, ctx.lease)
-                values = {"group": ctx.group, "now": now, "limit": limit, "lease": token}
+                values = {
+                    "group": ctx.group,
+                    "now": now,
+                    "limit": limit,
+                    "lease": token,
+                    "lease_seconds": self._lease_seconds,
+                }
                 claim_op = Op("fetch", claim.sql, claim.bind(values))
                 try:
                     changed, records = await conn.script([settle_op, claim_op])
@@ -277,14 +341,15 @@ class LeaseForm:
         row whose lease is gone fails alone. A group whose statement fails is settled again
         row by row, so one bad row leaves the others' settlements in place."""
         errors: list[TrinboxError | None] = [None] * len(items)
-        groups: dict[tuple[str, object], list[int]] = {}
+        groups: dict[tuple[str, object, object], list[int]] = {}
         alone: list[int] = []
         for i, (delivery, step) in enumerate(items):
             event = batch_event(step)
             if event is None or delivery.tx_open:
                 alone.append(i)
             else:
-                groups.setdefault((event, step_values(step).get("retry_at")), []).append(i)
+                bound = step_values(step)
+                groups.setdefault((event, bound.get("retry_at"), bound.get("delay")), []).append(i)
         for members in groups.values():
             if len(members) == 1:
                 alone.extend(members)
@@ -480,7 +545,9 @@ class LeaseForm:
         pass
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Every half lease, move the lease of every delivery in work forward."""
+        """Every half lease, move the lease of every delivery in work forward. The rounds
+        are timed by Trio's monotonic clock, never by comparing a token with a clock: a
+        token the server made says nothing about the host's time."""
         task_status.started()
         interval = self._ctx.lease.total_seconds() / 2
         while True:
@@ -502,7 +569,7 @@ class LeaseForm:
         assert extend is not None
         conn = await ctx.pool.acquire()
         try:
-            new = lease_expiry(ctx.clock(), ctx.lease)
+            new = await self._new_expiry(conn)
             for delivery in list(self._in_work):
                 await self._tokens.take(delivery)
                 try:
@@ -519,6 +586,16 @@ class LeaseForm:
                     self._tokens.give(delivery)
         finally:
             await give_back(ctx.pool, conn)
+
+    async def _new_expiry(self, conn: Connection) -> object:
+        """The expiry an extension round writes: the host's now plus the lease, or the
+        server's (read back, so that the token is the value the row holds)."""
+        ctx = self._ctx
+        if self._expiry is None:
+            return lease_expiry(ctx.clock(), ctx.lease)
+        values = {"lease_seconds": self._lease_seconds}
+        (row,) = await conn.fetch(self._expiry.sql, self._expiry.bind(values))
+        return row[0]
 
     async def shutdown(self) -> tuple[int, int]:
         # Leases need nothing at shutdown: every delivery still in work was released when its

@@ -29,6 +29,7 @@ from ._base import (
     attempt_of,
     end_transaction,
     give_back,
+    held,
     step_statements,
     step_values,
     values_of,
@@ -74,8 +75,7 @@ class RowLockForm:
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
             results = await conn.script(self._claim_ops(limit))
-            records = results[1]
-            assert isinstance(records, list)
+            records = self._taken(results, 0)
         except BaseException:
             await end_transaction(ctx.pool, conn)
             raise
@@ -87,10 +87,26 @@ class RowLockForm:
         assert st.begin is not None
         claim = st.claim[0]
         values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
-        ops = [Op("begin", st.begin.sql), Op("fetch", claim.sql, claim.bind(values))]
+        ops = [Op("begin", st.begin.sql)]
+        if st.guard is not None:
+            # A FIFO group: the guard first; the transaction holds it until the row settles.
+            ops.append(Op("fetch", st.guard.sql, st.guard.bind(values)))
+        ops.append(Op("fetch", claim.sql, claim.bind(values)))
         if ctx.transactional:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
         return ops
+
+    def _taken(self, results: Sequence[object], begin: int) -> list[Record]:
+        """The rows the claim's ops (from ``begin`` in ``results``) took: none when a FIFO
+        group's guard found the group held by another transaction."""
+        at = begin + 1
+        if self._ctx.statements.guard is not None:
+            if not held(results[at]):
+                return []
+            at += 1
+        records = results[at]
+        assert isinstance(records, list)
+        return records
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
@@ -154,8 +170,7 @@ class RowLockForm:
         delivery.conn = None
         tx.remaining = 0
         self._in_work.discard(delivery)
-        records = results[len(settling) + 1]
-        assert isinstance(records, list)
+        records = self._taken(results, len(settling))
         return Chained(claimed=await self._claimed(tx.conn, records, limit))
 
     async def open_transaction(self, delivery: Delivery) -> Connection:

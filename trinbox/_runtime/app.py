@@ -141,14 +141,15 @@ class App:
         opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""
         # Typing: mypy infers C from the broker alone (the (row, mode) pairs its dialect
         # mounts, _capabilities.py), then checks the subscriber's needs against them, so a
-        # mismatch reads "Argument 2 ... expected Subscriber[Any, Any, <handler>, tuple[Inbox[
-        # Lease | Advisory, ...], Plain | Transactional] | None]". What defers the subscriber
-        # to mypy's second inference pass is Z: mypy defers an argument whose type holds a
-        # callable with a type variable, and it looks into type variables' defaults too (Z's
-        # is ``Callable[[Message], ...]``). Without it both arguments constrain C at once and a
-        # mismatch is only "Cannot infer value of type parameter"; with a callable in a union
-        # instead, every message would end in "| Callable[[Never], Never]". Z is the
-        # subscriber's handler type, or, for a refusal (not a Subscriber), the default.
+        # mismatch reads "Argument 2 ... incompatible type Subscriber[Job, Plain, <handler>,
+        # Needs[Job, RowLock, Default, Plain] | None]; expected Subscriber[Any, Any, <handler>,
+        # tuple[RowOf[Lease | Advisory, ...], Plain | Transactional] | None]". What defers the
+        # subscriber to mypy's second inference pass is Z: mypy defers an argument whose type
+        # holds a callable with a type variable, and it looks into type variables' defaults
+        # too (Z's is ``Callable[[Message], ...]``). Without it both arguments constrain C at
+        # once and a mismatch is only "Cannot infer value of type parameter"; with a callable
+        # in a union instead, every message would end in "| Callable[[Never], Never]". Z is
+        # the subscriber's handler type, or, for a refusal (not a Subscriber), the default.
         if not isinstance(subscriber, Subscriber):
             msg = (
                 f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "

@@ -7,12 +7,9 @@ is the dialect (``SqlBroker[Sqlite]``...), which lets mypy refuse mounts it cann
 from __future__ import annotations
 
 import importlib
-import logging
-import time
-import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
@@ -35,29 +32,23 @@ from .._drivers._base import Pool
 from .._drivers._requires import load_driver, require_driver
 from .._drivers._urls import check_server_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
-from .._errors import Closed, DatabaseError, DeclarationError
+from .._errors import Closed
 from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .._util import positive_duration
+from .clocks import Clock, DatabaseClock, host_clock, uses_database_clock
 from .codecs import Codec, JsonCodec
-from .events import EventBus, PublishEvent, now_ns
+from .events import EventBus
 from .handles import Pool as HandlerPool
 from .handles import Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
+from .publishing import group_of, insert_values, observed_write, row_values, write_row
 from .tables import create_tables
 from .wake import WakeBoard
 
-__all__ = ["SqlBroker"]
-
-logger = logging.getLogger("trinbox.publish")
+__all__ = ["SqlBroker", "insert_values"]
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
-
-Clock = Callable[[], datetime]
-
-
-def system_clock() -> datetime:
-    return datetime.now(UTC)
 
 
 class SqlBroker(Generic[D]):
@@ -73,7 +64,7 @@ class SqlBroker(Generic[D]):
         pool_size: int,
         poll_interval: timedelta | float,
         lease: timedelta | float,
-        clock: Clock | None,
+        clock: Clock | DatabaseClock | None,
         codec: Codec | None,
         listen_notify: bool = False,
         pgbouncer: Pooling | None = None,
@@ -90,7 +81,9 @@ class SqlBroker(Generic[D]):
         self.pool_size = pool_size
         self.poll_interval = positive_duration("a poll interval", poll_interval)
         self.lease = whole_seconds(positive_duration("a lease", lease))
-        self.clock: Clock = clock or system_clock
+        # The host's "now"; under the database clock the statements read the server's
+        # (dialect.database_clock) and this one only bounds delays.
+        self.clock: Clock = host_clock(clock)
         self.codec: Codec = codec or JsonCodec()
         self.listen_notify = listen_notify
         self.pgbouncer = pooling_mode(pgbouncer)
@@ -110,15 +103,18 @@ class SqlBroker(Generic[D]):
         pool_size: int = 8,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock | DatabaseClock | None = None,
         codec: Codec | None = None,
     ) -> SqlBroker[Sqlite]:
-        """A SQLite database file (``sqlite:///path.db``); one process serves a file."""
+        """A SQLite database file (``sqlite:///path.db``); one process serves a file.
+
+        ``clock``: the host's system clock unless given; ``DatabaseClock()`` reads SQLite's
+        ``'now'`` in the statements (milliseconds)."""
         sqlite_path(url)  # a malformed URL fails here, not at startup
         return SqlBroker[Sqlite](
             kind="sqlite",
             url=url,
-            dialect=SqliteDialect(),
+            dialect=SqliteDialect(database_clock=uses_database_clock(clock, default=False)),
             pool_size=pool_size,
             poll_interval=poll_interval,
             lease=lease,
@@ -133,7 +129,7 @@ class SqlBroker(Generic[D]):
         pool_size: int = 10,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock | DatabaseClock | None = None,
         codec: Codec | None = None,
         listen_notify: bool = False,
         pgbouncer: Pooling | None = None,
@@ -147,12 +143,17 @@ class SqlBroker(Generic[D]):
         app refuses at startup what needs a session of its own: the advisory form and
         ``listen_notify``. ``"session"`` (or ``None``, a direct connection) changes nothing:
         every form works.
+
+        ``clock``: the server's (``DatabaseClock()``, ``statement_timestamp()``) unless
+        given; ``SystemClock()`` or any callable is the host's.
         """
         # A missing driver or a port that is not a number fails here, at the line that wrote
         # it, not at startup.
         require_driver("postgres")
         check_server_url(url, server="PostgreSQL", default=5432)
-        dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect()
+        dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect(
+            database_clock=uses_database_clock(clock, default=True)
+        )
         return SqlBroker[Postgres](
             kind="postgres",
             url=url,
@@ -173,13 +174,18 @@ class SqlBroker(Generic[D]):
         pool_size: int = 10,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock | DatabaseClock | None = None,
         codec: Codec | None = None,
     ) -> SqlBroker[MySql]:
-        """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql)."""
+        """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql).
+
+        ``clock``: the server's (``DatabaseClock()``, ``UTC_TIMESTAMP(6)``) unless given;
+        ``SystemClock()`` or any callable is the host's."""
         require_driver("mysql")  # fails here, not at startup
         check_server_url(url, server="MySQL", default=3306)
-        dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect()
+        dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect(
+            database_clock=uses_database_clock(clock, default=True)
+        )
         return SqlBroker[MySql](
             kind="mysql",
             url=url,
@@ -283,52 +289,14 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         events = self.events
         if events is not None:
-            await self._observed(events, spec, message, delay, columns)
+            await observed_write(self, events, spec, message, delay, columns)
         else:
             conn = await self.pool.acquire()
             try:
-                await self._insert(conn, spec, message, delay, columns)
+                await write_row(self, conn, spec, message, delay, columns)
             finally:
                 await give_back(self.pool, conn)
-        self.wakes.wake(spec.qualified_name, _group_of(spec, columns))
-
-    async def _observed(
-        self,
-        events: EventBus,
-        spec: TableSpec,
-        message: object,
-        delay: timedelta | None,
-        columns: dict[str, object],
-        conn: Any = None,
-    ) -> None:
-        """A publish reported to the hooks, with its time and error (on ``conn``: inside a
-        transaction; else on a pooled connection)."""
-        start, t0 = now_ns(), time.perf_counter()
-        error: BaseException | None = None
-        try:
-            if conn is not None:
-                await self._insert(conn, spec, message, delay, columns)
-            else:
-                pooled = await self.pool.acquire()
-                try:
-                    await self._insert(pooled, spec, message, delay, columns)
-                finally:
-                    await give_back(self.pool, pooled)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            events.published(
-                PublishEvent(
-                    spec.qualified_name,
-                    _group_of(spec, columns),
-                    "postgresql" if self.kind == "postgres" else self.kind,
-                    conn is not None,
-                    start,
-                    time.perf_counter() - t0,
-                    error,
-                )
-            )
+        self.wakes.wake(spec.qualified_name, group_of(spec, columns))
 
     async def publish_row(
         self: SqlBroker[Serves[tuple[F, Any]]],
@@ -411,14 +379,15 @@ class SqlBroker(Generic[D]):
         Named parameters are the columns' names where those are plain identifiers (else
         ``p1``, ``p2``... by position). Values are what the database's drivers bind as
         trinbox writes them: aware UTC datetimes on PostgreSQL, naive UTC on MySQL, UTC text
-        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes. Rows
+        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes. On the
+        database clock a RetryAfter field left out is the server's now plus the delay, bound
+        in microseconds under ``delay_us`` (the text reads the server's clock). Rows
         written this way wake no subscription: they are seen at the next poll (or, on
         PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
         """
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
-        raw = insert_values(spec, message, columns, self.clock(), delay, self.codec)
-        values = {column: self.dialect.driver_value(value) for column, value in raw.items()}
+        values = row_values(self, spec, message, columns, delay)
         if style is None:
             statement = self.dialect.insert(spec)
             return statement.sql, statement.bind(values)
@@ -436,155 +405,7 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         events = self.events
         if events is not None:
-            await self._observed(events, spec, message, delay, columns, tx._conn)
+            await observed_write(self, events, spec, message, delay, columns, tx._conn)
         else:
-            await self._insert(tx._conn, spec, message, delay, columns)
-        tx.published.append((spec.qualified_name, _group_of(spec, columns)))
-
-    async def _insert(
-        self,
-        conn: Any,
-        spec: TableSpec,
-        message: object,
-        delay: timedelta | None,
-        columns: dict[str, object],
-    ) -> None:
-        statement = self.dialect.insert(spec)
-        raw = insert_values(spec, message, columns, self.clock(), delay, self.codec)
-        values = {column: self.dialect.driver_value(value) for column, value in raw.items()}
-        await conn.execute(statement.sql, statement.bind(values))
-        notify = self.dialect.notify_statement()
-        if self.listen_notify and notify is not None:
-            # Announce the row to other processes; a failure here is not a failed publish.
-            group = _group_of(spec, columns) or ""
-            try:
-                await conn.execute(
-                    notify.sql, notify.bind({"channel": spec.qualified_name, "group": group})
-                )
-            except DatabaseError:
-                logger.warning(
-                    "NOTIFY for %s failed; other processes poll", spec.label, exc_info=True
-                )
-
-
-def _group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:
-    group = spec.group
-    if group is None:
-        return None
-    value = columns.get(group.field)
-    return None if value is None else str(value)
-
-
-def _optional(hint: object) -> bool:
-    """Whether a field's type admits ``None`` (a publish may leave it out)."""
-    return type(None) in typing.get_args(hint)
-
-
-def insert_values(
-    spec: TableSpec,
-    message: object,
-    columns: dict[str, object],
-    now: datetime,
-    delay: timedelta | None,
-    codec: Codec,
-) -> dict[str, object]:
-    """The insert's values by column, or ``DeclarationError`` naming what is missing or extra."""
-    where = f"publish into {spec.label}"
-    writable = {c.field: c for c in spec.insert_columns}
-    unknown = sorted(set(columns) - set(writable))
-    if unknown:
-        names = ", ".join(sorted(writable)) or "none"
-        msg = (
-            f"{where}: columns are given by field name, found {', '.join(unknown)} which no "
-            f"writable field has (writable: {names})"
-        )
-        raise DeclarationError(msg)
-    if spec.payload is None and message is not None:
-        msg = (
-            f"{where}: a table without a Payload field takes no message, found "
-            f"{type(message).__name__}; give the row's fields as keywords"
-        )
-        raise DeclarationError(msg)
-    if delay is not None and spec.retry_after is None:
-        msg = f"{where}: a delay is written into a RetryAfter field, found none; add one"
-        raise DeclarationError(msg)
-    values: dict[str, object] = {}
-    missing = []
-    for col in spec.insert_columns:
-        if col.field in columns:
-            values[col.column] = columns[col.field]
-            if col.role == "priority":
-                _check_priority(where, col.field, columns[col.field])
-        elif col.role == "payload":
-            values[col.column] = _encoded(where, col.field, message, codec)
-        elif col.role == "retry_after":
-            values[col.column] = _due(where, col.field, now, delay)
-        elif col.role == "attempt":
-            values[col.column] = 1
-        elif col.role == "priority":
-            values[col.column] = 0
-        elif col.role in ("locked_until", "processed_at") or _optional(col.python_type):
-            values[col.column] = None
-        else:
-            missing.append(col.field)
-    if missing:
-        msg = f"{where}: every writable field needs a value, found none for {', '.join(missing)}"
-        raise DeclarationError(msg)
-    return values
-
-
-def _check_priority(where: str, field: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        msg = (
-            f"{where}: a priority is an int (the Priority field {field}; smaller is taken "
-            f"first), found {type(value).__name__} {value!r}; pass an int, like {field}=5"
-        )
-        raise DeclarationError(msg)
-
-
-def _encoded(where: str, field: str, message: object, codec: Codec) -> object:
-    """The message as the codec encodes it for the Payload field, or ``DeclarationError``."""
-    if message is None:
-        msg = (
-            f"{where}: a table with a Payload field takes a message (into the Payload field "
-            f"{field}), found none; pass it after the row class: publish(Row, message, ...)"
-        )
-        raise DeclarationError(msg)
-    try:
-        return codec.encode(message)
-    except Exception as exc:
-        msg = (
-            f"{where}: the message is encoded into the Payload field {field} by "
-            f"{type(codec).__name__}, which cannot encode this {type(message).__name__} "
-            f"({type(exc).__name__}: {exc}); publish a value the codec encodes (a dataclass, "
-            f"a msgspec Struct, a pydantic model, plain JSON values or bytes for JsonCodec), "
-            f"or give the broker a codec that encodes it"
-        )
-        raise DeclarationError(msg) from exc
-
-
-def _due(where: str, field: str, now: datetime, delay: object) -> datetime:
-    """When the row falls due (the RetryAfter field): now, or ``delay`` later."""
-    if delay is None:
-        return now
-    if not isinstance(delay, timedelta):
-        msg = (
-            f"{where}: a delay is a timedelta (written into the RetryAfter field {field}), "
-            f"found {type(delay).__name__} {delay!r}; pass delay=timedelta(seconds=...)"
-        )
-        raise DeclarationError(msg)
-    if delay < timedelta(0):
-        msg = (
-            f"{where}: a delay is zero or more (written into the RetryAfter field {field}), "
-            f"found {delay}; pass a non-negative timedelta"
-        )
-        raise DeclarationError(msg)
-    try:
-        return now + delay
-    except OverflowError:
-        msg = (
-            f"{where}: a delay makes the RetryAfter field {field} a time up to "
-            f"{datetime.max.year}-12-31, found {delay} after {now:%Y-%m-%d}, past it; pass a "
-            f"shorter delay"
-        )
-        raise DeclarationError(msg) from None
+            await write_row(self, tx._conn, spec, message, delay, columns)
+        tx.published.append((spec.qualified_name, group_of(spec, columns)))

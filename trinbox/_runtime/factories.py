@@ -21,7 +21,8 @@ from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, 
 
 from typing_extensions import TypeVar, deprecated
 
-from .._declare._markers import Plain, Transactional
+from .._declare._inbox import Inbox
+from .._declare._markers import Form, Opening, Plain, Transactional
 from .handles import AnyTx, Attempt, Pool
 from .outcome import HandlerOutcome
 from .queue import InboxQueue
@@ -39,7 +40,7 @@ from .refusals import (
     Row,
     TxNeedsTransactional,
 )
-from .subscribers import Subscriber, bind
+from .subscribers import Needs, Subscriber, bind
 
 __all__ = [
     "BatchSubscriberFactory",
@@ -52,12 +53,15 @@ __all__ = [
 
 R = TypeVar("R", bound=Row, covariant=True)
 T = TypeVar("T")
-S = TypeVar("S", bound=Row)
+# Another row class (a nominal bound: mypy's notes print it, "def [S: Inbox[Any, Any]] ...").
+S = TypeVar("S", bound=Inbox[Any, Any])
 PR = TypeVar("PR", bound=PayloadRow)
 X1 = TypeVar("X1", bound=HandlerOutcome | None)
 XN = TypeVar("XN", bound=HandlerOutcome | Sequence[HandlerOutcome] | None)
 HH = TypeVar("HH")
-F = TypeVar("F", covariant=True)
+F = TypeVar("F", bound=Form, covariant=True)
+O = TypeVar("O", bound=Opening, covariant=True)  # noqa: E741
+Made = TypeVar("Made", covariant=True)
 G = TypeVar("G")
 
 # The context keys a handler takes (each may repeat for mypy; handler.py refuses a repeat).
@@ -68,17 +72,19 @@ X1K = TypeVar("X1K", Attempt, Pool, AnyTx)
 X2K = TypeVar("X2K", Attempt, Pool, AnyTx)
 X3K = TypeVar("X3K", Attempt, Pool, AnyTx)
 
-_Plain: TypeAlias = Subscriber[R, Plain, HH, tuple[R, Plain] | None]
-_InTx: TypeAlias = Subscriber[R, Transactional, HH, tuple[R, Transactional] | None]
+# What a decorated handler becomes: its row, mode and handler, and what it needs of a dialect,
+# the row's form and opening included (F, O: InboxQueue._subscribe reads them off the row).
+_Plain: TypeAlias = Subscriber[R, Plain, HH, Needs[R, F, O, Plain] | None]
+_InTx: TypeAlias = Subscriber[R, Transactional, HH, Needs[R, F, O, Transactional] | None]
 
 
-class _Factory(Generic[R]):
+class _Factory(Generic[R, F, O]):
     def __init__(self, queue: InboxQueue[Any, Any, Any]) -> None:
         self._queue = queue
 
 
 @final
-class SubscriberFactory(_Factory[R]):
+class SubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns for a plain queue: decorate the handler with it."""
 
     # further parameters: context keys, never optional
@@ -140,31 +146,31 @@ class SubscriberFactory(_Factory[R]):
     @overload
     def __call__(
         self, fn: Callable[[object], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[object], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[object], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[object, K1], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[object, K1], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[object, K1], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[object, K1, K2], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[object, K1, K2], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[object, K1, K2], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
-        self: SubscriberFactory[PayloadRow], fn: Callable[Concatenate[PR, ...], object]
+        self: SubscriberFactory[PayloadRow, Any, Any], fn: Callable[Concatenate[PR, ...], object]
     ) -> PayloadHandlerTakesTheMessage: ...
     @overload
     def __call__(
         self, fn: Callable[[R], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[R], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[R], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[R, K1], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[R, K1], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[R, K1], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[R, K1, K2], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[R, K1, K2], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[R, K1, K2], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -174,15 +180,15 @@ class SubscriberFactory(_Factory[R]):
     @overload
     def __call__(
         self, fn: Callable[[T], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[T], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[T], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[T, K1], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[T, K1], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[T, K1], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[T, K1, K2], Awaitable[X1]]
-    ) -> _Plain[R, Callable[[T, K1, K2], Awaitable[X1]]]: ...
+    ) -> _Plain[R, Callable[[T, K1, K2], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
@@ -190,7 +196,7 @@ class SubscriberFactory(_Factory[R]):
 
 
 @final
-class TransactionalSubscriberFactory(_Factory[R]):
+class TransactionalSubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns for a ``.transactional()`` queue: its handler may
     take ``keys.Tx``."""
 
@@ -228,39 +234,40 @@ class TransactionalSubscriberFactory(_Factory[R]):
     @overload
     def __call__(
         self, fn: Callable[[object], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[object], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[object], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[object, X1K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[object, X1K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[object, X1K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[object, X1K, X2K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[object, X1K, X2K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[object, X1K, X2K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[object, X1K, X2K, X3K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
-        self: TransactionalSubscriberFactory[PayloadRow], fn: Callable[Concatenate[PR, ...], object]
+        self: TransactionalSubscriberFactory[PayloadRow, Any, Any],
+        fn: Callable[Concatenate[PR, ...], object],
     ) -> PayloadHandlerTakesTheMessage: ...
     @overload
     def __call__(
         self, fn: Callable[[R], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[R], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[R], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[R, X1K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[R, X1K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[R, X1K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[R, X1K, X2K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[R, X1K, X2K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[R, X1K, X2K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[R, X1K, X2K, X3K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -270,19 +277,19 @@ class TransactionalSubscriberFactory(_Factory[R]):
     @overload
     def __call__(
         self, fn: Callable[[T], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[T], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[T], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[T, X1K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[T, X1K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[T, X1K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[T, X1K, X2K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[T, X1K, X2K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[T, X1K, X2K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[T, X1K, X2K, X3K], Awaitable[X1]]
-    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K], Awaitable[X1]]]: ...
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
@@ -290,7 +297,7 @@ class TransactionalSubscriberFactory(_Factory[R]):
 
 
 @final
-class BatchSubscriberFactory(_Factory[R]):
+class BatchSubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns after ``.batch(n)``: the handler takes a list and no
     per-row key."""
 
@@ -333,16 +340,17 @@ class BatchSubscriberFactory(_Factory[R]):
     def __call__(self, fn: Callable[Concatenate[object, ...], object]) -> BatchTakesAList: ...
     @overload
     def __call__(
-        self: BatchSubscriberFactory[PayloadRow], fn: Callable[Concatenate[list[PR], ...], object]
+        self: BatchSubscriberFactory[PayloadRow, Any, Any],
+        fn: Callable[Concatenate[list[PR], ...], object],
     ) -> PayloadHandlerTakesTheMessage: ...
     @overload
     def __call__(
         self, fn: Callable[[list[R]], Awaitable[XN]]
-    ) -> _Plain[R, Callable[[list[R]], Awaitable[XN]]]: ...
+    ) -> _Plain[R, Callable[[list[R]], Awaitable[XN]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[list[R], Pool], Awaitable[XN]]
-    ) -> _Plain[R, Callable[[list[R], Pool], Awaitable[XN]]]: ...
+    ) -> _Plain[R, Callable[[list[R], Pool], Awaitable[XN]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[list[R], ...], object]) -> NotAHandler: ...
     @overload
@@ -352,11 +360,11 @@ class BatchSubscriberFactory(_Factory[R]):
     @overload
     def __call__(
         self, fn: Callable[[list[T]], Awaitable[XN]]
-    ) -> _Plain[R, Callable[[list[T]], Awaitable[XN]]]: ...
+    ) -> _Plain[R, Callable[[list[T]], Awaitable[XN]], F, O]: ...
     @overload
     def __call__(
         self, fn: Callable[[list[T], Pool], Awaitable[XN]]
-    ) -> _Plain[R, Callable[[list[T], Pool], Awaitable[XN]]]: ...
+    ) -> _Plain[R, Callable[[list[T], Pool], Awaitable[XN]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[list[Any], ...], object]) -> NotAHandler: ...
     @overload
@@ -365,12 +373,12 @@ class BatchSubscriberFactory(_Factory[R]):
         return bind(self._queue, fn)
 
 
-class Subscribable(Protocol[F]):
+class Subscribable(Protocol[Made]):
     """A queue, as ``subscriber`` reads it: ``InboxQueue._subscribe`` names its factory by the
     queue's mode and shape (a method's self type, so that a queue typed ``InboxQueue[Any, Any]``
     gets the plain factory rather than ``Any``)."""
 
-    def _subscribe(self) -> F: ...
+    def _subscribe(self) -> Made: ...
 
 
 def subscriber(queue: Subscribable[G]) -> G:
@@ -387,7 +395,7 @@ def subscriber(queue: Subscribable[G]) -> G:
     return cast("G", factory_for(cast("InboxQueue[Any, Any, Any]", queue)))
 
 
-def factory_for(queue: InboxQueue[Any, Any, Any]) -> _Factory[Any]:
+def factory_for(queue: InboxQueue[Any, Any, Any]) -> _Factory[Any, Any, Any]:
     """The factory of ``queue``'s kind (what ``InboxQueue._subscribe`` returns at runtime)."""
     if not isinstance(queue, InboxQueue):
         msg = (

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, final, overload
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from .._declare._inbox import Inbox, spec_of
-from .._declare._markers import Advisory, Lease, Mode, Plain, RowLock, Transactional
+from .._declare._markers import (
+    Advisory,
+    Form,
+    Lease,
+    Mode,
+    Opening,
+    Plain,
+    RowLock,
+    Transactional,
+)
 from .._errors import DeclarationError
 from .._util import evolve, positive_duration
 from .backoff import Backoff, require_backoff
@@ -28,6 +37,8 @@ __all__ = ["Batched", "BatchesNeverTransactional", "InboxQueue", "Single"]
 
 R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
 M = DefaultTypeVar("M", bound=Mode, covariant=True, default=Plain)
+F = TypeVar("F", bound=Form)
+O = TypeVar("O", bound=Opening)  # noqa: E741
 
 
 @final
@@ -119,15 +130,19 @@ class InboxQueue(Generic[R, M, B]):
         return changed
 
     @overload
-    def _subscribe(self: InboxQueue[R, Plain, Single]) -> SubscriberFactory[R]: ...
+    def _subscribe(self: InboxQueue[Inbox[F, O], Plain, Single]) -> SubscriberFactory[R, F, O]: ...
     @overload
     def _subscribe(
-        self: InboxQueue[R, Transactional, Single],
-    ) -> TransactionalSubscriberFactory[R]: ...
+        self: InboxQueue[Inbox[F, O], Transactional, Single],
+    ) -> TransactionalSubscriberFactory[R, F, O]: ...
     @overload
-    def _subscribe(self: InboxQueue[R, Plain, Batched]) -> BatchSubscriberFactory[R]: ...
+    def _subscribe(
+        self: InboxQueue[Inbox[F, O], Plain, Batched],
+    ) -> BatchSubscriberFactory[R, F, O]: ...
     def _subscribe(self) -> object:
-        """The factory ``subscriber(self)`` returns: by the queue's mode and shape."""
+        """The factory ``subscriber(self)`` returns: by the queue's mode and shape. Its type
+        also names the row's form and opening (``F``, ``O``, read off the row's ``Inbox``
+        base), which a refused mount's message shows."""
         from .factories import factory_for
 
         return factory_for(self)

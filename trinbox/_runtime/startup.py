@@ -189,6 +189,15 @@ def worker_cap(
     it from its claim to its settlement, so such a subscription never takes the pool's last
     connection: the claims, the lease keeper, ``keys.Pool`` and publishes need it."""
     pool = broker.pool
+    if spec.fifo and workers > 1:
+        # A FIFO group has one row in work at a time: more workers would only wait.
+        logger.info(
+            "%s: %s is a FIFO group, handled one row at a time; workers(%d) serves as workers(1)",
+            where,
+            spec.label,
+            workers,
+        )
+        workers = 1
     if traits.holds_connections:
         spare = pool.max_size - 1  # the broker's pool holds two or more
         if workers > spare:

@@ -114,11 +114,13 @@ class StepRules:
                 )
                 return Retry()
             self._due_in(outcome.delay.total_seconds())
-            return RetryAt(self.retry_at(delivery, outcome.delay))
+            at, delay = self.retry_at(delivery, outcome.delay)
+            return RetryAt(at, delay=delay)
         return Retry()
 
-    def retry_at(self, delivery: Delivery, delay: timedelta) -> datetime:
-        """Now plus ``delay``, at most LATEST_RETRY (what every database's column holds)."""
+    def retry_at(self, delivery: Delivery, delay: timedelta) -> tuple[datetime, timedelta]:
+        """Now plus ``delay``, at most LATEST_RETRY (what every database's column holds), and
+        the delay that reaches it (which the database clock adds to the server's now)."""
         now = self._clock()
         try:
             at = now + delay
@@ -135,4 +137,4 @@ class StepRules:
                 attempt=delivery.attempt,
             )
             at = LATEST_RETRY
-        return at
+        return at, min(delay, at - now)

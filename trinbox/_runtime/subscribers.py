@@ -1,12 +1,17 @@
 """``Subscriber``: a handler bound to its queue, typed by the handler it keeps.
 
 ``Subscriber[Row, Mode, Handler, Needs]``: ``Handler`` is the handler's own type (its
-parameters and return), and ``Needs`` what the subscriber asks of a dialect, ``tuple[Row, Mode]
-| None``. ``App.include`` checks ``Needs`` against what the broker's dialect mounts. It is a
-union on purpose: mypy joins the subscribers of a list, ``[a, b]``, into one type, and the join
-of two unions is their union, where the join of two row classes is their common base
-(``Inbox[Form, Opening]``, which no dialect mounts). ``None`` is the member that keeps it a
-union; every dialect accepts it.
+parameters and return), and ``Needs`` what the subscriber asks of a dialect: ``Needs[Row, Form,
+Opening, Mode] | None`` for a decorated handler, ``tuple[Row, Mode] | None`` when written with
+two arguments (``list[Subscriber[Job, Plain]]``). ``App.include`` checks it against what the
+broker's dialect mounts (``tuple[RowOf[Forms, Openings], Modes]``, _capabilities.py).
+
+``Needs`` is a ``tuple[Row, Mode]`` (what is checked) that also names the row's form and
+opening, so that a refused mount says which form the row has: "Needs[Locked, RowLock, Default,
+Plain]", against the forms the dialect serves. It is a union on purpose: mypy joins the
+subscribers of a list, ``[a, b]``, into one type, and the join of two unions is their union,
+where the join of two row classes is their common base (``Inbox[Form, Opening]``, which no
+dialect mounts). ``None`` is the member that keeps it a union; every dialect accepts it.
 """
 
 from __future__ import annotations
@@ -18,12 +23,12 @@ from typing import Any, Generic, final
 
 from typing_extensions import TypeVar
 
-from .._declare._markers import Mode, Plain
+from .._declare._markers import Form, Mode, Opening, Plain
 from .outcome import HandlerOutcome
 from .queue import InboxQueue
 from .refusals import DecorateWithSubscriber, Row
 
-__all__ = ["Handler", "Result", "Subscriber", "bind"]
+__all__ = ["Handler", "Needs", "Result", "Subscriber", "bind"]
 
 Result = HandlerOutcome | Sequence[HandlerOutcome] | None
 Handler = Callable[..., Awaitable[Result]]
@@ -32,6 +37,20 @@ R = TypeVar("R", bound=Row, covariant=True)
 M = TypeVar("M", bound=Mode, covariant=True, default=Plain)
 H = TypeVar("H", covariant=True, default=Handler)
 N = TypeVar("N", covariant=True, default=tuple[R, M] | None)
+NR = TypeVar("NR", bound=Row, covariant=True)
+NF = TypeVar("NF", bound=Form, covariant=True)
+NO = TypeVar("NO", bound=Opening, covariant=True)
+NM = TypeVar("NM", bound=Mode, covariant=True)
+
+
+@final
+class Needs(tuple[NR, NM], Generic[NR, NF, NO, NM]):
+    """What a subscriber asks of the broker's dialect, as mypy's messages show it: its row
+    class, the row's claim form and opening, and its mode. A type only: nothing is of it."""
+
+    def __new__(cls) -> Needs[Any, Any, Any, Any]:
+        msg = "Needs names what a subscriber asks of a dialect, for mypy; it is never instantiated"
+        raise TypeError(msg)
 
 
 @final

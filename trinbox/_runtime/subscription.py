@@ -210,7 +210,8 @@ class Subscription:
             slots=slots,
             permit=permit,
             poll=(self.queue.poll_every or broker.poll_interval).total_seconds(),
-            per_claim=self.queue.batch_size or 1,
+            # A FIFO claim takes the group's head alone: a batch of one row.
+            per_claim=1 if self.spec.fifo else self.queue.batch_size or 1,
             batch=self.queue.batch_size is not None,
             side_by_side=not broker.dialect.claims_one_at_a_time(self.spec),
             pool=broker.pool,

@@ -66,12 +66,15 @@ class Worker:
         )
 
 
-async def run_workers(case: Case, count: int) -> list[Handled]:
-    """Start two workers, let them serve together, and return what each handled."""
+async def run_workers(
+    case: Case, count: int, module: str = "tests.integration.matrix.worker_process"
+) -> list[Handled]:
+    """Start two workers (``python -m module``), let them serve together, and return what
+    each handled."""
     command = [
         sys.executable,
         "-m",
-        "tests.integration.matrix.worker_process",
+        module,
         case.name,
         case.form,
         case.stand.url,

@@ -1,0 +1,283 @@
+"""Golden tests of FIFO groups (``Group(fifo=True)``): the head claim and the group guard in
+every dialect and form, the declaration's rules, and the dialect's refusal of a MySQL row lock
+FIFO table at SERIALIZABLE. tests/integration/matrix/test_fifo.py runs them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import pytest
+
+from trinbox import (
+    Advisory,
+    Attempt,
+    DeclarationError,
+    FifoAtSerializable,
+    Group,
+    Id,
+    Inbox,
+    InboxSpec,
+    KeyColumn,
+    KeyLiteral,
+    Lease,
+    LockedUntil,
+    Payload,
+    Priority,
+    ProcessedAt,
+    RetryAfter,
+    RowLock,
+    Serializable,
+    UnsupportedOpening,
+)
+from trinbox._declare._inbox import spec_of
+from trinbox._dialects.ddl import claim_index_columns
+from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.postgres import PostgresDialect
+from trinbox._dialects.sqlite import SqliteDialect
+
+PG = PostgresDialect()
+MY = MySqlDialect()
+LITE = SqliteDialect()
+
+
+class FifoLock(Inbox[RowLock], table="ledger", schema="bank"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class FifoLease(Inbox[Lease], table="ledger"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class Grouped(Inbox[RowLock], table="grouped"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group()]
+
+
+# -- the declaration --------------------------------------------------------------------------
+
+
+def test_a_fifo_group_marks_the_table() -> None:
+    assert spec_of(FifoLock).fifo
+    assert spec_of(FifoLease).fifo
+    assert not spec_of(Grouped).fifo
+    assert Group().fifo is False
+
+
+def test_fifo_beside_an_advisory_key_is_refused_at_class_creation() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{id}"):
+            id: Annotated[int, Id()]
+            account: Annotated[str, Group(fifo=True)]
+
+    assert str(caught.value) == (
+        "class test_fifo_beside_an_advisory_key_is_refused_at_class_creation.<locals>.Keyed: "
+        "a FIFO group is served by the row lock and lease forms, found Group(fifo=True) on "
+        "'account' beside the advisory key of an Inbox[Advisory] table (the advisory form "
+        "orders rows through its key); use a key on the group column instead: drop fifo=True "
+        "and put {account} in advisory_lock="
+    )
+
+
+def test_the_manual_spec_declares_a_fifo_group() -> None:
+    spec = InboxSpec("ledger", "id").group("account", fifo=True).lease("locked_until")
+
+    class Manual(Inbox[Lease], spec=spec):
+        id: int
+        account: str
+        locked_until: datetime | None
+
+    assert spec_of(Manual).fifo
+    assert spec_of(Manual).group is not None
+
+    keyed = InboxSpec("keyed", "id").group("account", fifo=True)
+    with pytest.raises(DeclarationError, match="use a key on the group column instead"):
+
+        class ManualKeyed(
+            Inbox[Advisory], spec=keyed.advisory([KeyLiteral("k-"), KeyColumn("account")])
+        ):
+            id: int
+            account: str
+
+
+def test_the_manual_spec_says_fifo_itself() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class Marked(Inbox[RowLock], spec=InboxSpec("ledger", "id")):
+            id: int
+            account: Annotated[str, Group(fifo=True)]
+
+    assert "found Group(fifo=True) on field 'account'" in str(caught.value)
+
+
+# -- the statements ---------------------------------------------------------------------------
+
+
+def test_postgres_row_lock_fifo_guard_and_head_claim() -> None:
+    st = PG.statements(spec_of(FifoLock))
+    assert st.guard is not None
+    # The key: the table's name as declared, unquoted, a colon and the group.
+    assert st.guard.sql == (
+        "SELECT pg_try_advisory_xact_lock(hashtextextended('bank.ledger:' || CAST($1 AS text), "
+        "0))::int::bigint"
+    )
+    assert st.guard.params == ("group",)
+    (claim,) = st.claim
+    assert claim.sql == (
+        'SELECT "id", "account", "priority", "retry_after", "attempt", "payload" FROM '
+        '"bank"."ledger" WHERE "id" = (SELECT "id" FROM "bank"."ledger" WHERE "account" = $1 '
+        'ORDER BY "priority", "retry_after", "id" LIMIT 1) AND "retry_after" <= $2 FOR UPDATE '
+        "SKIP LOCKED"
+    )
+    assert claim.params == ("group", "now")
+    assert st.guard in st.all()
+
+
+def test_mysql_row_lock_fifo_guard_and_head_claim() -> None:
+    st = MY.statements(spec_of(FifoLock))
+    assert st.guard is not None
+    assert st.guard.sql == (
+        "SELECT CAST((SELECT COUNT(*) FROM `bank`.`ledger` WHERE `account` = %s) = (SELECT "
+        "COUNT(*) FROM (SELECT `id` FROM `bank`.`ledger` WHERE `account` = %s FOR UPDATE SKIP "
+        "LOCKED) AS __guard) AS SIGNED)"
+    )
+    assert st.guard.params == ("group", "group")
+    (claim,) = st.claim
+    assert claim.sql == (
+        "SELECT `id`, `account`, `priority`, `retry_after`, `attempt`, `payload` FROM "
+        "`bank`.`ledger` WHERE `id` = (SELECT `id` FROM `bank`.`ledger` WHERE `account` = %s "
+        "ORDER BY `priority`, `retry_after`, `id` LIMIT 1) AND `retry_after` <= %s FOR UPDATE "
+        "SKIP LOCKED"
+    )
+
+
+def test_postgres_lease_fifo_claim_waits_while_a_row_of_the_group_is_in_work() -> None:
+    st = PG.statements(spec_of(FifoLease))
+    assert st.guard is not None
+    assert "hashtextextended('ledger:' || CAST($1 AS text), 0)" in st.guard.sql
+    (claim,) = st.claim
+    assert claim.sql == (
+        'WITH __claimed AS (SELECT "id", "account", "retry_after", "attempt", "locked_until", '
+        '"processed_at", "payload" FROM "ledger" WHERE "id" = (SELECT "id" FROM "ledger" WHERE '
+        '"account" = $1 AND "processed_at" IS NULL ORDER BY "retry_after", "id" LIMIT 1) AND '
+        '"retry_after" <= $2 AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT '
+        'EXISTS (SELECT 1 FROM "ledger" AS __work WHERE __work."account" = $1 AND '
+        '__work."locked_until" > $2) FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "ledger" AS '
+        '__row SET "locked_until" = $3, "attempt" = __row."attempt" + 1 FROM __claimed WHERE '
+        '__row."id" = __claimed."id") SELECT * FROM __claimed'
+    )
+    assert claim.params == ("group", "now", "lease")
+
+
+def test_mysql_lease_fifo_claim_selects_the_head_then_stamps_it() -> None:
+    st = MY.statements(spec_of(FifoLease))
+    assert st.guard is not None
+    assert st.guard.sql.startswith(
+        "SELECT CAST((SELECT COUNT(*) FROM `ledger` WHERE `account` = %s AND `processed_at` IS "
+        "NULL) = "
+    )
+    select, stamp = st.claim
+    assert select.sql == (
+        "SELECT `id`, `account`, `retry_after`, `attempt`, `locked_until`, `processed_at`, "
+        "`payload` FROM `ledger` WHERE `id` = (SELECT `id` FROM `ledger` WHERE `account` = %s "
+        "AND `processed_at` IS NULL ORDER BY `retry_after`, `id` LIMIT 1) AND `retry_after` <= "
+        "%s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT EXISTS (SELECT 1 FROM "
+        "`ledger` AS __work WHERE __work.`account` = %s AND __work.`locked_until` > %s) FOR "
+        "UPDATE SKIP LOCKED"
+    )
+    assert select.params == ("group", "now", "now", "group", "now")
+    assert stamp == MY.lease_claim(spec_of(FifoLease))[1]
+
+
+def test_sqlite_lease_fifo_claim_is_one_statement_without_a_guard() -> None:
+    st = LITE.statements(spec_of(FifoLease))
+    assert st.guard is None  # one writer at a time
+    (claim,) = st.claim
+    assert claim.sql == (
+        "UPDATE `ledger` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` = (SELECT "
+        "`id` FROM `ledger` WHERE `account` = ? AND `processed_at` IS NULL ORDER BY "
+        "`retry_after`, `id` LIMIT 1) AND `retry_after` <= ? AND (`locked_until` IS NULL OR "
+        "`locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
+        "__work.`account` = ? AND __work.`locked_until` > ?) RETURNING `id`, `account`, "
+        "`retry_after`, `attempt` - 1 AS `attempt`, `locked_until`, `processed_at`, `payload`"
+    )
+
+
+def test_the_in_work_alias_keeps_clear_of_a_declared_name() -> None:
+    class Clash(Inbox[Lease], table="__work"):
+        id: Annotated[int, Id(generated=True)]
+        account: Annotated[str, Group(fifo=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+
+    (claim,) = PG.statements(spec_of(Clash)).claim
+    assert 'FROM "__work" AS __work_2 WHERE __work_2."account" = $1' in claim.sql
+
+
+def test_a_table_without_fifo_has_no_guard_and_claims_as_before() -> None:
+    st = PG.statements(spec_of(Grouped))
+    assert st.guard is None
+    assert st.claim == (PG.row_lock_claim(spec_of(Grouped)),)
+
+
+def test_a_fifo_subscription_keeps_one_claim_in_flight() -> None:
+    assert PG.claims_one_at_a_time(spec_of(FifoLock))
+    assert PG.claims_one_at_a_time(spec_of(FifoLease))
+    assert not PG.claims_one_at_a_time(spec_of(Grouped))
+
+
+# -- MySQL at SERIALIZABLE ----------------------------------------------------------------------
+
+
+class SerialLock(Inbox[RowLock, Serializable], table="serial"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+
+
+class SerialLease(Inbox[Lease, Serializable], table="serial"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+class SerialGrouped(Inbox[RowLock, Serializable], table="serial"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group()]
+
+
+def test_mysql_refuses_a_row_lock_fifo_table_at_serializable() -> None:
+    with pytest.raises(FifoAtSerializable) as caught:
+        MY.statements(spec_of(SerialLock))
+    assert isinstance(caught.value, UnsupportedOpening)
+    assert str(caught.value) == (
+        "serial (SerialLock): a FIFO group's guard counts its rows without locking them, which "
+        "MySQL and MariaDB do not do at SERIALIZABLE, found a row lock FIFO table at "
+        "Serializable (the guard would wait for every delivery in work to settle); declare "
+        "Inbox[RowLock, ReadCommitted] (or leave the opening out), or use Inbox[Lease]"
+    )
+
+
+def test_serializable_fifo_is_served_elsewhere() -> None:
+    # MySQL's lease claim runs at READ COMMITTED whatever the table declares; PostgreSQL's
+    # guard is an advisory lock; a group without fifo has no guard.
+    assert MY.statements(spec_of(SerialLease)).guard is not None
+    assert PG.statements(spec_of(SerialLock)).guard is not None
+    assert MY.statements(spec_of(SerialGrouped)).guard is None
+
+
+def test_the_claim_index_serves_the_head_select() -> None:
+    # The head's select: the group by equality, then the claim's order, as the index has it.
+    columns = [c.column for c in claim_index_columns(spec_of(FifoLock))]
+    assert columns == ["account", "priority", "retry_after", "id"]
+    assert PG.order_by(spec_of(FifoLock)) == '"priority", "retry_after", "id"'

@@ -1,0 +1,194 @@
+"""The statements of a FIFO group (``Group(fifo=True)``, REFERENCE.md §3.6): the claim of the
+group's head and the group guard, per dialect.
+
+The claim takes only the group's **head**, the first unfinished row in claim order, and only
+while it is due and (lease form) no row of the group is in work. So nothing is claimed while
+the head is in work or not yet due: not the row behind it, nor a row that enters the group
+ahead of it later (a smaller priority or an earlier due time).
+
+The guard runs first in the claim's transaction, so claimers on other connections, brokers or
+processes keep the order: it answers 1 when this transaction holds the group, 0 when another
+one does (then the claim takes nothing and rolls back).
+
+* PostgreSQL: a transaction-level advisory lock on ``'<schema.table>:' || group``. The row lock
+  form holds it until the delivery settles (its transaction is the delivery's); the lease form
+  until the claim commits, and from then on the lease holds the group.
+* MySQL and MariaDB: the count of the group's unfinished rows equals the count this
+  transaction can lock (``FOR UPDATE SKIP LOCKED``): true only if no other transaction holds
+  one of them. The locks are held as the PostgreSQL lock is. At ``SERIALIZABLE`` the plain
+  count would wait on the rows another claim holds, so a row lock FIFO table is refused there
+  (``FifoAtSerializable``).
+* SQLite: none, one writer at a time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._declare._markers import RowLock, Serializable
+from .._declare._spec import TableSpec
+from .._errors import FifoAtSerializable
+from ._clock import lease_at, token_column
+from ._statement import Frag, P, Sql, Statement, join
+
+if TYPE_CHECKING:
+    from ._base import Dialect
+
+__all__ = [
+    "check_fifo_opening",
+    "head_claim",
+    "lease_head_claim",
+    "mysql_guard",
+    "mysql_lease_head_claim",
+    "postgres_guard",
+    "postgres_lease_head_claim",
+    "sqlite_lease_head_claim",
+]
+
+
+def _unfinished(d: Dialect, spec: TableSpec) -> list[Frag]:
+    """The group's rows not finished yet: due or not, in work or not."""
+    conds: list[Frag] = [d.c(spec.group) + " = " + P("group")]
+    if spec.processed_at is not None:
+        conds.append(f"{d.c(spec.processed_at)} IS NULL")
+    return conds
+
+
+def _head(d: Dialect, spec: TableSpec) -> list[Frag]:
+    """``id`` is the group's head, and the head is due."""
+    t = d.table(spec)
+    head = (
+        f"SELECT {d.c(spec.id)} FROM {t}"
+        + d.where(_unfinished(d, spec))
+        + f" ORDER BY {d.order_by(spec)} LIMIT 1"
+    )
+    conds: list[Frag] = [d.c(spec.id) + " = (" + head + ")"]
+    if spec.retry_after is not None:
+        conds.append(d.c(spec.retry_after) + " <= " + P("now"))
+    return conds
+
+
+def _lease_head(d: Dialect, spec: TableSpec) -> list[Frag]:
+    """The head, due, its lease free, and no row of the group in work (a row that entered
+    ahead of the head in work is the head now: the head in work still holds the group)."""
+    t = d.table(spec)
+    work = d.internal(spec, "__work")
+    busy = (
+        f"SELECT 1 FROM {t} AS {work} WHERE {work}.{d.c(spec.group)} = "
+        + P("group")
+        + f" AND {work}.{d.c(spec.locked_until)} > "
+        + P("now")
+    )
+    return [*_head(d, spec), d.lease_free(spec), "NOT EXISTS (" + busy + ")"]
+
+
+def head_claim(d: Dialect, spec: TableSpec) -> Statement:
+    """Row lock (PostgreSQL, MySQL): lock the group's head while it is due."""
+    return d.r(
+        "claim",
+        f"SELECT {d.select_list(spec)} FROM {d.table(spec)}"
+        + d.where(_head(d, spec))
+        + " FOR UPDATE SKIP LOCKED",
+    )
+
+
+def lease_head_claim(d: Dialect, spec: TableSpec, token: Sql | None = None) -> Sql:
+    """Lease (PostgreSQL's CTE, MySQL's select): the locking select of the head while no row
+    of the group is in work; ``token``, MySQL's on the database clock, the expiry its stamp
+    writes, read from the server as the select's last column."""
+    return (
+        f"SELECT {d.select_list(spec)}"
+        + (token or Sql())
+        + f" FROM {d.table(spec)}"
+        + d.where(_lease_head(d, spec))
+        + " FOR UPDATE SKIP LOCKED"
+    )
+
+
+def postgres_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
+    """PostgreSQL's lease claim of the head: lock, stamp, and read it as it was, in one
+    statement of the guard's transaction."""
+    t = d.table(spec)
+    ident = d.c(spec.id)
+    claimed = d.internal(spec, "__claimed")
+    stamped = d.internal(spec, "__stamped")
+    row = d.internal(spec, "__row")
+    sets: list[Frag] = [d.c(spec.locked_until) + " = " + lease_at(d)]
+    if spec.attempt is not None:
+        attempt = d.c(spec.attempt)
+        sets.append(f"{attempt} = {row}.{attempt} + 1")
+    return d.r(
+        "claim",
+        f"WITH {claimed} AS ("
+        + lease_head_claim(d, spec)
+        + f"), {stamped} AS (UPDATE {t} AS {row} SET "
+        + join(", ", sets)
+        + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) SELECT *"
+        + token_column(d, spec)
+        + f" FROM {claimed}",
+    )
+
+
+def mysql_lease_head_claim(d: Dialect, spec: TableSpec, stamp: Statement) -> tuple[Statement, ...]:
+    """MySQL's lease claim of the head: the locking select, then the form's own stamp."""
+    return (d.r("claim", lease_head_claim(d, spec, token_column(d, spec))), stamp)
+
+
+def sqlite_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
+    """SQLite's lease claim of the head: one UPDATE ... RETURNING (the single writer is the
+    guard)."""
+    t = d.table(spec)
+    sets: list[Frag] = [d.c(spec.locked_until) + " = " + lease_at(d)]
+    if spec.attempt is not None:
+        attempt = d.c(spec.attempt)
+        sets.append(f"{attempt} = {attempt} + 1")
+    return d.r(
+        "claim",
+        f"UPDATE {t} SET "
+        + join(", ", sets)
+        + d.where(_lease_head(d, spec))
+        + f" RETURNING {d.select_list(spec, attempt_before=True)}"
+        + token_column(d, spec, stored=True),
+    )
+
+
+def postgres_guard(d: Dialect, spec: TableSpec) -> Statement:
+    """1 when this transaction took the group's advisory lock, 0 when another holds it. The
+    key is the table's name as declared (unquoted), a colon and the group."""
+    prefix = d.literal(f"{spec.qualified_name}:")
+    return d.r(
+        "guard",
+        f"SELECT pg_try_advisory_xact_lock(hashtextextended({prefix} || CAST("
+        + P("group")
+        + " AS text), 0))::int::bigint",
+    )
+
+
+def mysql_guard(d: Dialect, spec: TableSpec) -> Statement:
+    """1 when this transaction could lock every unfinished row of the group (no other
+    transaction holds one), 0 otherwise."""
+    t = d.table(spec)
+    where = d.where(_unfinished(d, spec))
+    guard = d.internal(spec, "__guard")
+    return d.r(
+        "guard",
+        f"SELECT CAST((SELECT COUNT(*) FROM {t}"
+        + where
+        + f") = (SELECT COUNT(*) FROM (SELECT {d.c(spec.id)} FROM {t}"
+        + where
+        + f" FOR UPDATE SKIP LOCKED) AS {guard}) AS SIGNED)",
+    )
+
+
+def check_fifo_opening(d: Dialect, spec: TableSpec) -> None:
+    """MySQL: a row lock FIFO table at SERIALIZABLE is refused. There a plain read locks what
+    it reads, so the guard's count waits on the row another claim holds until it settles."""
+    if not spec.fifo or spec.form is not RowLock or spec.opening is not Serializable:
+        return
+    msg = (
+        f"{spec.label}: a FIFO group's guard counts its rows without locking them, which "
+        f"MySQL and MariaDB do not do at SERIALIZABLE, found a row lock FIFO table at "
+        f"Serializable (the guard would wait for every delivery in work to settle); declare "
+        f"Inbox[RowLock, ReadCommitted] (or leave the opening out), or use Inbox[Lease]"
+    )
+    raise FifoAtSerializable(msg)
