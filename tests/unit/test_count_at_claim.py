@@ -4,9 +4,10 @@ the count, the guard, and a retry that counts nothing more."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
-from trinbox import Attempt, Id, Inbox, Payload, RowLock
+from trinbox import Attempt, Id, Inbox, Payload, RetryAfter, RowLock
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
 from trinbox._dialects._count_at_claim import counted_statements
@@ -52,3 +53,23 @@ def test_mysql_guards_the_count_with_a_named_lock_of_the_database() -> None:
         "SELECT GET_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256), 31536000)"
     )
     assert counted.unlock.sql == "SELECT RELEASE_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256))"
+
+
+class Due(Inbox[RowLock], table="due"):
+    id: Annotated[int, Id(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+def test_the_relock_reads_the_database_clock_when_the_broker_does() -> None:
+    _, relock = counted_statements(PostgresDialect(database_clock=True), spec_of(Due), DEAD).take
+    assert relock.sql.endswith(
+        '"id" = $1 AND "retry_after" <= statement_timestamp() FOR UPDATE SKIP LOCKED'
+    )
+    _, relock = counted_statements(MySqlDialect(database_clock=True), spec_of(Due), DEAD).take
+    assert relock.sql.endswith(
+        "`id` = %s AND `retry_after` <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED"
+    )
+    _, relock = counted_statements(PostgresDialect(), spec_of(Due), DEAD).take
+    assert relock.params == ("id", "now")

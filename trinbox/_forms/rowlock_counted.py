@@ -75,6 +75,7 @@ class CountedRowLockForm(RowLockForm):
     def _select_ops(self, limit: int) -> list[Op]:
         """The guard, then the claim's transaction and its select (``_claim_ops`` without the
         savepoint: the relock's transaction takes it)."""
+        assert self._ctx.statements.guard is None  # no FIFO group (refused by the queue)
         ops = self._claim_ops(limit)
         return [self._guard(unlock=False), *ops[:2]]
 

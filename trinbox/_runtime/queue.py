@@ -233,4 +233,14 @@ class InboxQueue(Generic[R, M, B]):
                 f"forms count the attempt at claim already)"
             )
             raise DeclarationError(msg)
+        if spec.fifo:
+            # The group guard lives in the claim's transaction, which the count commits.
+            msg = (
+                f"{spec.label}: .count_attempt_at_claim() commits each claim's transaction "
+                f"at the count, and a FIFO group's guard is held by that transaction until "
+                f"the row settles, found Group(fifo=True); declare the FIFO table "
+                f"Inbox[Lease] (it counts the attempt at claim), or drop fifo=True or "
+                f".count_attempt_at_claim()"
+            )
+            raise DeclarationError(msg)
         return evolve(self, attempt_at_claim=True)

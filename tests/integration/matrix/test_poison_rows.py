@@ -193,11 +193,21 @@ class UncountedPlain(Inbox[RowLock], table="plain_jobs"):
     payload: Annotated[bytes, Payload()]
 
 
+class FifoPlain(Inbox[RowLock], table="plain_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    tenant: Annotated[str, Group(fifo=True)]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
 def test_the_opt_in_needs_a_row_lock_table_with_an_attempt() -> None:
     with pytest.raises(DeclarationError, match=r"found an Inbox\[Lease\] table"):
         InboxQueue(LeasedPlain, "jobs").count_attempt_at_claim()
     with pytest.raises(DeclarationError, match="found a row lock table with no Attempt field"):
         InboxQueue(UncountedPlain, "jobs").count_attempt_at_claim()
+    # A FIFO group's guard is held by the claim's transaction, which the count commits.
+    with pytest.raises(DeclarationError, match=r"found Group\(fifo=True\); declare the FIFO"):
+        InboxQueue(FifoPlain, "t1").count_attempt_at_claim()
 
 
 class RepeatableRowLockedFinished(Inbox[RowLock, RepeatableRead], table="email_jobs"):
