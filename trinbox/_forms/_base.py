@@ -105,6 +105,9 @@ class Delivery:
     released: bool = False  # shutdown released it; a later settlement fails with Closed
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
+    # Row lock count at claim: the row's attempts were spent before this claim (its handler
+    # never settled), so it goes to the dead letter without the handler.
+    spent: bool = False
 
 
 class Claimed(list[Delivery]):
@@ -146,6 +149,12 @@ class FormContext:
     # The lease keeper reports each extension: (delivery, extended) where ``extended`` is
     # False when the lease was found gone.
     extended: Callable[[Delivery, bool], None] = lambda delivery, extended: None
+    # The row lock form's opt-in count at claim (``statements.take``: count, relock): a row
+    # claimed with more than ``max_attempts`` counted is handed out ``spent`` when there is a
+    # ``dead_letter`` to move it to.
+    count_at_claim: bool = False
+    max_attempts: int | None = None
+    dead_letter: DeadLetter | None = None
 
 
 @dataclass(frozen=True, slots=True)

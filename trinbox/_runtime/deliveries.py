@@ -29,6 +29,7 @@ from .._forms._base import (
     Chained,
     Claimed,
     ClaimForm,
+    DeadLetterStep,
     Delivery,
     Drop,
     Retry,
@@ -180,6 +181,19 @@ class DeliveryRunner:
         ready: list[Delivery] = []
         messages: list[object] = []
         for delivery in deliveries:
+            if delivery.spent and self._dead_letter is not None:
+                self.fields.log(
+                    delivery_log,
+                    WARNING,
+                    f"the row was claimed with its attempts spent and no settlement (its "
+                    f"handler never returned: its process died); moving it to "
+                    f"{self._dead_letter.label} without running the handler",
+                    row=True,
+                    row_id=delivery.id,
+                    attempt=delivery.attempt,
+                )
+                await self._settle(delivery, DeadLetterStep(self._dead_letter))
+                continue
             try:
                 messages.append(
                     decode_message(self._plan, self._spec, delivery.values, self._queue.codec_used)

@@ -70,8 +70,20 @@ def check_listen(broker: SqlBroker[Any]) -> None:
         raise StartupError(msg)
 
 
-def check_form(where: str, broker: SqlBroker[Any], spec: TableSpec) -> None:
-    """Refuse the advisory form through transaction pooling (a subscription's startup)."""
+def check_form(
+    where: str, broker: SqlBroker[Any], spec: TableSpec, *, count_at_claim: bool = False
+) -> None:
+    """Refuse the advisory form, and the row lock form's count at claim, through transaction
+    pooling (a subscription's startup)."""
+    if broker.pgbouncer == "transaction" and count_at_claim:
+        msg = (
+            f"{where}: .count_attempt_at_claim() holds a session lock from each claim's "
+            f"select to its relock, across the count's commit, and PgBouncer's transaction "
+            f"pooling hands the session to other clients between transactions (the lock "
+            f"would guard nothing); found {spec.label} with .count_attempt_at_claim() on a "
+            f"broker with pgbouncer='transaction'. Drop .count_attempt_at_claim(), or {_FIX}"
+        )
+        raise StartupError(msg)
     if broker.pgbouncer == "transaction" and spec.form is Advisory:
         msg = (
             f"{where}: the advisory form holds each row's lock in the database session from "

@@ -95,6 +95,7 @@ class InboxQueue(Generic[R, M, B]):
     codec_used: Codec
     failure: OnFailure
     backoff_policy: Backoff | None
+    attempt_at_claim: bool
 
     def __init__(self: InboxQueue[R, Plain, Single], row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -108,6 +109,7 @@ class InboxQueue(Generic[R, M, B]):
         object.__setattr__(self, "codec_used", JsonCodec())
         object.__setattr__(self, "failure", OnFailure())
         object.__setattr__(self, "backoff_policy", None)
+        object.__setattr__(self, "attempt_at_claim", False)
 
     @overload
     def transactional(self: InboxQueue[R, Any, Single]) -> InboxQueue[R, Transactional, Single]: ...
@@ -211,3 +213,34 @@ class InboxQueue(Generic[R, M, B]):
         """How long a row whose handler raised (or returned no outcome) waits before it is
         claimable again (exponential from 1 s, at most 5 min, unless set)."""
         return evolve(self, backoff_policy=require_backoff(policy))
+
+    def count_attempt_at_claim(self) -> InboxQueue[R, M, B]:
+        """Row lock tables: count each delivery's attempt at claim, in a committed statement
+        of its own (one more round trip per claim), so that a row whose handler kills its
+        process still reaches its dead letter; by default the form counts the attempt when a
+        retry settles, in the delivery's transaction, which a process death rolls back."""
+        spec = spec_of(self.row)
+        if spec.form is not RowLock or spec.attempt is None:
+            found = (
+                f"an Inbox[{spec.form.__name__}] table"
+                if spec.form is not RowLock
+                else "a row lock table with no Attempt field"
+            )
+            msg = (
+                f"{spec.label}: .count_attempt_at_claim() counts the attempt of a row lock "
+                f"table's Attempt field, found {found}; declare Inbox[RowLock] with an "
+                f"Attempt field, or drop .count_attempt_at_claim() (the lease and advisory "
+                f"forms count the attempt at claim already)"
+            )
+            raise DeclarationError(msg)
+        if spec.fifo:
+            # The group guard lives in the claim's transaction, which the count commits.
+            msg = (
+                f"{spec.label}: .count_attempt_at_claim() commits each claim's transaction "
+                f"at the count, and a FIFO group's guard is held by that transaction until "
+                f"the row settles, found Group(fifo=True); declare the FIFO table "
+                f"Inbox[Lease] (it counts the attempt at claim), or drop fifo=True or "
+                f".count_attempt_at_claim()"
+            )
+            raise DeclarationError(msg)
+        return evolve(self, attempt_at_claim=True)

@@ -18,12 +18,14 @@ from .._declare._markers import (
 )
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Statements
+from .._dialects._count_at_claim import counted_statements
 from .._dialects.ddl import dead_letter_of
 from .._errors import DeclarationError, ServerTooOld, StartupError, UnsupportedOpening
 from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
+from .._forms.rowlock_counted import CountedRowLockForm
 from .broker import SqlBroker
 from .column_check import check_columns, prepare_statements
 from .handler import HandlerPlan, plan_handler
@@ -68,7 +70,10 @@ def check(
     spec = spec_of(queue.row)
     transactional = queue.mode is Transactional
     dest = _dead_letter(where, spec, max_attempts, dead_letter)
-    statements = broker.dialect.statements(spec, dest)
+    if queue.attempt_at_claim:  # the row lock form's opt-in (checked by the queue)
+        statements = counted_statements(broker.dialect, spec, dest)
+    else:
+        statements = broker.dialect.statements(spec, dest)
     if transactional and queue.batch_size is not None:
         msg = (
             f"{where}: batches never run in transactional mode, found .batch("
@@ -168,7 +173,7 @@ def make_form(ctx: FormContext) -> ClaimForm:
     if form is Advisory:
         return AdvisoryForm(ctx)
     assert form is RowLock
-    return RowLockForm(ctx)
+    return CountedRowLockForm(ctx) if ctx.count_at_claim else RowLockForm(ctx)
 
 
 def worker_cap(

@@ -133,7 +133,12 @@ class Subscription:
             max_attempts=self.max_attempts,
             dead_letter=self.dead_letter_name,
         )
-        pooling.check_form(self.where, self.broker, self.spec)
+        pooling.check_form(
+            self.where,
+            self.broker,
+            self.spec,
+            count_at_claim=self.queue.attempt_at_claim,
+        )
 
     async def open(self) -> None:
         """Register the queue, prepare every statement against the database, and set up the
@@ -169,6 +174,9 @@ class Subscription:
                 transactional=transactional,
                 wake=permit.set,
                 extended=self._extended,
+                count_at_claim=self.queue.attempt_at_claim,
+                max_attempts=self.max_attempts,
+                dead_letter=checked.dead_letter,
             )
         )
         workers = startup.worker_cap(

@@ -142,6 +142,28 @@ async def test_the_advisory_form_is_refused_at_startup(bounced: Bounced) -> None
         await app.serve()
 
 
+async def test_the_count_at_claim_is_refused_at_startup(bounced: Bounced) -> None:
+    broker = bounced.broker()
+
+    @subscriber(InboxQueue(EMAIL["row_lock"], "emails").count_attempt_at_claim())
+    async def send(email: Email) -> None:
+        pass
+
+    app = make_app()
+    app.include(broker, send)
+    expected = (
+        f"subscription 'emails' ({send!r}): .count_attempt_at_claim() holds a session lock "
+        "from each claim's select to its relock, across the count's commit, and PgBouncer's "
+        "transaction pooling hands the session to other clients between transactions (the "
+        "lock would guard nothing); found email_jobs (RowLockedEmail) with "
+        ".count_attempt_at_claim() on a broker with pgbouncer='transaction'. Drop "
+        ".count_attempt_at_claim(), or put PgBouncer in session pooling (pool_mode = session) "
+        "for this database, or give the broker a URL straight to PostgreSQL"
+    )
+    with trio.fail_after(10), pytest.raises(StartupError, match=f"^{re.escape(expected)}$"):
+        await app.serve()
+
+
 async def test_listen_notify_is_refused_at_startup(bounced: Bounced) -> None:
     broker = bounced.broker(listen_notify=True)
 
