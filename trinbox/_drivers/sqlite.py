@@ -248,6 +248,17 @@ class SqliteConnection:
             script_failed(exc, progress, results)
             raise
 
+    async def claim_keys(self, claim: _sqlite_keys.KeyClaim) -> DatabaseError | None:
+        """Settle and claim advisory rows in one call on the worker thread (``KeyClaim``); the
+        error of a claim that failed after its settlement took effect (``None``: it ran)."""
+        raw = self._raw
+        progress: list[str] = []
+        await self._run(lambda: _sqlite_keys.run_key_claim(raw, claim, progress, _params), progress)
+        if claim.claim_error is None:
+            return None
+        exc, sql = claim.claim_error
+        return _translate(exc, sql)
+
     async def executescript(self, script: str) -> None:
         """Run several statements (schema set-up in examples and tests)."""
         await self._run(lambda: self._raw.executescript(script), script)

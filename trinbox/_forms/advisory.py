@@ -22,6 +22,8 @@ import trio
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, stops
+from .._drivers._sqlite_keys import let_key_go
+from .._drivers.sqlite import SqliteConnection
 from .._errors import Closed, DatabaseError, SettlementError, TrinboxError
 from ._base import (
     Ack,
@@ -69,10 +71,18 @@ class AdvisoryForm(AdvisoryClaims):
     async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
         """Settle a single delivery and unlock its key, then read the next claim's candidates,
         in one round trip on the delivery's session; the session goes on to lock the first
-        of them. Transactional mode, SQLite's key registry, and moves into another table
+        of them. On SQLite, settlement and claim are one call on the worker thread
+        (:meth:`_settle_and_claim_keys`). Transactional mode and moves into another table
         settle alone."""
         ctx = self._ctx
         statements = step_statements(ctx.statements, step)
+        if (
+            self._registry is not None
+            and not ctx.transactional
+            and not delivery.released
+            and len(statements) <= 1
+        ):
+            return await self._settle_and_claim_keys(delivery, statements, step, limit)
         session = delivery.conn
         if (
             not self._sessions
@@ -132,6 +142,50 @@ class AdvisoryForm(AdvisoryClaims):
             return Chained(claim_error=exc)
         if not claimed:
             ctx.wake()  # the session went back to the pool: a claim waiting for one may go on
+        return Chained(claimed=claimed)
+
+    async def _settle_and_claim_keys(
+        self, delivery: Delivery, statements: Sequence[Statement], step: Step, limit: int
+    ) -> Chained:
+        """SQLite: the settlement, its key let go, and the claim of the worker's next row, in
+        one transaction on one worker-thread call. The key leaves the registry inside it, so
+        the claim may take the key's next row; a claim that fails leaves the settlement
+        standing (a savepoint)."""
+        ctx = self._ctx
+        conn = await ctx.pool.acquire()
+        if not isinstance(conn, SqliteConnection):
+            await give_back(ctx.pool, conn)
+            try:
+                await self.settle(delivery, step)
+            except TrinboxError as exc:
+                return Chained(error=exc)
+            return Chained()
+        values = {"id": delivery.id, "now": ctx.clock(), **step_values(step)}
+        settling = [Op("execute", st.sql, st.bind(values)) for st in statements]
+        self._settling.add(delivery)
+        self._claiming += 1
+        plan = self._key_claim(limit, settling, frees=str(delivery.key))
+        try:
+            claim_error = await self._claim_keys(conn, plan)
+        except TrinboxError as exc:
+            ctx.wake()  # rolled back: the row returns, its key is let go below
+            return Chained(error=exc)
+        finally:
+            self._claiming -= 1
+            delivery.settled = True
+            self._settling.discard(delivery)
+            self._in_work.discard(delivery)
+            await give_back(ctx.pool, conn)
+            if not plan.freed:
+                assert self._registry is not None
+                let_key_go(self._registry, str(delivery.key))
+                ctx.wake()
+        claimed = await self._registered(plan)
+        if claim_error is not None:
+            ctx.wake()
+            return Chained(claim_error=claim_error)
+        if not claimed:
+            ctx.wake()  # the key is free and nothing claimed: the claim loop may go on
         return Chained(claimed=claimed)
 
     async def settle(self, delivery: Delivery, step: Step) -> None:

@@ -1,5 +1,9 @@
 """The advisory form's claim: read candidates past the keys in work, lock each key (a session
 lock, or this process's registry on SQLite) and take its row.
+
+On SQLite the whole claim is one call on the connection's worker thread, in one transaction
+(trinbox._drivers._sqlite_keys.KeyClaim): the select reads past the keys in work as they are
+when it runs, and each key enters the registry as its row is taken.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record, Result, stops
+from .._drivers._sqlite_keys import KeyClaim
+from .._drivers.sqlite import SqliteConnection
+from .._errors import DatabaseError
 from ._base import (
     Claimed,
     Delivery,
@@ -35,6 +42,13 @@ class AdvisoryClaims(AdvisoryKeys):
     async def _claim(self, limit: int) -> Claimed:
         ctx = self._ctx
         session = await ctx.pool.acquire()
+        if self._registry is not None and isinstance(session, SqliteConnection):
+            try:
+                plan = self._key_claim(limit)
+                await self._claim_keys(session, plan)
+            finally:
+                await give_back(ctx.pool, session)
+            return await self._registered(plan)
         try:
             candidates, now, wanted = self._candidates(limit)
             rows = await session.fetch(candidates.sql, candidates.params)
@@ -56,6 +70,53 @@ class AdvisoryClaims(AdvisoryKeys):
         if self._registry is not None:
             values["held"] = sorted(self._registry)  # SQLite's select passes over them
         return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted
+
+    def _key_claim(
+        self, limit: int, settle: list[Op] | None = None, frees: str | None = None
+    ) -> KeyClaim:
+        """SQLite: the claim of ``limit`` rows in one call, after a settlement's ``settle``
+        statements (freeing the key ``frees``) where one chains it."""
+        ctx = self._ctx
+        registry = self._registry
+        assert registry is not None
+        candidates = ctx.statements.claim[0]
+        now = ctx.clock()
+        wanted = limit + self._claiming - 1  # as _candidates
+        values: dict[str, object] = {"group": ctx.group, "now": now, "limit": wanted}
+
+        def select(held: list[str]) -> Op:
+            return Op("fetch", candidates.sql, candidates.bind({**values, "held": held}))
+
+        def take(row_id: object) -> list[Op]:
+            return self._take_ops(row_id, now)
+
+        return KeyClaim(registry, select, take, limit, wanted, settle or (), frees)
+
+    async def _claim_keys(self, conn: SqliteConnection, plan: KeyClaim) -> DatabaseError | None:
+        """Run ``plan``: the error of its claim when it failed after the settlement took
+        effect. A claim cut off after its commit lets its keys go (their rows stay claimable,
+        their attempt counted, as a take cut after its statement)."""
+        try:
+            return await conn.claim_keys(plan)
+        except BaseException:
+            plan.forget()
+            raise
+
+    async def _registered(self, plan: KeyClaim) -> Claimed:
+        """The deliveries of a SQLite claim; in transactional mode each opens its handler's
+        transaction (dropped, with every row of the claim, when one cannot)."""
+        taken = [self._delivery(record, key, conn=None) for key, record in plan.taken]
+        self._in_work.update(taken)
+        if self._ctx.transactional:
+            try:
+                for delivery in taken:
+                    await self._begin_transaction(delivery)
+            except BaseException:
+                with cleanup_scope():
+                    for delivery in taken:
+                        await self.release(delivery)
+                raise
+        return Claimed(taken, exhausted=plan.read < plan.wanted)
 
     async def _take_rows(
         self,

@@ -50,7 +50,8 @@ class AdvisoryKeys:
         self.traits = FormTraits(
             holds_connections=self._sessions or ctx.transactional,
             feeds_every_worker=True,
-            chains=self._sessions,
+            # SQLite chains too: settlement and claim in one call on the worker thread.
+            chains=self._sessions or not ctx.transactional,
         )
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
         self._in_work: set[Delivery] = set()
