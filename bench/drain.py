@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--events", choices=EVENTS, default="none", help="an event hook to install")
     args = parser.parse_args()
     if not args.no_fill:
-        fill(args.db, args.url, args.n)
+        fill(args.db, args.url, args.n, form=args.form)
     result = trio.run(
         drain, args.db, args.url, args.form, args.n, args.batch, args.max_seconds, args.events
     )

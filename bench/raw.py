@@ -346,6 +346,7 @@ async def run_raw(
 ) -> dict[str, Any]:
     dialect, st = statements_for(db, form)
     limit = batch or 1
+    form = form.removesuffix("-prio")  # a priority table's loop is its form's, on its SQL
     if db == "sqlite":
         path = sqlite_file(url)
         lite_conns = [lite_connect(path) for _ in range(WORKERS)]
@@ -412,7 +413,7 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
     a = parser.parse_args()
     if not a.no_fill:
-        fill(a.db, a.url, a.n)
+        fill(a.db, a.url, a.n, form=a.form)
     result = trio.run(run_raw, a.db, a.url, a.form, a.n, a.batch, a.max_seconds)
     left = remaining(a.db, a.url)
     result["left"] = left
