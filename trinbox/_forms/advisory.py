@@ -49,9 +49,12 @@ class AdvisoryForm(AdvisoryClaims):
     async def settle_batch(
         self, items: Sequence[tuple[Delivery, Step]]
     ) -> list[TrinboxError | None]:
-        """Each delivery settles on its own; with session locks they settle side by side,
-        each on the session that holds its key."""
+        """With session locks the deliveries settle side by side, each on the session that
+        holds its key; on SQLite in one transaction (:meth:`_settle_keys_together`); in
+        transactional mode each on its own."""
         errors: list[TrinboxError | None] = [None] * len(items)
+        if self._registry is not None and not self._ctx.transactional:
+            return await self._settle_keys_together(items)
 
         async def settle_one(i: int) -> None:
             try:
@@ -66,6 +69,58 @@ class AdvisoryForm(AdvisoryClaims):
         else:
             for i in range(len(items)):
                 await settle_one(i)
+        return errors
+
+    async def _settle_keys_together(
+        self, items: Sequence[tuple[Delivery, Step]]
+    ) -> list[TrinboxError | None]:
+        """SQLite: a batch's statements in one transaction on one worker-thread call; its keys
+        leave the registry once it committed. Deliveries shutdown released, and moves into
+        another table, settle alone, and so does each row of a batch whose transaction
+        failed (none of it took effect)."""
+        ctx = self._ctx
+        errors: list[TrinboxError | None] = [None] * len(items)
+        together: list[Delivery] = []
+        alone: list[int] = []
+        ops = [Op("execute", "BEGIN IMMEDIATE")]
+        now = ctx.clock()
+        for i, (delivery, step) in enumerate(items):
+            statements = step_statements(ctx.statements, step)
+            if delivery.released or len(statements) > 1:
+                alone.append(i)
+                continue
+            together.append(delivery)
+            values = {"id": delivery.id, "now": now, **step_values(step)}
+            ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
+        if together:
+            ops.append(Op("commit"))
+            self._settling.update(together)
+            try:
+                conn = await ctx.pool.acquire()
+                try:
+                    await conn.script(ops)
+                finally:
+                    await give_back(ctx.pool, conn)  # rolls back what a failure left open
+            except TrinboxError:
+                # Nothing of the batch took effect: each settles alone, so one row's failure
+                # leaves the others of its batch standing.
+                self._settling.difference_update(together)
+                alone = list(range(len(items)))
+                together = []
+            finally:
+                for delivery in together:
+                    delivery.settled = True
+                    self._settling.discard(delivery)
+                    self._in_work.discard(delivery)
+                    assert self._registry is not None
+                    let_key_go(self._registry, str(delivery.key))
+                if together:
+                    ctx.wake()  # the keys are free
+        for i in alone:
+            try:
+                await self.settle(*items[i])
+            except TrinboxError as exc:
+                errors[i] = exc
         return errors
 
     async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
