@@ -134,9 +134,12 @@ class SqliteConnection:
     A call that may write waits for ``writes``, the lock its pool's connections share, unless
     the connection is inside a transaction (it may hold SQLite's write lock already, and its
     commit must never wait behind a writer that waits for it). SQLite has one writer per file;
-    a writer it turns away sleeps in the busy handler, so writers queue in Trio instead."""
+    a writer it turns away sleeps in the busy handler, so writers queue on the lock instead.
+    They queue on their worker threads: the next writer starts the moment the one before lets
+    go, without a trip through Trio in between; a call cancelled while it queues never touches
+    the connection."""
 
-    def __init__(self, raw: sqlite3.Connection, writes: trio.Lock | None = None) -> None:
+    def __init__(self, raw: sqlite3.Connection, writes: threading.Lock | None = None) -> None:
         self._raw = raw
         self._lock = trio.Lock()  # one call at a time on this connection
         self._writes = writes
@@ -167,25 +170,32 @@ class SqliteConnection:
         self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False
     ) -> T:
         if reads or self._writes is None or self._raw.in_transaction:
-            return await self._call(fn, sql)
-        async with self._writes:
-            return await self._call(fn, sql)
+            return await self._call(fn, sql, None)
+        return await self._call(fn, sql, self._writes)
 
-    async def _call(self, fn: Callable[[], T], sql: str | list[str]) -> T:
+    async def _call(
+        self, fn: Callable[[], T], sql: str | list[str], writes: threading.Lock | None
+    ) -> T:
         finished = trio.Event()
         token = trio.lowlevel.current_trio_token()
         gate = threading.Lock()
         state = {"abandoned": False, "running": False}
 
         def call() -> T | None:
-            with gate:
-                if state["abandoned"]:
-                    return None  # cancelled before it began: leave the connection alone
-                state["running"] = True
+            if writes is not None:
+                writes.acquire()  # the pool's writers, one at a time, queued on their threads
             try:
-                return fn()
+                with gate:
+                    if state["abandoned"]:
+                        return None  # cancelled before it began: leave the connection alone
+                    state["running"] = True
+                try:
+                    return fn()
+                finally:
+                    token.run_sync_soon(finished.set)
             finally:
-                token.run_sync_soon(finished.set)
+                if writes is not None:
+                    writes.release()
 
         try:
             with database_call():
@@ -327,7 +337,7 @@ class SqlitePool:
         self._idle: list[SqliteConnection] = []
         self._out: set[SqliteConnection] = set()
         self._closed = False
-        self._writes = trio.Lock()  # shared by this pool's connections (SqliteConnection)
+        self._writes = threading.Lock()  # shared by this pool's connections (SqliteConnection)
         self._serves_keys = False
 
     @property

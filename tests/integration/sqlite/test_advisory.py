@@ -269,9 +269,9 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
     calls: list[object] = []
     original = SqliteConnection._call
 
-    async def counted(self: SqliteConnection, fn: Callable[[], Any], sql: Any) -> Any:
+    async def counted(self: SqliteConnection, fn: Callable[[], Any], sql: Any, *rest: Any) -> Any:
         calls.append(sql)
-        return await original(self, fn, sql)
+        return await original(self, fn, sql, *rest)
 
     try:
         for n, customer in enumerate(("c1", "c1", "c2")):
