@@ -2,13 +2,13 @@
 each round runs both sides of every pair back to back (the order alternating each round), and
 the table gives the median of the per-round ratios and their range.
 
-    python -m bench.ratios advisory [--rounds 5] [--n 2000] [--sqlite URL]
+    python -m bench.ratios advisory [--rounds 5] [--n 2000] [--batch K] [--sqlite URL]
     python -m bench.ratios priority [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
                                     [--mysql URL]
 
 ``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its raw
-loop (``bench.raw``), single deliveries. ``priority``: the drain of a table whose row class
-declares ``Priority()`` (``lease-prio``, ``rowlock-prio``: claim index ``(name, priority,
+loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a table
+whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``: claim index ``(name, priority,
 retry_after, id)``) over the same table without it (``lease``, ``rowlock``: index ``(name,
 retry_after, id)``), trinbox on both sides, per database given. Each run is a subprocess that
 fills the table first (not timed).
@@ -44,9 +44,11 @@ class Pair:
     bottom: Side
 
 
-def run(side: Side, db: str, url: str, n: int, window: float) -> float:
+def run(side: Side, db: str, url: str, n: int, window: float, batch: int | None) -> float:
     command = [sys.executable, "-m", f"bench.{side.module}", db, url, side.form, str(n)]
     command += ["--max-seconds", str(window)]
+    if batch is not None:
+        command += ["--batch", str(batch)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -58,10 +60,11 @@ def run(side: Side, db: str, url: str, n: int, window: float) -> float:
 
 
 def pairs(args: argparse.Namespace) -> list[Pair]:
+    mode = "single" if args.batch is None else f".batch({args.batch})"
     if args.what == "advisory":
         return [
             Pair(
-                f"SQLite · {FORM_LABEL[form]} · single",
+                f"SQLite · {FORM_LABEL[form]} · {mode}",
                 "sqlite",
                 args.sqlite,
                 Side("drain", form),
@@ -77,7 +80,7 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
         for form in forms:
             found.append(
                 Pair(
-                    f"{DB_LABEL[db]} · {FORM_LABEL[form]} · single",
+                    f"{DB_LABEL[db]} · {FORM_LABEL[form]} · {mode}",
                     db,
                     url,
                     Side("drain", f"{form}-prio"),
@@ -93,6 +96,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--window", type=float, default=60.0, help="seconds per run at most")
+    parser.add_argument("--batch", type=int, default=None, help="both sides in .batch(K)")
     parser.add_argument("--sqlite", default="sqlite:////tmp/trinbox-bench-ratios/bench.db")
     parser.add_argument("--postgres", default=None)
     parser.add_argument("--mysql", default=None)
@@ -106,7 +110,7 @@ def main() -> None:
             sides = (("top", pair.top), ("bottom", pair.bottom))
             got = {}
             for name, side in sides if round_ % 2 == 0 else sides[::-1]:
-                got[name] = run(side, pair.db, pair.url, args.n, args.window)
+                got[name] = run(side, pair.db, pair.url, args.n, args.window, args.batch)
                 rates.setdefault((pair.label, name), []).append(got[name])
             ratios.setdefault(pair.label, []).append(got["top"] / got["bottom"])
             print(
