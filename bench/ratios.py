@@ -6,12 +6,12 @@ the table gives the median of the per-round ratios and their range.
     python -m bench.ratios priority [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
                                     [--mysql URL]
 
-``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its raw
-loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a table
-whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``: claim index ``(name, priority,
-retry_after, id)``) over the same table without it (``lease``, ``rowlock``: index ``(name,
-retry_after, id)``), trinbox on both sides, per database given. Each run is a subprocess that
-fills the table first (not timed).
+``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its
+raw loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a
+table whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``: claim index
+``(name, priority, retry_after, id)``) over the same table without it (``lease``,
+``rowlock``: index ``(name, retry_after, id)``), trinbox on both sides, per database given.
+Each run is a subprocess that fills the table first (not timed).
 """
 
 from __future__ import annotations
