@@ -8,6 +8,9 @@ process ends, however it ends. The lock is counted per process (brokers naming o
 another way, apps run on several threads share it) and never taken on the database file
 itself: closing a descriptor of that file would drop SQLite's own POSIX locks. The lock file
 stays behind, as SQLite's ``-wal`` and ``-shm`` files do.
+
+``KeyClaim`` / ``run_key_claim``: an advisory claim (after a settlement, where one chains it) as
+one call on a connection's worker thread, in one transaction.
 """
 
 from __future__ import annotations

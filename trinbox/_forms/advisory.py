@@ -11,7 +11,9 @@ worker with rows of different keys, and a settlement that frees a key wakes the 
 key's next row is claimed at once, not a poll interval later.
 
 With session locks, a settling worker unlocks its key and reads the next claim's candidates in
-one round trip, and its session goes on to lock the first of them (settle_and_claim).
+one round trip, and its session goes on to lock the first of them (settle_and_claim). On SQLite
+the settlement, its key let go and the worker's next claim are one call on a worker thread in
+one transaction (trinbox._drivers._sqlite_keys.KeyClaim), and a batch settles in one.
 """
 
 from __future__ import annotations
