@@ -176,8 +176,9 @@ class SqliteConnection:
     async def _call(
         self, fn: Callable[[], T], sql: str | list[str], writes: threading.Lock | None
     ) -> T:
-        finished = trio.Event()
-        token = trio.lowlevel.current_trio_token()
+        # Set on the thread once ``fn`` ended; only a cancelled call waits for it, so a call
+        # that ends normally costs one wakeup of Trio, not two.
+        finished = threading.Event()
         gate = threading.Lock()
         state = {"abandoned": False, "running": False}
 
@@ -192,7 +193,7 @@ class SqliteConnection:
                 try:
                     return fn()
                 finally:
-                    token.run_sync_soon(finished.set)
+                    finished.set()
             finally:
                 if writes is not None:
                     writes.release()
@@ -209,7 +210,7 @@ class SqliteConnection:
                 # the connection, then undo what it left open.
                 self._raw.interrupt()
                 with trio.CancelScope(shield=True), database_call():
-                    await finished.wait()
+                    await trio.to_thread.run_sync(finished.wait)
                     if self._raw.in_transaction:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
