@@ -94,14 +94,14 @@ _keys_lock = threading.Lock()  # a key's check-and-take, on whichever thread run
 @dataclass(eq=False)
 class KeyClaim:
     """One worker-thread call that settles a delivery (optional) and claims rows of free keys,
-    in one transaction: ``BEGIN IMMEDIATE``, the settlement, a savepoint, the candidate select
-    (past the keys in work as they are when it runs), each take, ``COMMIT``.
+    in one transaction: ``BEGIN IMMEDIATE``, the settlement, the candidate select (past the
+    keys in work as they are when it runs), each take, ``COMMIT``.
 
     A key enters ``keys`` (the process's keys in work for the database) as its row is taken,
     under one lock for every thread, and leaves it again if its take or the transaction fails;
     ``taken`` holds what was taken, so a caller cut off after the commit can let the keys go.
-    A claim that fails after a settlement rolls back to the savepoint: the settlement stands
-    and ``claim_error`` says why nothing was claimed."""
+    A claim that fails after a settlement rolls back with it, and the settlement runs again on
+    its own: it stands, and ``claim_error`` says why nothing was claimed."""
 
     keys: set[str]
     select: Callable[[list[str]], Op]  # the candidate select, given the keys held
@@ -141,7 +141,7 @@ def run_key_claim(
         progress.append(sql)
         return raw.execute(sql, params(values))
 
-    try:
+    def settle() -> None:
         run("BEGIN IMMEDIATE")
         for op in claim.settle:
             run(op.sql, op.params)
@@ -149,17 +149,20 @@ def run_key_claim(
             with _keys_lock:
                 claim.keys.discard(claim.frees)
             claim.freed = True
-        if claim.settle:
-            run("SAVEPOINT trinbox_claim")
-            try:
-                _take_free_keys(claim, run)
-            except sqlite3.Error as exc:
-                claim.claim_error = (exc, progress[-1])
-                claim.forget()
-                run("ROLLBACK TO trinbox_claim")
-            run("RELEASE trinbox_claim")
-        else:
+
+    try:
+        settle()
+        try:
             _take_free_keys(claim, run)
+        except sqlite3.Error as exc:
+            if not claim.settle:
+                raise
+            # The claim failed after the settlement: both roll back and the settlement runs
+            # again alone, so it stands (a savepoint would cost two statements every call).
+            claim.claim_error = (exc, progress[-1])
+            claim.forget()
+            raw.rollback()
+            settle()
         progress.append("COMMIT")
         raw.commit()
     except BaseException:

@@ -207,7 +207,7 @@ class AdvisoryForm(AdvisoryClaims):
         """SQLite: the settlement, its key let go, and the claim of the worker's next row, in
         one transaction on one worker-thread call. The key leaves the registry inside it, so
         the claim may take the key's next row; a claim that fails leaves the settlement
-        standing (a savepoint)."""
+        standing (it runs again on its own)."""
         ctx = self._ctx
         conn = await ctx.pool.acquire()
         if not isinstance(conn, SqliteConnection):
