@@ -5,7 +5,7 @@ long claims, settlements and whole deliveries take. A diagnostic beside the prof
     python -m bench.breakdown DB URL FORM N [--batch K] [--max-seconds 20]
 
 It wraps the forms' ``claim``, ``settle``, ``settle_batch`` and ``settle_and_claim`` (a
-settlement that claims its worker's next row in the same round trip) and the subscription's
+settlement that claims its worker's next row in the same round trip) and the delivery runner's
 ``_handle`` with timers at run time (trinbox's files are not touched). "busy" is the summed
 time over the wall time: claims near 100% are the bottleneck; handlers near 400% with
 workers(4) mean the workers are the bottleneck.
@@ -25,7 +25,7 @@ from trinbox import App, AppInfo, InboxQueue, subscriber
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
-from trinbox._runtime.subscription import Subscription
+from trinbox._runtime.deliveries import DeliveryRunner
 from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, fill
@@ -78,7 +78,7 @@ async def run(db: str, url: str, form: str, n: int, batch: int | None, window: f
     print(f"{finished} jobs in {wall:.2f} s = {finished / wall:,.0f} jobs/s")
     for name, (calls, total) in sorted(STATS.items()):
         print(
-            f"  {name:26s} calls {int(calls):6d}  mean {1000 * total / max(calls, 1):7.2f} ms"
+            f"  {name:30s} calls {int(calls):6d}  mean {1000 * total / max(calls, 1):7.2f} ms"
             f"  busy {100 * total / wall:6.1f}% of wall"
         )
 
@@ -97,8 +97,8 @@ def main() -> None:
         timed(cls, "settle")
         timed(cls, "settle_batch")
         timed(cls, "settle_and_claim")
-    timed(Subscription, "_handle")
-    fill(a.db, a.url, a.n)
+    timed(DeliveryRunner, "_handle")
+    fill(a.db, a.url, a.n, form=a.form)
     trio.run(run, a.db, a.url, a.form, a.n, a.batch, a.max_seconds)
 
 

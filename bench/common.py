@@ -2,8 +2,11 @@
 claim form), filling it, and the one-line JSON result a bench subprocess prints last.
 
 The table is the same on every database: a group (``name``), an advisory key source
-(``tenant``: ten values), ``retry_after``, ``attempt``, ``locked_until`` and a JSON payload
-``{"n": i}``. The claim order is indexed: ``(name, retry_after, id)``, as the README says.
+(``tenant``: ten values), a ``priority`` (five values), ``retry_after``, ``attempt``,
+``locked_until`` and a JSON payload ``{"n": i}``. The claim order is indexed: ``(name,
+retry_after, id)``, as the README says; for the forms that declare ``Priority()``
+(``lease-prio``, ``rowlock-prio``) ``(name, priority, retry_after, id)``, as
+``trinbox.schema.ddl`` renders it, in place of it.
 
 Setup and checks run through drivers trinbox does not use (psycopg, PyMySQL, sqlite3), so
 nothing of the library runs outside the timed part.
@@ -30,6 +33,7 @@ from trinbox import (
     Lease,
     LockedUntil,
     Payload,
+    Priority,
     RetryAfter,
     RowLock,
 )
@@ -44,6 +48,8 @@ FORMS = ("rowlock", "lease", "adv-row", "adv-10")
 FORM_LABEL = {
     "rowlock": "row lock",
     "lease": "lease",
+    "rowlock-prio": "row lock with Priority()",
+    "lease-prio": "lease with Priority()",
     "adv-row": "advisory, key per row",
     "adv-10": "advisory, 10 keys",
 }
@@ -76,6 +82,27 @@ class LeaseJob(Inbox[Lease], table=TABLE):
     payload: Annotated[bytes, Payload()]
 
 
+class RowLockPriorityJob(Inbox[RowLock], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LeasePriorityJob(Inbox[Lease], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
 class RowKeyJob(Inbox[Advisory], table=TABLE, advisory_lock="bench-{id}"):
     id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
@@ -99,7 +126,12 @@ ROWS: dict[str, type[Inbox[Any, Any]]] = {
     "lease": LeaseJob,
     "adv-row": RowKeyJob,
     "adv-10": TenantKeyJob,
+    "rowlock-prio": RowLockPriorityJob,
+    "lease-prio": LeasePriorityJob,
 }
+# The forms whose claim orders by priority first (their own index).
+PRIORITY_FORMS = ("rowlock-prio", "lease-prio")
+PRIORITIES = 5
 
 DDL = {
     "postgres": f"""
@@ -108,6 +140,7 @@ DDL = {
             id BIGSERIAL PRIMARY KEY,
             name TEXT NOT NULL,
             tenant TEXT NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
             retry_after TIMESTAMPTZ NOT NULL,
             attempt INT NOT NULL DEFAULT 1,
             locked_until TIMESTAMPTZ,
@@ -121,6 +154,7 @@ DDL = {
             id BIGINT AUTO_INCREMENT PRIMARY KEY,
             name VARCHAR(191) NOT NULL,
             tenant VARCHAR(191) NOT NULL,
+            priority INT NOT NULL DEFAULT 0,
             retry_after DATETIME(6) NOT NULL,
             attempt INT NOT NULL DEFAULT 1,
             locked_until DATETIME,
@@ -133,6 +167,7 @@ DDL = {
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             name TEXT NOT NULL,
             tenant TEXT NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
             retry_after TEXT NOT NULL,
             attempt INTEGER NOT NULL DEFAULT 1,
             locked_until TEXT,
@@ -141,6 +176,7 @@ DDL = {
     """,
 }
 INDEX = f"CREATE INDEX {TABLE}_claim ON {TABLE} (name, retry_after, id)"
+PRIORITY_INDEX = f"CREATE INDEX {TABLE}_claim ON {TABLE} (name, priority, retry_after, id)"
 
 
 def due_time() -> datetime:
@@ -208,23 +244,25 @@ def script(db: str, conn: Any, text: str) -> None:
             run_sql(db, conn, part)
 
 
-def fill(db: str, url: str, n: int, *, index: bool = True) -> None:
-    """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9), index the
-    claim order, and leave the server settled (statistics, a checkpoint)."""
+def fill(db: str, url: str, n: int, *, index: bool = True, form: str | None = None) -> None:
+    """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9, priorities
+    0..4), index the claim order of ``form``, and leave the server settled (statistics, a
+    checkpoint)."""
     due = due_time()
+    claim_index = PRIORITY_INDEX if form in PRIORITY_FORMS else INDEX
     with connect(db, url) as conn:
         script(db, conn, DDL[db])
         if db == "postgres":
             run_sql(
                 db,
                 conn,
-                f"INSERT INTO {TABLE} (name, tenant, retry_after, payload) "
-                f"SELECT %s, 't' || (g %% {TENANTS}), %s, "
+                f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload) "
+                f"SELECT %s, 't' || (g %% {TENANTS}), g %% {PRIORITIES}, %s, "
                 f"convert_to('{{\"n\":' || g || '}}', 'UTF8') FROM generate_series(1, %s) g",
                 (GROUP, due, n),
             )
             if index:
-                run_sql(db, conn, INDEX)
+                run_sql(db, conn, claim_index)
             run_sql(db, conn, f"VACUUM ANALYZE {TABLE}")
             run_sql(db, conn, "CHECKPOINT")
         elif db == "mysql":
@@ -236,28 +274,28 @@ def fill(db: str, url: str, n: int, *, index: bool = True) -> None:
                 run_sql(
                     db,
                     conn,
-                    f"INSERT INTO {TABLE} (name, tenant, retry_after, payload) "
-                    f"SELECT %s, CONCAT('t', seq %% {TENANTS}), %s, "
+                    f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload) "
+                    f"SELECT %s, CONCAT('t', seq %% {TENANTS}), seq %% {PRIORITIES}, %s, "
                     f"CONCAT('{{\"n\":', seq, '}}') FROM seq_{done + 1}_to_{done + step}",
                     (GROUP, naive),
                 )
                 done += step
             if index:
-                run_sql(db, conn, INDEX)
+                run_sql(db, conn, claim_index)
             run_sql(db, conn, f"ANALYZE TABLE {TABLE}")
         else:
             text = due.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
             conn.execute("BEGIN")
             conn.execute(  # (the recursive select yields 1 even for n = 0: LIMIT it)
                 f"WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?) "
-                f"INSERT INTO {TABLE} (name, tenant, retry_after, payload) "
-                f"SELECT ?, 't' || (x % {TENANTS}), ?, "
+                f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload) "
+                f"SELECT ?, 't' || (x % {TENANTS}), x % {PRIORITIES}, ?, "
                 f"CAST('{{\"n\":' || x || '}}' AS BLOB) FROM g LIMIT ?",
                 (n, GROUP, text, n),
             )
             conn.execute("COMMIT")
             if index:
-                conn.execute(INDEX)
+                conn.execute(claim_index)
             conn.execute("ANALYZE")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

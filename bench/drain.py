@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="default", help="whose clock")
     args = parser.parse_args()
     if not args.no_fill:
-        fill(args.db, args.url, args.n)
+        fill(args.db, args.url, args.n, form=args.form)
     result = trio.run(
         drain,
         args.db,

@@ -84,7 +84,7 @@ def main() -> None:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
-    fill(a.db, a.url, a.n)
+    fill(a.db, a.url, a.n, form=a.form)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "profile.txt"
         drain = [sys.executable, "-m", "bench.drain", a.db, a.url, a.form, str(a.n), "--no-fill"]

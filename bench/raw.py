@@ -265,6 +265,9 @@ def lite_lease(conn: sqlite3.Connection, st: Statements, limit: int) -> int:
     return len(rows)
 
 
+WRITES = threading.Lock()  # the SQLite advisory loop's writers, one at a time
+
+
 class Registry:
     """The keys in work (SQLite's stand-in for session locks, as trinbox keeps them)."""
 
@@ -290,24 +293,47 @@ class Registry:
 
 
 def lite_advisory(conn: sqlite3.Connection, st: Statements, limit: int, keys: Registry) -> int:
+    """Claim, take and ack in one transaction (one commit per unit of work, as trinbox's
+    settlement with its worker's next claim is one); the keys go once it committed. Writers
+    queue on one lock, as trinbox's do, instead of sleeping in SQLite's busy handler."""
     now = lite_time(datetime.now(UTC))
+    taken: list[tuple[object, str]] = []
+    with WRITES:
+        _lite_advisory_unit(conn, st, limit, keys, now, taken)
+    return len(taken)
+
+
+def _lite_advisory_unit(
+    conn: sqlite3.Connection,
+    st: Statements,
+    limit: int,
+    keys: Registry,
+    now: str,
+    taken: list[tuple[object, str]],
+) -> None:
     candidates = st.claim[0]
     take = st.take[0]
-    rows = conn.execute(
-        candidates.sql, args(candidates, group=GROUP, now=now, limit=limit, held=keys.held())
-    ).fetchall()
-    taken: list[tuple[object, str]] = []
-    for row_id, key in rows:
-        if not keys.take(key):
-            continue
-        if not conn.execute(take.sql, args(take, id=row_id, group=GROUP, now=now)).fetchall():
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        rows = conn.execute(
+            candidates.sql, args(candidates, group=GROUP, now=now, limit=limit, held=keys.held())
+        ).fetchall()
+        for row_id, key in rows:
+            if not keys.take(key):
+                continue
+            if not conn.execute(take.sql, args(take, id=row_id, group=GROUP, now=now)).fetchall():
+                keys.give(key)
+                continue
+            taken.append((row_id, key))
+        for row_id, _ in taken:
+            conn.execute(st.ack.sql, args(st.ack, id=row_id, now=now))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        for _, key in taken:
             keys.give(key)
-            continue
-        taken.append((row_id, key))
-    for row_id, key in taken:
-        conn.execute(st.ack.sql, args(st.ack, id=row_id, now=now))
-        keys.give(key)
-    return len(taken)
 
 
 # -- the loop -------------------------------------------------------------------------------
@@ -346,6 +372,7 @@ async def run_raw(
 ) -> dict[str, Any]:
     dialect, st = statements_for(db, form)
     limit = batch or 1
+    form = form.removesuffix("-prio")  # a priority table's loop is its form's, on its SQL
     if db == "sqlite":
         path = sqlite_file(url)
         lite_conns = [lite_connect(path) for _ in range(WORKERS)]
@@ -412,7 +439,7 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
     a = parser.parse_args()
     if not a.no_fill:
-        fill(a.db, a.url, a.n)
+        fill(a.db, a.url, a.n, form=a.form)
     result = trio.run(run_raw, a.db, a.url, a.form, a.n, a.batch, a.max_seconds)
     left = remaining(a.db, a.url)
     result["left"] = left

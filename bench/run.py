@@ -9,7 +9,11 @@ and a SQLite file, then runs each measurement in a fresh subprocess:
 2. peers on the same PostgreSQL: procrastinate and pgqueuer (``bench.peers``);
 3. publish -> handler start latency (``bench.latency``);
 4. claim latency with 1k and 1M rows waiting, and peak RSS over 50k and 200k jobs
-   (``bench.scale``, ``bench.drain``).
+   (``bench.scale``, ``bench.drain``);
+5. the priority claim's cost: the drain of a table whose row class declares ``Priority()``
+   (claim index ``(name, priority, retry_after, id)``) over the same table without it, lease
+   on every database and row lock on PostgreSQL and MariaDB, single deliveries, each pair run
+   back to back (``bench.drain``, forms ``lease-prio`` / ``rowlock-prio``).
 
 Each throughput run starts with N pre-inserted rows (20,000) and is timed until they are all
 settled, or until the window (15 s) ends, whichever is first: the whole bench must finish in
@@ -54,6 +58,12 @@ DRAIN_FORMS: dict[str, tuple[str, ...]] = {
     "sqlite": ("lease", "adv-row", "adv-10"),
 }
 BATCH = 100
+# (database, forms) of the priority section: each against its table without Priority().
+PRIORITY_FORMS: dict[str, tuple[str, ...]] = {
+    "postgres": ("lease", "rowlock"),
+    "mysql": ("lease", "rowlock"),
+    "sqlite": ("lease",),
+}
 RSS_GROWTH_LIMIT = 1.10  # peak RSS over 200k jobs within 10% of the peak over 50k
 
 
@@ -329,6 +339,48 @@ class Bench:
             )
         )
 
+    # -- 5. priority -------------------------------------------------------------------------
+
+    def priority_section(self) -> None:
+        plan = self.plan
+        for db in self.dbs:
+            url = self.urls[db]
+            for form in PRIORITY_FORMS[db]:
+                name = f"{DB_LABEL[db]} · {FORM_LABEL[form]} · single"
+                extra = ["--max-seconds", str(plan.window)]
+                timeout = plan.window + 180
+                jobs = str(plan.jobs)
+                plain = self.sub(
+                    f"without Priority() {name}",
+                    "drain",
+                    db,
+                    url,
+                    form,
+                    jobs,
+                    *extra,
+                    timeout=timeout,
+                )
+                ranked = self.sub(
+                    f"with Priority()    {name}",
+                    "drain",
+                    db,
+                    url,
+                    f"{form}-prio",
+                    jobs,
+                    *extra,
+                    timeout=timeout,
+                )
+                row = Row(
+                    "priority",
+                    f"{name}: with Priority() / without",
+                    rate(ranked),
+                    f"without {rate(plain)}",
+                )  # no target: issue 12 asks for the cost, not a bound
+                if plain is not None and ranked is not None:
+                    ratio = ranked["jobs_per_s"] / plain["jobs_per_s"]
+                    row.ratio = f"{ratio:.2f}"
+                self.rows.append(row)
+
 
 # -- formatting -------------------------------------------------------------------------------
 
@@ -520,7 +572,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--dbs", default="postgres,mysql,sqlite", help="databases to measure")
     parser.add_argument(
-        "--only", default="drain,peers,latency,scale", help="sections to run, comma-separated"
+        "--only",
+        default="drain,peers,latency,scale,priority",
+        help="sections to run, comma-separated",
     )
     parser.add_argument("--jobs", type=int, default=None, help="pre-inserted jobs per drain")
     parser.add_argument("--window", type=float, default=None, help="seconds per drain at most")
@@ -551,6 +605,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             bench.latency_section()
         if "scale" in sections:
             bench.scale_section()
+        if "priority" in sections:
+            bench.priority_section()
     finally:
         if not a.keep_servers:
             stop_servers(dbs)
@@ -572,6 +628,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"`*` = the window ended first (rows settled in it / its length, queue never empty)",
         "- peers: same server, same job count and window, asyncio-native, each in a subprocess",
         f"- latency: {plan.latency_count} publishes, lease form, poll interval 1 s",
+        "- priority: the drain of the same table with a `Priority()` column (five values, "
+        "index `(name, priority, retry_after, id)`) over the drain without it (index "
+        "`(name, retry_after, id)`), trinbox on both sides, run back to back",
         "",
         table(rows),
         "",

@@ -8,12 +8,18 @@ process ends, however it ends. The lock is counted per process (brokers naming o
 another way, apps run on several threads share it) and never taken on the database file
 itself: closing a descriptor of that file would drop SQLite's own POSIX locks. The lock file
 stays behind, as SQLite's ``-wal`` and ``-shm`` files do.
+
+``KeyClaim`` / ``run_key_claim``: an advisory claim (after a settlement, where one chains it) as
+one call on a connection's worker thread, in one transaction.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 try:
     import fcntl
@@ -21,8 +27,9 @@ except ImportError:  # pragma: no cover - not on POSIX: no detection
     fcntl = None  # type: ignore[assignment]
 
 from .._errors import StartupError
+from ._base import Op, Record
 
-__all__ = ["hold", "let_go", "lock_path"]
+__all__ = ["KeyClaim", "hold", "let_go", "let_key_go", "lock_path", "run_key_claim"]
 
 _lock = threading.Lock()
 _held: dict[str, tuple[int, int]] = {}  # real path -> (descriptor, holders in this process)
@@ -77,3 +84,133 @@ def let_go(database: str) -> None:
             return
         del _held[path]
         os.close(fd)  # frees the flock
+
+
+# -- claiming keys in one round trip ----------------------------------------------------------
+
+_keys_lock = threading.Lock()  # a key's check-and-take, on whichever thread runs it
+
+
+@dataclass(eq=False)
+class KeyClaim:
+    """One worker-thread call that settles a delivery (optional) and claims rows of free keys,
+    in one transaction: ``BEGIN IMMEDIATE``, the settlement, the candidate select (past the
+    keys in work as they are when it runs), each take, ``COMMIT``.
+
+    A key enters ``keys`` (the process's keys in work for the database) as its row is taken,
+    under one lock for every thread, and leaves it again if its take or the transaction fails;
+    ``taken`` holds what was taken, so a caller cut off after the commit can let the keys go.
+    A claim that fails after a settlement rolls back with it, and the settlement runs again on
+    its own: it stands, and ``claim_error`` says why nothing was claimed."""
+
+    keys: set[str]
+    select: Callable[[list[str]], Op]  # the candidate select, given the keys held
+    take: Callable[[object], list[Op]]  # one row's take: its last op reads the row
+    limit: int  # rows to take at most
+    wanted: int  # candidates the select reads at most
+    settle: Sequence[Op] = ()
+    frees: str | None = None  # the key of the settled row: free once the settlement ran
+    taken: list[tuple[str, Record]] = field(default_factory=list)
+    read: int = 0  # candidates the select read
+    freed: bool = False  # ``frees`` left ``keys`` (inside the transaction, committed with it)
+    claim_error: tuple[sqlite3.Error, str] | None = None
+
+    def forget(self) -> None:
+        """Let go of the keys taken (their rows stay claimable: a take only counts)."""
+        with _keys_lock:
+            for key, _ in self.taken:
+                self.keys.discard(key)
+        self.taken.clear()
+
+
+def let_key_go(keys: set[str], key: str) -> None:
+    with _keys_lock:
+        keys.discard(key)
+
+
+def run_key_claim(
+    raw: sqlite3.Connection,
+    claim: KeyClaim,
+    progress: list[str],
+    params: Callable[[Sequence[object]], tuple[object, ...]],
+) -> None:
+    """Run ``claim`` on ``raw`` (a worker thread); SQLite errors of the settlement or the
+    commit propagate, after a rollback and with the keys taken let go."""
+
+    def run(sql: str, values: Sequence[object] = ()) -> sqlite3.Cursor:
+        progress.append(sql)
+        return raw.execute(sql, params(values))
+
+    def settle() -> None:
+        run("BEGIN IMMEDIATE")
+        for op in claim.settle:
+            run(op.sql, op.params)
+        if claim.frees is not None:
+            with _keys_lock:
+                claim.keys.discard(claim.frees)
+            claim.freed = True
+
+    try:
+        settle()
+        try:
+            _take_free_keys(claim, run)
+        except sqlite3.Error as exc:
+            if not claim.settle:
+                raise
+            # The claim failed after the settlement: both roll back and the settlement runs
+            # again alone, so it stands (a savepoint would cost two statements every call).
+            claim.claim_error = (exc, progress[-1])
+            claim.forget()
+            raw.rollback()
+            settle()
+        progress.append("COMMIT")
+        raw.commit()
+    except BaseException:
+        claim.forget()
+        if raw.in_transaction:
+            raw.rollback()
+        raise
+
+
+def _take_free_keys(claim: KeyClaim, run: Callable[..., sqlite3.Cursor]) -> None:
+    with _keys_lock:
+        held = sorted(claim.keys)
+    select = claim.select(held)
+    rows = run(select.sql, select.params).fetchall()
+    claim.read = len(rows)
+    seen: set[str] = set()
+    for row_id, found in rows:
+        if len(claim.taken) >= claim.limit:
+            break
+        key = str(found)
+        if key in seen:
+            continue  # one row per key per claim
+        seen.add(key)
+        with _keys_lock:
+            if key in claim.keys:
+                continue  # taken since the select read it (another subscription's claim)
+            claim.keys.add(key)
+        try:
+            record = _take(claim.take(row_id), run)
+        except BaseException:
+            let_key_go(claim.keys, key)
+            raise
+        if record is None:
+            let_key_go(claim.keys, key)  # settled or moved since the select read it
+            continue
+        claim.taken.append((key, record))
+
+
+def _take(ops: list[Op], run: Callable[..., sqlite3.Cursor]) -> Record | None:
+    """The row a take read, or ``None`` when it was no longer claimable."""
+    records: list[Record] = []
+    for op in ops:
+        cursor = run(op.sql, op.params)
+        if op.kind == "fetch":
+            records = [tuple(r) for r in cursor]
+        elif cursor.rowcount == 0:
+            return None  # the UPDATE changed nothing
+    if len(records) > 1:
+        msg = f"a take reads one row, found {len(records)}"
+        raise RuntimeError(msg)
+    return records[0] if records else None

@@ -134,9 +134,12 @@ class SqliteConnection:
     A call that may write waits for ``writes``, the lock its pool's connections share, unless
     the connection is inside a transaction (it may hold SQLite's write lock already, and its
     commit must never wait behind a writer that waits for it). SQLite has one writer per file;
-    a writer it turns away sleeps in the busy handler, so writers queue in Trio instead."""
+    a writer it turns away sleeps in the busy handler, so writers queue on the lock instead.
+    They queue on their worker threads: the next writer starts the moment the one before lets
+    go, without a trip through Trio in between; a call cancelled while it queues never touches
+    the connection."""
 
-    def __init__(self, raw: sqlite3.Connection, writes: trio.Lock | None = None) -> None:
+    def __init__(self, raw: sqlite3.Connection, writes: threading.Lock | None = None) -> None:
         self._raw = raw
         self._lock = trio.Lock()  # one call at a time on this connection
         self._writes = writes
@@ -167,25 +170,33 @@ class SqliteConnection:
         self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False
     ) -> T:
         if reads or self._writes is None or self._raw.in_transaction:
-            return await self._call(fn, sql)
-        async with self._writes:
-            return await self._call(fn, sql)
+            return await self._call(fn, sql, None)
+        return await self._call(fn, sql, self._writes)
 
-    async def _call(self, fn: Callable[[], T], sql: str | list[str]) -> T:
-        finished = trio.Event()
-        token = trio.lowlevel.current_trio_token()
+    async def _call(
+        self, fn: Callable[[], T], sql: str | list[str], writes: threading.Lock | None
+    ) -> T:
+        # Set on the thread once ``fn`` ended; only a cancelled call waits for it, so a call
+        # that ends normally costs one wakeup of Trio, not two.
+        finished = threading.Event()
         gate = threading.Lock()
         state = {"abandoned": False, "running": False}
 
         def call() -> T | None:
-            with gate:
-                if state["abandoned"]:
-                    return None  # cancelled before it began: leave the connection alone
-                state["running"] = True
+            if writes is not None:
+                writes.acquire()  # the pool's writers, one at a time, queued on their threads
             try:
-                return fn()
+                with gate:
+                    if state["abandoned"]:
+                        return None  # cancelled before it began: leave the connection alone
+                    state["running"] = True
+                try:
+                    return fn()
+                finally:
+                    finished.set()
             finally:
-                token.run_sync_soon(finished.set)
+                if writes is not None:
+                    writes.release()
 
         try:
             with database_call():
@@ -199,7 +210,7 @@ class SqliteConnection:
                 # the connection, then undo what it left open.
                 self._raw.interrupt()
                 with trio.CancelScope(shield=True), database_call():
-                    await finished.wait()
+                    await trio.to_thread.run_sync(finished.wait)
                     if self._raw.in_transaction:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
@@ -247,6 +258,17 @@ class SqliteConnection:
         except DatabaseError as exc:
             script_failed(exc, progress, results)
             raise
+
+    async def claim_keys(self, claim: _sqlite_keys.KeyClaim) -> DatabaseError | None:
+        """Settle and claim advisory rows in one call on the worker thread (``KeyClaim``); the
+        error of a claim that failed after its settlement took effect (``None``: it ran)."""
+        raw = self._raw
+        progress: list[str] = []
+        await self._run(lambda: _sqlite_keys.run_key_claim(raw, claim, progress, _params), progress)
+        if claim.claim_error is None:
+            return None
+        exc, sql = claim.claim_error
+        return _translate(exc, sql)
 
     async def executescript(self, script: str) -> None:
         """Run several statements (schema set-up in examples and tests)."""
@@ -316,7 +338,7 @@ class SqlitePool:
         self._idle: list[SqliteConnection] = []
         self._out: set[SqliteConnection] = set()
         self._closed = False
-        self._writes = trio.Lock()  # shared by this pool's connections (SqliteConnection)
+        self._writes = threading.Lock()  # shared by this pool's connections (SqliteConnection)
         self._serves_keys = False
 
     @property

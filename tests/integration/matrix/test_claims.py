@@ -186,7 +186,7 @@ async def test_claims_that_find_nothing_run_one_at_a_time(
 
 
 # Where a settlement claims its worker's next row in the same round trip.
-CHAINING = cells(leave_out=[("mariadb", "lease"), ("sqlite", "advisory")])
+CHAINING = cells(leave_out=[("mariadb", "lease")])
 
 
 @CHAINING

@@ -9,16 +9,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 import trinbox
 from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
-from trinbox._forms.advisory import KeyRegistry
+from trinbox._declare._inbox import spec_of
+from trinbox._drivers.sqlite import SqliteConnection
+from trinbox._forms._base import Ack, FormContext
+from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock, settled
 
 from ..matrix.test_advisory import pass_over_each_others_key
@@ -249,3 +253,54 @@ async def test_a_second_process_serving_the_file_is_refused_until_the_first_ends
         with trio.fail_after(5):
             await settled(app, send, 1)
     assert seen == ["a@x"]
+
+
+# -- one call on the worker thread -------------------------------------------------------------
+
+
+async def test_a_settlement_and_its_workers_next_claim_are_one_call(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The settlement frees its key inside the call, so the claim after it takes that key's
+    # next row; one worker-thread call in all, and the registry holds the key again for it.
+    db.script(EMAIL_JOBS)
+    broker = db.broker()
+    await broker.open()
+    calls: list[object] = []
+    original = SqliteConnection._call
+
+    async def counted(self: SqliteConnection, fn: Callable[[], Any], sql: Any, *rest: Any) -> Any:
+        calls.append(sql)
+        return await original(self, fn, sql, *rest)
+
+    try:
+        for n, customer in enumerate(("c1", "c1", "c2")):
+            await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
+        spec = spec_of(LockedEmail)
+        form = AdvisoryForm(
+            FormContext(
+                spec=spec,
+                dialect=broker.dialect,
+                statements=broker.dialect.statements(spec),
+                pool=broker.pool,
+                clock=broker.clock,
+                group="emails",
+            )
+        )
+        assert form.traits.chains
+        (first,) = await form.claim(1)
+        assert (first.id, keys_in_work(db)) == (1, {"email_jobs-c1"})
+        monkeypatch.setattr(SqliteConnection, "_call", counted)
+        chained = await form.settle_and_claim(first, Ack(), 1)
+        monkeypatch.undo()
+        assert chained.error is None and chained.claim_error is None
+        assert chained.claimed is not None
+        assert [(d.id, d.key) for d in chained.claimed] == [(2, "email_jobs-c1")]
+        assert len(calls) == 1
+        assert keys_in_work(db) == {"email_jobs-c1"}
+        assert db.rows("SELECT job_id FROM email_jobs ORDER BY job_id") == [(2,), (3,)]
+        (second,) = chained.claimed
+        await form.settle(second, Ack())
+        assert keys_in_work(db) == set()
+    finally:
+        await broker.aclose()

@@ -1,0 +1,139 @@
+"""Ratios measured side by side, interleaved round by round, for a machine that is not quiet:
+each round runs both sides of every pair back to back (the order alternating each round), and
+the table gives the median of the per-round ratios and their range.
+
+    python -m bench.ratios advisory [--rounds 5] [--n 2000] [--batch K] [--sqlite URL]
+    python -m bench.ratios priority [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
+                                    [--mysql URL]
+
+``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its
+raw loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a
+table whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``: claim index
+``(name, priority, retry_after, id)``) over the same table without it (``lease``,
+``rowlock``: index ``(name, retry_after, id)``), trinbox on both sides, per database given.
+Each run is a subprocess that fills the table first (not timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .common import DB_LABEL, FORM_LABEL
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Side:
+    module: str  # bench.drain or bench.raw
+    form: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    label: str
+    db: str
+    url: str
+    top: Side  # the ratio is top / bottom
+    bottom: Side
+
+
+def run(side: Side, db: str, url: str, n: int, window: float, batch: int | None) -> float:
+    command = [sys.executable, "-m", f"bench.{side.module}", db, url, side.form, str(n)]
+    command += ["--max-seconds", str(window)]
+    if batch is not None:
+        command += ["--batch", str(batch)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    result = json.loads(lines[-1])
+    if not result["ok"]:
+        raise SystemExit(f"{' '.join(command)}: rows left do not match: {result}")
+    return float(result["jobs_per_s"])
+
+
+def pairs(args: argparse.Namespace) -> list[Pair]:
+    mode = "single" if args.batch is None else f".batch({args.batch})"
+    if args.what == "advisory":
+        return [
+            Pair(
+                f"SQLite · {FORM_LABEL[form]} · {mode}",
+                "sqlite",
+                args.sqlite,
+                Side("drain", form),
+                Side("raw", form),
+            )
+            for form in ("adv-row", "adv-10")
+        ]
+    found = []
+    for db, url in (("sqlite", args.sqlite), ("postgres", args.postgres), ("mysql", args.mysql)):
+        if url is None:
+            continue
+        forms = ("lease",) if db == "sqlite" else ("lease", "rowlock")
+        for form in forms:
+            found.append(
+                Pair(
+                    f"{DB_LABEL[db]} · {FORM_LABEL[form]} · {mode}",
+                    db,
+                    url,
+                    Side("drain", f"{form}-prio"),
+                    Side("drain", form),
+                )
+            )
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["advisory", "priority"])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--window", type=float, default=60.0, help="seconds per run at most")
+    parser.add_argument("--batch", type=int, default=None, help="both sides in .batch(K)")
+    parser.add_argument("--sqlite", default="sqlite:////tmp/trinbox-bench-ratios/bench.db")
+    parser.add_argument("--postgres", default=None)
+    parser.add_argument("--mysql", default=None)
+    args = parser.parse_args()
+    Path(args.sqlite.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    found = pairs(args)
+    rates: dict[tuple[str, str], list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    for round_ in range(args.rounds):
+        for pair in found:
+            sides = (("top", pair.top), ("bottom", pair.bottom))
+            got = {}
+            for name, side in sides if round_ % 2 == 0 else sides[::-1]:
+                got[name] = run(side, pair.db, pair.url, args.n, args.window, args.batch)
+                rates.setdefault((pair.label, name), []).append(got[name])
+            ratios.setdefault(pair.label, []).append(got["top"] / got["bottom"])
+            print(
+                f"round {round_ + 1} {pair.label}: {pair.top.module} {pair.top.form} "
+                f"{got['top']:,.0f} jobs/s, {pair.bottom.module} {pair.bottom.form} "
+                f"{got['bottom']:,.0f} jobs/s, ratio {got['top'] / got['bottom']:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
+    top, bottom = ("trinbox", "raw") if args.what == "advisory" else ("Priority()", "without")
+    print(
+        f"| drain | {top} median jobs/s | {bottom} median jobs/s | ratio median | "
+        f"ratio range | rounds |"
+    )
+    print("|---|---|---|---|---|---|")
+    for pair in found:
+        r = ratios[pair.label]
+        print(
+            f"| {pair.label} | {statistics.median(rates[(pair.label, 'top')]):,.0f} | "
+            f"{statistics.median(rates[(pair.label, 'bottom')]):,.0f} | "
+            f"{statistics.median(r):.2f} | {min(r):.2f}-{max(r):.2f} | {len(r)} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
