@@ -154,9 +154,8 @@ def insert_values(
             f"{type(message).__name__}; give the row's fields as keywords"
         )
         raise DeclarationError(msg)
-    if delay is not None and spec.retry_after is None:
-        msg = f"{where}: a delay is written into a RetryAfter field, found none; add one"
-        raise DeclarationError(msg)
+    if delay is not None:
+        _check_delay_has_a_field(where, spec, columns)
     values: dict[str, object] = {}
     missing = []
     for col in spec.insert_columns:
@@ -180,6 +179,28 @@ def insert_values(
         msg = f"{where}: every writable field needs a value, found none for {', '.join(missing)}"
         raise DeclarationError(msg)
     return values
+
+
+def _check_delay_has_a_field(where: str, spec: TableSpec, columns: dict[str, object]) -> None:
+    """A delay is written into the RetryAfter field, so there must be one the insert writes and
+    the publish does not also give: never a delay dropped without a word."""
+    due = spec.retry_after
+    if due is None:
+        msg = f"{where}: a delay is written into a RetryAfter field, found none; add one"
+        raise DeclarationError(msg)
+    if due.generated:
+        msg = (
+            f"{where}: a delay is written into the RetryAfter field {due.field}, found it "
+            f"generated (the database fills it, the insert leaves it out); drop generated=True "
+            f"from RetryAfter() to publish with a delay"
+        )
+        raise DeclarationError(msg)
+    if due.field in columns:
+        msg = (
+            f"{where}: the due time is given once, found both delay= and {due.field}=; pass "
+            f"one of them"
+        )
+        raise DeclarationError(msg)
 
 
 def _check_priority(where: str, field: str, value: object) -> None:

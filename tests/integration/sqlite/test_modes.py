@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, TypedDict
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, TypedDict
 
 import msgspec
 import pydantic
@@ -19,9 +19,15 @@ import pytest
 import trio
 
 from trinbox import (
+    Attempt,
     DeclarationError,
+    Id,
     Inbox,
     InboxQueue,
+    Lease,
+    LockedUntil,
+    Payload,
+    RetryAfter,
     Subscriber,
     keys,
     subscriber,
@@ -43,6 +49,17 @@ from .tables2 import (
 )
 
 HOUR = 3600.0
+DUE_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class GeneratedDue(Inbox[Lease], table="jobs"):
+    """The jobs table with its due time left to the column's default."""
+
+    id: Annotated[int, Id(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
 
 
 @dataclass
@@ -232,6 +249,23 @@ async def test_attempt_key_on_a_table_without_attempt_stops_serve(
             "publish into bare_jobs (LeasedBare): a delay is written into a RetryAfter field, "
             "found none; add one",
             id="delay-without-retry-after",
+        ),
+        pytest.param(
+            GeneratedDue,
+            EmailClass("a@example.com"),
+            {"delay": timedelta(seconds=5)},
+            "publish into jobs (GeneratedDue): a delay is written into the RetryAfter field "
+            "retry_after, found it generated (the database fills it, the insert leaves it "
+            "out); drop generated=True from RetryAfter() to publish with a delay",
+            id="delay-into-a-generated-retry-after",
+        ),
+        pytest.param(
+            LeasedJob,
+            EmailClass("a@example.com"),
+            {"delay": timedelta(seconds=5), "retry_after": DUE_TIME},
+            "publish into jobs (LeasedJob): the due time is given once, found both delay= and "
+            "retry_after=; pass one of them",
+            id="delay-beside-retry-after",
         ),
     ],
 )
