@@ -20,6 +20,7 @@ import trio
 
 from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
 
+from ..worker_kit import serve_until_empty
 from .test_fifo import GROUP, LEDGER, TABLE, Entry
 
 POLL = 0.02
@@ -52,16 +53,7 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
     print("ready", flush=True)
     await trio.to_thread.run_sync(sys.stdin.readline)
 
-    async def stop_when_empty() -> None:
-        # Acked rows are deleted; the other worker's acks wake nothing here, hence the poll.
-        while await broker.database.fetchval(f"SELECT count(*) FROM {TABLE}") != 0:  # noqa: ASYNC110
-            await trio.sleep(POLL)
-        app.shutdown()
-
-    with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(app.serve)
-            nursery.start_soon(stop_when_empty)
+    await serve_until_empty(app, broker, TABLE, poll=POLL, deadline=DEADLINE)
     if len(handled) > count:
         msg = f"handled {len(handled)} deliveries of {count} rows"
         raise AssertionError(msg)

@@ -22,6 +22,7 @@ import trio
 
 from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
 
+from ..worker_kit import serve_until_empty
 from .schema import RowLockedPlain
 
 POLL = 0.02
@@ -54,16 +55,7 @@ async def work(stand: str, url: str, counted: bool) -> None:
     app = App(AppInfo(f"poison-{stand}"), grace=5.0)
     app.include(broker, handle).max_attempts(MAX_ATTEMPTS).dead_letter("plain_jobs_dead")
 
-    async def stop_when_empty() -> None:
-        # A poll: the move at claim wakes nothing a test could await in this process.
-        while await broker.database.fetchval("SELECT count(*) FROM plain_jobs") != 0:  # noqa: ASYNC110
-            await trio.sleep(POLL)
-        app.shutdown()
-
-    with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(app.serve)
-            nursery.start_soon(stop_when_empty)
+    await serve_until_empty(app, broker, "plain_jobs", poll=POLL, deadline=DEADLINE)
     stats = app.statistics(handle)
     print(json.dumps({"acked": stats.acked, "dead_lettered": stats.dead_lettered}))
 

@@ -22,6 +22,7 @@ import trio
 
 from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
 
+from ..worker_kit import serve_until_empty
 from .schema import PLAIN
 
 POLL = 0.02
@@ -60,18 +61,7 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
     print("ready", flush=True)
     await trio.to_thread.run_sync(sys.stdin.readline)
 
-    async def stop_when_empty() -> None:
-        # Rows are deleted when acked: an empty table means every row was handled, here or
-        # in the other worker.
-        # A poll, not a wait for an event: the other worker's acks wake nothing here.
-        while await broker.database.fetchval("SELECT count(*) FROM plain_jobs") != 0:  # noqa: ASYNC110
-            await trio.sleep(POLL)
-        app.shutdown()
-
-    with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(app.serve)
-            nursery.start_soon(stop_when_empty)
+    await serve_until_empty(app, broker, "plain_jobs", poll=POLL, deadline=DEADLINE)
     if len(handled) > count:
         msg = f"handled {len(handled)} deliveries of {count} rows"
         raise AssertionError(msg)

@@ -36,6 +36,8 @@ from trinbox import (
     subscriber,
 )
 
+from ..worker_kit import serve_until_empty
+
 POLL = 0.02
 DEADLINE = 60.0
 
@@ -96,16 +98,7 @@ async def work(url: str, name: str, clock: str, lease: float, pause: float) -> N
     print("ready", datetime.now(UTC).isoformat(), flush=True)
     await trio.to_thread.run_sync(sys.stdin.readline)
 
-    async def stop_when_empty() -> None:
-        # A poll: the other worker's acks wake nothing here.
-        while await broker.database.fetchval("SELECT count(*) FROM skew_jobs") != 0:  # noqa: ASYNC110
-            await trio.sleep(POLL)
-        app.shutdown()
-
-    with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(app.serve)
-            nursery.start_soon(stop_when_empty)
+    await serve_until_empty(app, broker, "skew_jobs", poll=POLL, deadline=DEADLINE)
     print("done", flush=True)
 
 
