@@ -13,12 +13,13 @@ import json
 import subprocess
 import sys
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
 import trio
 
+from .. import worker_kit
 from .conftest import Case
 from .kit import cells, insert_rows
 
@@ -33,27 +34,8 @@ class Handled:
     intervals: list[tuple[str, float, float]]
 
 
-@dataclass
-class Worker:
+class Worker(worker_kit.Worker):
     """A worker process and what it wrote."""
-
-    process: trio.Process
-    out: bytearray = field(default_factory=bytearray)
-    err: bytearray = field(default_factory=bytearray)
-    ready: trio.Event = field(default_factory=trio.Event)
-
-    async def read(self) -> None:
-        assert self.process.stdout is not None
-        async for chunk in self.process.stdout:
-            self.out += chunk
-            if b"\n" in self.out:
-                self.ready.set()
-        self.ready.set()  # at the end of its output too: a worker that failed early
-
-    async def drain(self) -> None:
-        assert self.process.stderr is not None
-        async for chunk in self.process.stderr:
-            self.err += chunk
 
     def result(self) -> Handled:
         lines = self.out.decode().splitlines()

@@ -18,7 +18,6 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -28,6 +27,7 @@ import trio
 
 import trinbox
 
+from .. import worker_kit
 from ..stands import Stand, fresh_stand
 from .skew_worker import DDL
 
@@ -57,27 +57,8 @@ def stand(tmp_path: Path) -> Iterator[Stand]:
         yield found
 
 
-@dataclass
-class Worker:
+class Worker(worker_kit.Worker):
     """A worker process and what it wrote."""
-
-    process: trio.Process
-    out: bytearray = field(default_factory=bytearray)
-    err: bytearray = field(default_factory=bytearray)
-    ready: trio.Event = field(default_factory=trio.Event)
-
-    async def read(self) -> None:
-        assert self.process.stdout is not None
-        async for chunk in self.process.stdout:
-            self.out += chunk
-            if b"\n" in self.out:
-                self.ready.set()
-        self.ready.set()  # at the end of its output too: a worker that failed early
-
-    async def drain(self) -> None:
-        assert self.process.stderr is not None
-        async for chunk in self.process.stderr:
-            self.err += chunk
 
     def host_now(self) -> datetime:
         """The host's clock as the worker's Python read it (``ready <iso time>``)."""
