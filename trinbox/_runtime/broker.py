@@ -41,7 +41,14 @@ from .events import EventBus
 from .handles import Pool as HandlerPool
 from .handles import Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
-from .publishing import group_of, insert_values, observed_write, row_values, write_row
+from .publishing import (
+    group_of,
+    insert_values,
+    observed_write,
+    row_values,
+    write_pooled,
+    write_row,
+)
 from .tables import create_tables
 from .wake import WakeBoard
 
@@ -291,11 +298,7 @@ class SqlBroker(Generic[D]):
         if events is not None:
             await observed_write(self, events, spec, message, delay, columns)
         else:
-            conn = await self.pool.acquire()
-            try:
-                await write_row(self, conn, spec, message, delay, columns)
-            finally:
-                await give_back(self.pool, conn)
+            await write_pooled(self, spec, message, delay, columns)
         self.wakes.wake(spec.qualified_name, group_of(spec, columns))
 
     async def publish_row(

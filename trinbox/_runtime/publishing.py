@@ -22,9 +22,31 @@ from .events import EventBus, PublishEvent, now_ns
 if TYPE_CHECKING:
     from .broker import SqlBroker
 
-__all__ = ["group_of", "insert_values", "observed_write", "row_values", "write_row"]
+__all__ = [
+    "group_of",
+    "insert_values",
+    "observed_write",
+    "row_values",
+    "write_pooled",
+    "write_row",
+]
 
 logger = logging.getLogger("trinbox.publish")
+
+
+async def write_pooled(
+    broker: SqlBroker[Any],
+    spec: TableSpec,
+    message: object,
+    delay: timedelta | None,
+    columns: dict[str, object],
+) -> None:
+    """``write_row`` on a connection of the broker's pool, given back after."""
+    conn = await broker.pool.acquire()
+    try:
+        await write_row(broker, conn, spec, message, delay, columns)
+    finally:
+        await give_back(broker.pool, conn)
 
 
 async def observed_write(
@@ -44,11 +66,7 @@ async def observed_write(
         if conn is not None:
             await write_row(broker, conn, spec, message, delay, columns)
         else:
-            pooled = await broker.pool.acquire()
-            try:
-                await write_row(broker, pooled, spec, message, delay, columns)
-            finally:
-                await give_back(broker.pool, pooled)
+            await write_pooled(broker, spec, message, delay, columns)
     except BaseException as exc:
         error = exc
         raise
