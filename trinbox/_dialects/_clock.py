@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._declare._spec import ColumnSpec, TableSpec
-from ._statement import Frag, P, Param, Sql, Statement
+from ._statement import Frag, P, Param, Sql, Statement, join
 
 if TYPE_CHECKING:
     from ._base import Dialect
@@ -34,6 +34,7 @@ __all__ = [
     "expiry_select",
     "insert_slot",
     "lease_at",
+    "lease_stamp",
     "on_server_clock",
     "server_clock",
     "token_column",
@@ -128,6 +129,17 @@ def lease_at(dialect: Dialect) -> Sql:
     if not dialect.database_clock:
         return P("lease")
     return server_clock(dialect).expiry(P("lease_seconds"))
+
+
+def lease_stamp(dialect: Dialect, spec: TableSpec, *, lease: Sql, row: str = "") -> Sql:
+    """A lease claim's SET list: the lease column gets ``lease``, and the attempt (read from
+    ``row``, an alias of the table, when the update names one) is counted."""
+    sets: list[Frag] = [dialect.c(spec.locked_until) + " = " + lease]
+    if spec.attempt is not None:
+        attempt = dialect.c(spec.attempt)
+        source = f"{row}.{attempt}" if row else attempt
+        sets.append(f"{attempt} = {source} + 1")
+    return join(", ", sets)
 
 
 def token_column(dialect: Dialect, spec: TableSpec, *, stored: bool = False) -> Sql:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 from .._declare._markers import RowLock, Serializable
 from .._declare._spec import TableSpec
 from .._errors import FifoAtSerializable
-from ._clock import lease_at, token_column
-from ._statement import Frag, P, Sql, Statement, join
+from ._clock import lease_at, lease_stamp, token_column
+from ._statement import Frag, P, Sql, Statement
 
 if TYPE_CHECKING:
     from ._base import Dialect
@@ -113,16 +113,12 @@ def postgres_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
     claimed = d.internal(spec, "__claimed")
     stamped = d.internal(spec, "__stamped")
     row = d.internal(spec, "__row")
-    sets: list[Frag] = [d.c(spec.locked_until) + " = " + lease_at(d)]
-    if spec.attempt is not None:
-        attempt = d.c(spec.attempt)
-        sets.append(f"{attempt} = {row}.{attempt} + 1")
     return d.r(
         "claim",
         f"WITH {claimed} AS ("
         + lease_head_claim(d, spec)
         + f"), {stamped} AS (UPDATE {t} AS {row} SET "
-        + join(", ", sets)
+        + lease_stamp(d, spec, lease=lease_at(d), row=row)
         + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) SELECT *"
         + token_column(d, spec)
         + f" FROM {claimed}",
@@ -138,14 +134,10 @@ def sqlite_lease_head_claim(d: Dialect, spec: TableSpec) -> Statement:
     """SQLite's lease claim of the head: one UPDATE ... RETURNING (the single writer is the
     guard)."""
     t = d.table(spec)
-    sets: list[Frag] = [d.c(spec.locked_until) + " = " + lease_at(d)]
-    if spec.attempt is not None:
-        attempt = d.c(spec.attempt)
-        sets.append(f"{attempt} = {attempt} + 1")
     return d.r(
         "claim",
         f"UPDATE {t} SET "
-        + join(", ", sets)
+        + lease_stamp(d, spec, lease=lease_at(d))
         + d.where(_lease_head(d, spec))
         + f" RETURNING {d.select_list(spec, attempt_before=True)}"
         + token_column(d, spec, stored=True),

@@ -49,11 +49,11 @@ from .._declare._markers import (
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
-from ._clock import token_column
+from ._clock import lease_stamp, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
-from ._statement import Frag, P, ParamStyle, Statement, join
+from ._statement import P, ParamStyle, Statement
 
 __all__ = ["MySqlDialect"]
 
@@ -252,14 +252,10 @@ class MySqlDialect(Dialect):
             + P("limit")
             + " FOR UPDATE SKIP LOCKED",
         )
-        sets: list[Frag] = [self.c(spec.locked_until) + " = " + P("lease")]
-        if spec.attempt is not None:
-            attempt = self.c(spec.attempt)
-            sets.append(f"{attempt} = {attempt} + 1")
         stamp = self.r(
             "stamp",
             f"UPDATE {t} SET "
-            + join(", ", sets)
+            + lease_stamp(self, spec, lease=P("lease"))
             + f" WHERE {self.c(spec.id)} = "
             + P("id")
             + " AND "

@@ -30,11 +30,11 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
-from ._clock import lease_at, token_column
+from ._clock import lease_at, lease_stamp, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import postgres_guard, postgres_lease_head_claim
-from ._statement import Frag, P, ParamStyle, Statement, join
+from ._statement import P, ParamStyle, Statement
 
 __all__ = ["PostgresDialect"]
 
@@ -147,10 +147,6 @@ class PostgresDialect(Dialect):
         claimed = self.internal(spec, "__claimed")
         stamped = self.internal(spec, "__stamped")
         row = self.internal(spec, "__row")
-        sets: list[Frag] = [self.c(spec.locked_until) + " = " + lease_at(self)]
-        if spec.attempt is not None:
-            attempt = self.c(spec.attempt)
-            sets.append(f"{attempt} = {row}.{attempt} + 1")
         conds = [*self.claimable(spec), self.lease_free(spec)]
         order = self.order_by(spec)
         return (
@@ -162,7 +158,7 @@ class PostgresDialect(Dialect):
                 + P("limit")
                 + " FOR UPDATE SKIP LOCKED), "
                 + f"{stamped} AS (UPDATE {t} AS {row} SET "
-                + join(", ", sets)
+                + lease_stamp(self, spec, lease=lease_at(self), row=row)
                 + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
                 + "SELECT *"
                 + token_column(self, spec)

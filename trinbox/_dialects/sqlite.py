@@ -27,11 +27,11 @@ from .._declare._markers import (
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect
-from ._clock import lease_at, token_column
+from ._clock import lease_at, lease_stamp, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import sqlite_lease_head_claim
-from ._statement import Frag, P, ParamStyle, Statement, join
+from ._statement import P, ParamStyle, Statement
 
 __all__ = ["SqliteDialect"]
 
@@ -147,11 +147,6 @@ class SqliteDialect(Dialect):
         """One statement: stamp the lease on the first due rows and return them as they were
         before the stamp (attempt uncounted). Rows come back in no particular order."""
         t = self.table(spec)
-        locked = self.c(spec.locked_until)
-        sets: list[Frag] = [locked + " = " + lease_at(self)]
-        if spec.attempt is not None:
-            attempt = self.c(spec.attempt)
-            sets.append(f"{attempt} = {attempt} + 1")
         conds = [*self.claimable(spec), self.lease_free(spec)]
         inner = (
             f"SELECT {self.c(spec.id)} FROM {t}"
@@ -163,7 +158,7 @@ class SqliteDialect(Dialect):
             self.r(
                 "claim",
                 f"UPDATE {t} SET "
-                + join(", ", sets)
+                + lease_stamp(self, spec, lease=lease_at(self))
                 + f" WHERE {self.c(spec.id)} IN ("
                 + inner
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}"
