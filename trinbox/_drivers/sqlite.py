@@ -150,12 +150,20 @@ class SqliteConnection:
         return self._raw.in_transaction
 
     async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
-        async with self._lock:
+        # A free lock is taken without a trip through Trio's scheduler: the call below is
+        # the checkpoint (it checks for a cancel before it starts its thread).
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            return await self._run_locked(fn, sql, reads=reads)
+        finally:
             try:
-                return await self._run_locked(fn, sql, reads=reads)
-            finally:
                 if self._abandoned:
                     self._raw.close()  # the call let go: nothing else uses the connection
+            finally:
+                self._lock.release()
 
     def abandon(self) -> None:
         """Never serve again: closing rolls back what is open and frees SQLite's write lock, at
@@ -176,24 +184,26 @@ class SqliteConnection:
     async def _call(
         self, fn: Callable[[], T], sql: str | list[str], writes: threading.Lock | None
     ) -> T:
-        # Set on the thread once ``fn`` ended; only a cancelled call waits for it, so a call
-        # that ends normally costs one wakeup of Trio, not two.
-        finished = threading.Event()
+        # ``finished`` is held until ``fn`` ended on the thread; only a cancelled call waits
+        # for it, so a call that ends normally costs one wakeup of Trio, not two. ``gate``
+        # orders the thread's start against a cancel: whichever takes it first decides.
+        finished = threading.Lock()
+        finished.acquire()
         gate = threading.Lock()
-        state = {"abandoned": False, "running": False}
+        state = [False, False]  # abandoned (by a cancel), running (``fn`` began)
 
         def call() -> T | None:
             if writes is not None:
                 writes.acquire()  # the pool's writers, one at a time, queued on their threads
             try:
                 with gate:
-                    if state["abandoned"]:
+                    if state[0]:
                         return None  # cancelled before it began: leave the connection alone
-                    state["running"] = True
+                    state[1] = True
                 try:
                     return fn()
                 finally:
-                    finished.set()
+                    finished.release()
             finally:
                 if writes is not None:
                     writes.release()
@@ -203,14 +213,14 @@ class SqliteConnection:
                 result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
         except trio.Cancelled:
             with gate:
-                state["abandoned"] = True
-                running = state["running"]
+                state[0] = True
+                running = state[1]
             if running:
                 # The thread goes on: stop its statement, wait for it before anyone reuses
                 # the connection, then undo what it left open.
                 self._raw.interrupt()
                 with trio.CancelScope(shield=True), database_call():
-                    await trio.to_thread.run_sync(finished.wait)
+                    await trio.to_thread.run_sync(finished.acquire)
                     if self._raw.in_transaction:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
@@ -371,7 +381,12 @@ class SqlitePool:
         await self.release(conn)
 
     async def acquire(self) -> SqliteConnection:
-        await self._slots.acquire()
+        # A free slot is taken without a trip through Trio's scheduler; the caller's next
+        # call on the connection is the checkpoint.
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            await self._slots.acquire()
         try:
             return await self._take()
         except BaseException:

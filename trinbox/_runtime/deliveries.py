@@ -111,6 +111,7 @@ class DeliveryRunner:
         self.stopping = False
         self.finished = 0
         self._finished_changed = trio.Event()
+        self._finished_wanted: float = math.inf  # the smallest count a waiter waits for
         self.locks_released = 0
         self.settle_failures = 0
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
@@ -161,8 +162,10 @@ class DeliveryRunner:
                     if unsettled:
                         await self.drop(unsettled)
                     self.finished += len(deliveries)
-                    self._finished_changed.set()
-                    self._finished_changed = trio.Event()
+                    if self.finished >= self._finished_wanted:
+                        self._finished_changed.set()
+                        self._finished_changed = trio.Event()
+                        self._finished_wanted = math.inf
                 if chained and self.stopping:
                     await self.drop(chained)  # claimed as the subscription began to stop
                     chained = None
@@ -173,6 +176,8 @@ class DeliveryRunner:
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""
         while self.finished < count:
+            # Woken once the smallest count waited for is reached, not at every delivery.
+            self._finished_wanted = min(self._finished_wanted, count)
             await self._finished_changed.wait()
 
     async def _handle(self, deliveries: list[Delivery]) -> list[Delivery] | None:
