@@ -1,9 +1,10 @@
 """SQLite through the standard ``sqlite3`` module on worker threads.
 
-Each connection runs one call at a time (a Trio lock) on some worker thread. A cancelled call
-that had begun interrupts its statement, waits (shielded) for the thread to let go, and rolls
-back what it left open; one cancelled before it began never touches the connection
-(FEASIBILITY.md §3.3).
+Each connection runs one call at a time (a Trio lock) on a worker thread of its own
+(trinbox._drivers._sqlite_thread), started by its first call and ended when it closes. A
+cancelled call that had begun interrupts its statement, waits (shielded) for the thread to let
+go, and rolls back what it left open; one cancelled before it began never touches the
+connection (FEASIBILITY.md §3.3).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvaila
 from . import _sqlite_keys
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops
+from ._sqlite_thread import ConnectionThread, run_on
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
 
@@ -144,14 +146,17 @@ class SqliteConnection:
         self._lock = trio.Lock()  # one call at a time on this connection
         self._writes = writes
         self._abandoned = False
+        self._thread: ConnectionThread | None = None  # started by the first call
+        self._thread_stopped = False  # never started again once the connection closes
 
     @property
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
     async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
-        # A free lock is taken without a trip through Trio's scheduler: the call below is
-        # the checkpoint (it checks for a cancel before it starts its thread).
+        # A free lock is taken without a trip through Trio's scheduler (a cancel still
+        # raises here); the call below yields to it while its thread runs.
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self._lock.acquire_nowait()
         except trio.WouldBlock:
@@ -169,10 +174,19 @@ class SqliteConnection:
         """Never serve again: closing rolls back what is open and frees SQLite's write lock, at
         once when no call runs, else as soon as the call (interrupted) lets go."""
         self._abandoned = True
+        self._stop_thread()
         if self._lock.locked():
             self._raw.interrupt()
         else:
             self._raw.close()
+
+    def _stop_thread(self) -> None:
+        """The connection's thread ends after what is queued on it (a call abandoned by a
+        cancel runs out first)."""
+        self._thread_stopped = True
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
 
     async def _run_locked(
         self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False
@@ -210,7 +224,13 @@ class SqliteConnection:
 
         try:
             with database_call():
-                result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+                thread = self._thread
+                if thread is None and not self._thread_stopped:
+                    thread = self._thread = ConnectionThread()
+                if thread is not None:
+                    result = await run_on(thread, call)
+                else:  # closed or abandoned: a call that still comes fails on a thread of Trio's
+                    result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
         except trio.Cancelled:
             with gate:
                 state[0] = True
@@ -306,6 +326,7 @@ class SqliteConnection:
             async with self._lock:
                 if self._abandoned:
                     return
+                self._stop_thread()
                 with database_call():
                     await trio.to_thread.run_sync(self._raw.close)
                 return
@@ -381,8 +402,9 @@ class SqlitePool:
         await self.release(conn)
 
     async def acquire(self) -> SqliteConnection:
-        # A free slot is taken without a trip through Trio's scheduler; the caller's next
-        # call on the connection is the checkpoint.
+        # A free slot is taken without a trip through Trio's scheduler (a cancel still
+        # raises here, and no slot is taken).
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:
