@@ -43,6 +43,7 @@ class ConnectionThread:
             if job is None:
                 return
             job()
+            del job  # holds the call (and its connection) until the next one otherwise
 
     def submit(self, job: Callable[[], None]) -> None:
         self._jobs.put(job)

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -227,6 +228,8 @@ class SqliteConnection:
                 thread = self._thread
                 if thread is None and not self._thread_stopped:
                     thread = self._thread = ConnectionThread()
+                    # A connection dropped without a close still ends its thread.
+                    weakref.finalize(self, thread.stop)
                 if thread is not None:
                     result = await run_on(thread, call)
                 else:  # closed or abandoned: a call that still comes fails on a thread of Trio's

@@ -75,3 +75,19 @@ async def test_a_connection_runs_its_calls_on_its_own_thread_which_ends_with_it(
     other_worker.join(5)
     assert not worker.is_alive()
     assert not other_worker.is_alive()
+
+
+async def test_a_connection_dropped_without_a_close_ends_its_thread(tmp_path: Path) -> None:
+    import gc
+
+    pool = SqlitePool(str(tmp_path / "q.db"))
+    conn = await pool.acquire()
+    await conn.execute("SELECT 1")
+    assert conn._thread is not None
+    worker = conn._thread._thread
+    pool._out.discard(conn)  # the pool forgets it: nothing holds the connection now
+    del conn
+    gc.collect()
+    worker.join(5)
+    assert not worker.is_alive()
+    await pool.aclose()
