@@ -11,9 +11,8 @@ drop. Past the deadline the clean-up gets no time at all, and its caller abandon
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from types import TracebackType
 
 import trio
 
@@ -61,22 +60,39 @@ GRACE = 10.0
 _deadline: ContextVar[float | None] = ContextVar("trinbox_deadline", default=None)
 
 
-@contextmanager
-def within(seconds: float) -> Iterator[trio.CancelScope]:
+class within:  # used like a function: `with within(SETTLE) as bound:`
     """Shield the block from its caller's cancellation, bounded by ``seconds`` from now (or by
     an enclosing bound's deadline, if that comes first), and pass the deadline down to the
     clean-ups below it. Tasks spawned inside the block inherit the deadline: spawn long-lived
-    tasks outside it."""
-    deadline = trio.current_time() + seconds
-    outer = _deadline.get()
-    if outer is not None:
-        deadline = min(deadline, outer)
-    token = _deadline.set(deadline)
-    try:
-        with trio.CancelScope(shield=True, deadline=deadline) as scope:
-            yield scope
-    finally:
-        _deadline.reset(token)
+    tasks outside it. A class, not a generator: it runs for every claim and settlement."""
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, seconds: float) -> None:
+        deadline = trio.current_time() + seconds
+        outer = _deadline.get()
+        if outer is not None and outer < deadline:
+            deadline = outer
+        self._token: Token[float | None] = _deadline.set(deadline)
+        self._scope = trio.CancelScope(shield=True, deadline=deadline)
+
+    def __enter__(self) -> trio.CancelScope:
+        try:
+            return self._scope.__enter__()
+        except BaseException:
+            _deadline.reset(self._token)
+            raise
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            return self._scope.__exit__(kind, exc, tb)
+        finally:
+            _deadline.reset(self._token)
 
 
 def cleanup_scope(limit: float = CLEANUP) -> trio.CancelScope:

@@ -109,10 +109,12 @@ class KeyClaim:
     limit: int  # rows to take at most
     wanted: int  # candidates the select reads at most
     settle: Sequence[Op] = ()
-    frees: str | None = None  # the key of the settled row: free once the settlement ran
+    frees: Sequence[str] = ()  # the keys of the settled rows: free once the settlement ran
     taken: list[tuple[str, Record]] = field(default_factory=list)
     read: int = 0  # candidates the select read
-    freed: bool = False  # ``frees`` left ``keys`` (inside the transaction, committed with it)
+    # ``frees`` left ``keys`` (inside the transaction, committed with it); a transaction that
+    # fails holds them again before the pool's next writer runs.
+    freed: bool = False
     claim_error: tuple[sqlite3.Error, str] | None = None
 
     def forget(self) -> None:
@@ -145,9 +147,9 @@ def run_key_claim(
         run("BEGIN IMMEDIATE")
         for op in claim.settle:
             run(op.sql, op.params)
-        if claim.frees is not None:
+        if claim.frees:
             with _keys_lock:
-                claim.keys.discard(claim.frees)
+                claim.keys.difference_update(claim.frees)
             claim.freed = True
 
     try:
@@ -167,6 +169,12 @@ def run_key_claim(
         raw.commit()
     except BaseException:
         claim.forget()
+        if claim.freed:
+            # Nothing took effect: the settled rows are in work still, their keys held again
+            # (under the pool's write lock, so no claim ran in between).
+            with _keys_lock:
+                claim.keys.update(claim.frees)
+            claim.freed = False
         if raw.in_transaction:
             raw.rollback()
         raise

@@ -1,9 +1,10 @@
 """SQLite through the standard ``sqlite3`` module on worker threads.
 
-Each connection runs one call at a time (a Trio lock) on some worker thread. A cancelled call
-that had begun interrupts its statement, waits (shielded) for the thread to let go, and rolls
-back what it left open; one cancelled before it began never touches the connection
-(FEASIBILITY.md §3.3).
+Each connection runs one call at a time (a Trio lock) on a worker thread of its own
+(trinbox._drivers._sqlite_thread), started by its first call and ended when it closes. A
+cancelled call that had begun interrupts its statement, waits (shielded) for the thread to let
+go, and rolls back what it left open; one cancelled before it began never touches the
+connection (FEASIBILITY.md §3.3).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -24,6 +26,7 @@ from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvaila
 from . import _sqlite_keys
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops
+from ._sqlite_thread import ConnectionThread, run_on
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
 
@@ -144,27 +147,47 @@ class SqliteConnection:
         self._lock = trio.Lock()  # one call at a time on this connection
         self._writes = writes
         self._abandoned = False
+        self._thread: ConnectionThread | None = None  # started by the first call
+        self._thread_stopped = False  # never started again once the connection closes
 
     @property
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
     async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
-        async with self._lock:
+        # A free lock is taken without a trip through Trio's scheduler (a cancel still
+        # raises here); the call below yields to it while its thread runs.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            return await self._run_locked(fn, sql, reads=reads)
+        finally:
             try:
-                return await self._run_locked(fn, sql, reads=reads)
-            finally:
                 if self._abandoned:
                     self._raw.close()  # the call let go: nothing else uses the connection
+            finally:
+                self._lock.release()
 
     def abandon(self) -> None:
         """Never serve again: closing rolls back what is open and frees SQLite's write lock, at
         once when no call runs, else as soon as the call (interrupted) lets go."""
         self._abandoned = True
+        self._stop_thread()
         if self._lock.locked():
             self._raw.interrupt()
         else:
             self._raw.close()
+
+    def _stop_thread(self) -> None:
+        """The connection's thread ends after what is queued on it (a call abandoned by a
+        cancel runs out first)."""
+        self._thread_stopped = True
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
 
     async def _run_locked(
         self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False
@@ -176,41 +199,51 @@ class SqliteConnection:
     async def _call(
         self, fn: Callable[[], T], sql: str | list[str], writes: threading.Lock | None
     ) -> T:
-        # Set on the thread once ``fn`` ended; only a cancelled call waits for it, so a call
-        # that ends normally costs one wakeup of Trio, not two.
-        finished = threading.Event()
+        # ``finished`` is held until ``fn`` ended on the thread; only a cancelled call waits
+        # for it, so a call that ends normally costs one wakeup of Trio, not two. ``gate``
+        # orders the thread's start against a cancel: whichever takes it first decides.
+        finished = threading.Lock()
+        finished.acquire()
         gate = threading.Lock()
-        state = {"abandoned": False, "running": False}
+        state = [False, False]  # abandoned (by a cancel), running (``fn`` began)
 
         def call() -> T | None:
             if writes is not None:
                 writes.acquire()  # the pool's writers, one at a time, queued on their threads
             try:
                 with gate:
-                    if state["abandoned"]:
+                    if state[0]:
                         return None  # cancelled before it began: leave the connection alone
-                    state["running"] = True
+                    state[1] = True
                 try:
                     return fn()
                 finally:
-                    finished.set()
+                    finished.release()
             finally:
                 if writes is not None:
                     writes.release()
 
         try:
             with database_call():
-                result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+                thread = self._thread
+                if thread is None and not self._thread_stopped:
+                    thread = self._thread = ConnectionThread()
+                    # A connection dropped without a close still ends its thread.
+                    weakref.finalize(self, thread.stop)
+                if thread is not None:
+                    result = await run_on(thread, call)
+                else:  # closed or abandoned: a call that still comes fails on a thread of Trio's
+                    result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
         except trio.Cancelled:
             with gate:
-                state["abandoned"] = True
-                running = state["running"]
+                state[0] = True
+                running = state[1]
             if running:
                 # The thread goes on: stop its statement, wait for it before anyone reuses
                 # the connection, then undo what it left open.
                 self._raw.interrupt()
                 with trio.CancelScope(shield=True), database_call():
-                    await trio.to_thread.run_sync(finished.wait)
+                    await trio.to_thread.run_sync(finished.acquire)
                     if self._raw.in_transaction:
                         await trio.to_thread.run_sync(self._raw.rollback)
             raise
@@ -296,6 +329,7 @@ class SqliteConnection:
             async with self._lock:
                 if self._abandoned:
                     return
+                self._stop_thread()
                 with database_call():
                     await trio.to_thread.run_sync(self._raw.close)
                 return
@@ -371,7 +405,13 @@ class SqlitePool:
         await self.release(conn)
 
     async def acquire(self) -> SqliteConnection:
-        await self._slots.acquire()
+        # A free slot is taken without a trip through Trio's scheduler (a cancel still
+        # raises here, and no slot is taken).
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            await self._slots.acquire()
         try:
             return await self._take()
         except BaseException:

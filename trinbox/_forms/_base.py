@@ -166,11 +166,13 @@ class FormTraits:
     the subscription's workers are capped by the pool. ``feeds_every_worker``: one claim may
     take a row for each free worker (not a row lock claim, one transaction). ``chains``: a
     settling single delivery may claim its worker's next row in the same round trip
-    (``settle_and_claim``)."""
+    (``settle_and_claim``); ``chains_batches``: a settling batch may claim its worker's next
+    batch so (``settle_batch_and_claim``)."""
 
     holds_connections: bool
     feeds_every_worker: bool
     chains: bool
+    chains_batches: bool = False
 
 
 class ClaimForm(Protocol):
@@ -193,6 +195,13 @@ class ClaimForm(Protocol):
     async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
         """Settle a single delivery and claim up to ``limit`` rows for its worker in the same
         round trip where ``traits.chains``; elsewhere settle alone."""
+        ...
+
+    async def settle_batch_and_claim(
+        self, items: Sequence[tuple[Delivery, Step]], limit: int
+    ) -> tuple[list[TrinboxError | None], Chained]:
+        """``settle_batch``, and a claim of up to ``limit`` rows for the worker in the same
+        round trip where ``traits.chains_batches``; elsewhere it claims nothing."""
         ...
 
     async def settle_batch(

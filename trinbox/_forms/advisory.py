@@ -13,7 +13,8 @@ key's next row is claimed at once, not a poll interval later.
 With session locks, a settling worker unlocks its key and reads the next claim's candidates in
 one round trip, and its session goes on to lock the first of them (settle_and_claim). On SQLite
 the settlement, its key let go and the worker's next claim are one call on a worker thread in
-one transaction (trinbox._drivers._sqlite_keys.KeyClaim), and a batch settles in one.
+one transaction (trinbox._drivers._sqlite_keys.KeyClaim); so are a batch's settlement and
+its worker's next batch (settle_batch_and_claim).
 """
 
 from __future__ import annotations
@@ -125,6 +126,72 @@ class AdvisoryForm(AdvisoryClaims):
                 errors[i] = exc
         return errors
 
+    async def settle_batch_and_claim(
+        self, items: Sequence[tuple[Delivery, Step]], limit: int
+    ) -> tuple[list[TrinboxError | None], Chained]:
+        """SQLite: a batch's settlement, its keys let go, and the claim of the worker's next
+        batch, in one transaction on one worker-thread call, as :meth:`settle_and_claim` for
+        a single delivery. A batch whose transaction fails (nothing of it took effect, its
+        keys still held) settles row by row; anything else settles as :meth:`settle_batch`
+        does, and claims nothing."""
+        ctx = self._ctx
+        if self._registry is None or ctx.transactional:
+            return await self.settle_batch(items), Chained()
+        now = ctx.clock()
+        settling: list[Op] = []
+        for delivery, step in items:
+            statements = step_statements(ctx.statements, step)
+            if delivery.released or len(statements) > 1:
+                return await self._settle_keys_together(items), Chained()
+            values = {"id": delivery.id, "now": now, **step_values(step)}
+            settling += [Op("execute", st.sql, st.bind(values)) for st in statements]
+        conn = await ctx.pool.acquire()
+        if not isinstance(conn, SqliteConnection):
+            await give_back(ctx.pool, conn)
+            return await self._settle_keys_together(items), Chained()
+        deliveries = [delivery for delivery, _ in items]
+        self._settling.update(deliveries)
+        self._claiming += 1
+        plan = self._key_claim(limit, settling, frees=[str(d.key) for d in deliveries])
+        ran = False
+        try:
+            claim_error = await self._claim_keys(conn, plan)
+            ran = True
+        except TrinboxError:
+            claim_error = None  # rolled back, the keys held again: each settles alone below
+        except BaseException:
+            # Cut off (a cancel past the bound): as a single delivery's, each ends here and
+            # its key goes; its row returns if the settlement did not commit.
+            ran = True
+            raise
+        finally:
+            self._claiming -= 1
+            self._settling.difference_update(deliveries)
+            await give_back(ctx.pool, conn)
+            if ran:
+                for delivery in deliveries:
+                    delivery.settled = True
+                    self._in_work.discard(delivery)
+                if not plan.freed:
+                    assert self._registry is not None
+                    for delivery in deliveries:
+                        let_key_go(self._registry, str(delivery.key))
+                    ctx.wake()
+        if not ran:
+            errors: list[TrinboxError | None] = [None] * len(items)
+            for i, item in enumerate(items):
+                try:
+                    await self.settle(*item)
+                except TrinboxError as exc:
+                    errors[i] = exc
+            return errors, Chained()
+        claimed = await self._registered(plan)
+        if claim_error is not None or len(claimed) < len(deliveries):
+            ctx.wake()  # keys were freed that no row of this claim took
+        if claim_error is not None:
+            return [None] * len(items), Chained(claim_error=claim_error)
+        return [None] * len(items), Chained(claimed=claimed)
+
     async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
         """Settle a single delivery and unlock its key, then read the next claim's candidates,
         in one round trip on the delivery's session; the session goes on to lock the first
@@ -221,7 +288,7 @@ class AdvisoryForm(AdvisoryClaims):
         settling = [Op("execute", st.sql, st.bind(values)) for st in statements]
         self._settling.add(delivery)
         self._claiming += 1
-        plan = self._key_claim(limit, settling, frees=str(delivery.key))
+        plan = self._key_claim(limit, settling, frees=(str(delivery.key),))
         try:
             claim_error = await self._claim_keys(conn, plan)
         except TrinboxError as exc:

@@ -8,6 +8,7 @@ when it runs, and each key enters the registry as its row is taken.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import trio
@@ -72,10 +73,10 @@ class AdvisoryClaims(AdvisoryKeys):
         return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted
 
     def _key_claim(
-        self, limit: int, settle: list[Op] | None = None, frees: str | None = None
+        self, limit: int, settle: list[Op] | None = None, frees: Sequence[str] = ()
     ) -> KeyClaim:
         """SQLite: the claim of ``limit`` rows in one call, after a settlement's ``settle``
-        statements (freeing the key ``frees``) where one chains it."""
+        statements (freeing the keys ``frees``) where one chains it."""
         ctx = self._ctx
         registry = self._registry
         assert registry is not None

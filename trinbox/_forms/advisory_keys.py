@@ -52,6 +52,8 @@ class AdvisoryKeys:
             feeds_every_worker=True,
             # SQLite chains too: settlement and claim in one call on the worker thread.
             chains=self._sessions or not ctx.transactional,
+            # SQLite only: a batch's settlement and its worker's next claim in one call.
+            chains_batches=not self._sessions and not ctx.transactional,
         )
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
         self._in_work: set[Delivery] = set()

@@ -257,6 +257,12 @@ class LeaseForm:
             delivery.settled = True
             self._in_work.discard(delivery)
 
+    async def settle_batch_and_claim(
+        self, items: Sequence[tuple[Delivery, Step]], limit: int
+    ) -> tuple[list[TrinboxError | None], Chained]:
+        """A batch does not chain its claim in this form."""
+        return await self.settle_batch(items), Chained()
+
     async def settle_batch(
         self, items: Sequence[tuple[Delivery, Step]]
     ) -> list[TrinboxError | None]:

@@ -193,6 +193,12 @@ class RowLockForm:
             delivery.settled = True
             await self._finish(delivery)
 
+    async def settle_batch_and_claim(
+        self, items: Sequence[tuple[Delivery, Step]], limit: int
+    ) -> tuple[list[TrinboxError | None], Chained]:
+        """A batch does not chain its claim in this form."""
+        return await self.settle_batch(items), Chained()
+
     async def settle_batch(
         self, items: Sequence[tuple[Delivery, Step]]
     ) -> list[TrinboxError | None]:

@@ -111,6 +111,7 @@ class DeliveryRunner:
         self.stopping = False
         self.finished = 0
         self._finished_changed = trio.Event()
+        self._finished_wanted: float = math.inf  # the smallest count a waiter waits for
         self.locks_released = 0
         self.settle_failures = 0
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
@@ -161,8 +162,10 @@ class DeliveryRunner:
                     if unsettled:
                         await self.drop(unsettled)
                     self.finished += len(deliveries)
-                    self._finished_changed.set()
-                    self._finished_changed = trio.Event()
+                    if self.finished >= self._finished_wanted:
+                        self._finished_changed.set()
+                        self._finished_changed = trio.Event()
+                        self._finished_wanted = math.inf
                 if chained and self.stopping:
                     await self.drop(chained)  # claimed as the subscription began to stop
                     chained = None
@@ -173,6 +176,8 @@ class DeliveryRunner:
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""
         while self.finished < count:
+            # Woken once the smallest count waited for is reached, not at every delivery.
+            self._finished_wanted = min(self._finished_wanted, count)
             await self._finished_changed.wait()
 
     async def _handle(self, deliveries: list[Delivery]) -> list[Delivery] | None:
@@ -313,16 +318,16 @@ class DeliveryRunner:
     async def _settle_outcomes(
         self, ready: list[Delivery], outcomes: list[HandlerOutcome], args: list[object]
     ) -> list[Delivery] | None:
-        if len(ready) > 1:
+        if len(ready) > 1 or (self._queue.batch_size is not None and self._may_chain(True)):
             # A batch (never transactional): its rows settle together.
-            await self._settle_all(
-                [(d, self._rules.step(d, o)) for d, o in zip(ready, outcomes, strict=True)]
+            return await self._settle_all(
+                [(d, self._rules.step(d, o)) for d, o in zip(ready, outcomes, strict=True)],
+                chain=self._may_chain(True),
             )
-            return None
         (delivery,) = ready
         step = self._rules.step(delivery, outcomes[0])
         chained: Claimed | None = None
-        if self._may_chain():
+        if self._may_chain(False):
             settled, chained = await self._settle_and_claim(delivery, step)
         else:
             settled = await self._settle(delivery, step)
@@ -338,14 +343,15 @@ class DeliveryRunner:
         if self.claims is not None:
             self.claims.due_in(seconds)
 
-    def _may_chain(self) -> bool:
-        """Whether a settling delivery claims the next row for its worker in the same round
-        trip: where the form chains, for single deliveries, while claims find rows and
-        claiming goes on."""
+    def _may_chain(self, batch: bool) -> bool:
+        """Whether a settling delivery (``batch``: batch) claims the next row (batch) for its
+        worker in the same round trip: where the form chains them, while claims find rows
+        and claiming goes on."""
         claims = self.claims
+        traits = self._form.traits
         return (
-            self._form.traits.chains
-            and self._queue.batch_size is None
+            (traits.chains_batches if batch else traits.chains)
+            and (self._queue.batch_size is not None) == batch
             and claims is not None
             and claims.found_rows
             and not self.stopping
@@ -453,8 +459,6 @@ class DeliveryRunner:
         """:meth:`_settle`, with the next claim for this worker in the same round trip:
         whether the settlement took effect, and what the claim took (handled even when the
         settlement failed: its rows are claimed)."""
-        claims = self.claims
-        assert claims is not None
         chained = Chained()
         failed = False
         timing = None if self._events is None else (now_ns(), time.perf_counter())
@@ -471,15 +475,7 @@ class DeliveryRunner:
                 self.outcomes[step.event] += 1
                 if timing is not None:
                     self._report(delivery, step, timing)
-            if chained.claim_error is not None:
-                self.fields.log(
-                    claim_log, WARNING, f"a claim failed: {chained.claim_error}; next claim in 1 s"
-                )
-                claims.record(None, self._per_claim, True, timing, chained.claim_error)
-                claims.claim_failed()
-            elif chained.claimed is not None:
-                claims.record(chained.claimed, self._per_claim, True, timing, None)
-                claims.after_claim(chained.claimed)
+            self._chained_claim(chained, timing)
         if bound.cancelled_caught:
             self._settle_failed(delivery, step, None, timing)
             failed = True
@@ -487,15 +483,40 @@ class DeliveryRunner:
             await self.drop([delivery])
         return not failed, chained.claimed
 
-    async def _settle_all(self, items: list[tuple[Delivery, Step]]) -> None:
-        """Settle the deliveries of one claim together, shielded and bounded like one."""
-        if len(items) == 1:
+    def _chained_claim(self, chained: Chained, timing: Timing | None) -> None:
+        """Count and report the claim a settlement ran for its worker."""
+        claims = self.claims
+        assert claims is not None
+        if chained.claim_error is not None:
+            self.fields.log(
+                claim_log, WARNING, f"a claim failed: {chained.claim_error}; next claim in 1 s"
+            )
+            claims.record(None, self._per_claim, True, timing, chained.claim_error)
+            claims.claim_failed()
+        elif chained.claimed is not None:
+            claims.record(chained.claimed, self._per_claim, True, timing, None)
+            claims.after_claim(chained.claimed)
+
+    async def _settle_all(
+        self, items: list[tuple[Delivery, Step]], *, chain: bool = False
+    ) -> list[Delivery] | None:
+        """Settle the deliveries of one claim together, shielded and bounded like one;
+        ``chain``: with the claim of the worker's next batch in the same round trip (what it
+        took, handled even when settlements failed: its rows are claimed)."""
+        if len(items) == 1 and not chain:
             await self._settle(*items[0])
-            return
+            return None
         timing = None if self._events is None else (now_ns(), time.perf_counter())
+        chained = Chained()
         with within(SETTLE) as bound:
             try:
-                errors: Sequence[Exception | None] = await self._form.settle_batch(items)
+                errors: Sequence[Exception | None]
+                if chain:
+                    errors, chained = await self._form.settle_batch_and_claim(
+                        items, self._per_claim
+                    )
+                else:
+                    errors = await self._form.settle_batch(items)
             except Exception as exc:
                 errors = [exc] * len(items)
             for (delivery, step), error in zip(items, errors, strict=True):
@@ -505,11 +526,14 @@ class DeliveryRunner:
                     self.outcomes[step.event] += 1
                     if timing is not None:
                         self._report(delivery, step, timing, None, len(items))
+            if chain:
+                self._chained_claim(chained, timing)
         if bound.cancelled_caught:
             for delivery, step in items:
                 if not delivery.settled:
                     self._settle_failed(delivery, step, None, timing, len(items))
         await self.drop([d for d, _ in items if not d.settled])
+        return chained.claimed or None
 
     # -- drops ------------------------------------------------------------------------------------
 

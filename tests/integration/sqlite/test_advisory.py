@@ -304,3 +304,99 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
         assert keys_in_work(db) == set()
     finally:
         await broker.aclose()
+
+
+def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
+    spec = spec_of(LockedEmail)
+    return AdvisoryForm(
+        FormContext(
+            spec=spec,
+            dialect=broker.dialect,
+            statements=broker.dialect.statements(spec),
+            pool=broker.pool,
+            clock=broker.clock,
+            group="emails",
+        )
+    )
+
+
+async def test_a_batch_settlement_and_its_workers_next_batch_are_one_call(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch's keys are freed inside the call, so its next claim takes their next rows.
+    db.script(EMAIL_JOBS)
+    broker = db.broker()
+    await broker.open()
+    calls: list[object] = []
+    original = SqliteConnection._call
+
+    async def counted(self: SqliteConnection, fn: Callable[[], Any], sql: Any, *rest: Any) -> Any:
+        calls.append(sql)
+        return await original(self, fn, sql, *rest)
+
+    try:
+        for n, customer in enumerate(("c1", "c2", "c1", "c2", "c3")):
+            await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
+        form = advisory_form(broker)
+        assert form.traits.chains_batches
+        batch = await form.claim(2)
+        assert [d.id for d in batch] == [1, 2]
+        monkeypatch.setattr(SqliteConnection, "_call", counted)
+        errors, chained = await form.settle_batch_and_claim([(d, Ack()) for d in batch], 3)
+        monkeypatch.undo()
+        assert errors == [None, None] and chained.error is None and chained.claim_error is None
+        assert chained.claimed is not None
+        assert [(d.id, d.key) for d in chained.claimed] == [
+            (3, "email_jobs-c1"),
+            (4, "email_jobs-c2"),
+            (5, "email_jobs-c3"),
+        ]
+        assert len(calls) == 1
+        assert all(d.settled for d in batch) and form.in_work == 3
+        assert keys_in_work(db) == {"email_jobs-c1", "email_jobs-c2", "email_jobs-c3"}
+        assert db.rows("SELECT job_id FROM email_jobs ORDER BY job_id") == [(3,), (4,), (5,)]
+        assert await form.settle_batch([(d, Ack()) for d in chained.claimed]) == [None] * 3
+        assert keys_in_work(db) == set() and form.in_work == 0
+    finally:
+        await broker.aclose()
+
+
+async def test_a_chained_batch_whose_transaction_fails_holds_its_keys_and_settles_row_by_row(
+    db: Db,
+) -> None:
+    # The commit fails (a deferred foreign key): nothing of the batch took effect, so its keys
+    # were never free to another claim; each row then settles alone, one failing, one standing.
+    db.script(EMAIL_JOBS)
+    db.script(
+        "CREATE TABLE audit (job_id INTEGER REFERENCES email_jobs (job_id) "
+        "DEFERRABLE INITIALLY DEFERRED);"
+        "CREATE TRIGGER audit_ack AFTER DELETE ON email_jobs WHEN old.job_id = 2 "
+        "BEGIN INSERT INTO audit VALUES (old.job_id); END;"
+    )
+    broker = db.broker()
+    await broker.open()
+    held: list[set[str]] = []
+    original = AdvisoryForm.settle
+
+    async def settle_alone(self: AdvisoryForm, delivery: Any, step: Any) -> None:
+        held.append(keys_in_work(db))
+        await original(self, delivery, step)
+
+    try:
+        for n, customer in enumerate(("c1", "c2", "c1")):
+            await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
+        form = advisory_form(broker)
+        batch = await form.claim(2)
+        assert [d.id for d in batch] == [1, 2]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(AdvisoryForm, "settle", settle_alone)
+            errors, chained = await form.settle_batch_and_claim([(d, Ack()) for d in batch], 2)
+        assert chained.claimed is None and chained.claim_error is None
+        assert errors[0] is None and errors[1] is not None
+        # When the first row settled alone, both keys were still held: no claim could take
+        # row 3 (key c1) while row 1 was in work.
+        assert held[0] == {"email_jobs-c1", "email_jobs-c2"}
+        assert keys_in_work(db) == set() and form.in_work == 0
+        assert db.rows("SELECT job_id FROM email_jobs ORDER BY job_id") == [(2,), (3,)]
+    finally:
+        await broker.aclose()
