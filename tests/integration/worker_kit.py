@@ -4,6 +4,9 @@ worker's output."""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +32,37 @@ async def serve_until_empty(
         async with trio.open_nursery() as nursery:
             await nursery.start(app.serve)
             nursery.start_soon(stop_when_empty)
+
+
+async def serve_when_told(
+    app: App,
+    broker: SqlBroker[Any],
+    table: str,
+    *,
+    poll: float,
+    deadline: float,
+    ready: str = "ready",
+) -> None:
+    """Print ``ready`` (the test reads it), wait for the test's line on stdin (so that every
+    worker joins at once), then ``serve_until_empty``."""
+    print(ready, flush=True)
+    await trio.to_thread.run_sync(sys.stdin.readline)
+    await serve_until_empty(app, broker, table, poll=poll, deadline=deadline)
+
+
+def handled_once(handled: list[int], count: int) -> None:
+    """A worker of ``count`` rows handled no more deliveries than there are rows."""
+    if len(handled) > count:
+        msg = f"handled {len(handled)} deliveries of {count} rows"
+        raise AssertionError(msg)
+
+
+def run_counted(work: Callable[[str, str, str, int], Awaitable[object]], argv: list[str]) -> None:
+    """``main`` of a worker taking ``STAND FORM URL COUNT``: run ``work`` and print its result
+    as the JSON line the test reads last."""
+    stand, form, url, count = argv[1], argv[2], argv[3], int(argv[4])
+    result = trio.run(work, stand, form, url, count)
+    print(json.dumps(result), flush=True)
 
 
 @dataclass

@@ -11,7 +11,6 @@ set up and starts serving when it reads a line on its standard input.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
@@ -20,7 +19,7 @@ import trio
 
 from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
 
-from ..worker_kit import serve_until_empty
+from ..worker_kit import handled_once, run_counted, serve_when_told
 from .test_fifo import GROUP, LEDGER, TABLE, Entry
 
 POLL = 0.02
@@ -50,21 +49,10 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
 
     app = App(AppInfo(f"fifo-{stand}-{form}"), grace=5.0)
     app.include(broker, handle)
-    print("ready", flush=True)
-    await trio.to_thread.run_sync(sys.stdin.readline)
-
-    await serve_until_empty(app, broker, TABLE, poll=POLL, deadline=DEADLINE)
-    if len(handled) > count:
-        msg = f"handled {len(handled)} deliveries of {count} rows"
-        raise AssertionError(msg)
+    await serve_when_told(app, broker, TABLE, poll=POLL, deadline=DEADLINE)
+    handled_once(handled, count)
     return {"ids": handled, "intervals": intervals}
 
 
-def main(argv: list[str]) -> None:
-    stand, form, url, count = argv[1], argv[2], argv[3], int(argv[4])
-    result = trio.run(work, stand, form, url, count)
-    print(json.dumps(result), flush=True)
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    run_counted(work, sys.argv)

@@ -36,7 +36,7 @@ from trinbox import (
     subscriber,
 )
 
-from ..worker_kit import serve_until_empty
+from ..worker_kit import serve_when_told
 
 POLL = 0.02
 DEADLINE = 60.0
@@ -95,10 +95,8 @@ async def work(url: str, name: str, clock: str, lease: float, pause: float) -> N
 
     app = App(AppInfo(f"skew-{name}"), grace=5.0)
     app.include(broker, handle)
-    print("ready", datetime.now(UTC).isoformat(), flush=True)
-    await trio.to_thread.run_sync(sys.stdin.readline)
-
-    await serve_until_empty(app, broker, "skew_jobs", poll=POLL, deadline=DEADLINE)
+    ready = f"ready {datetime.now(UTC).isoformat()}"
+    await serve_when_told(app, broker, "skew_jobs", poll=POLL, deadline=DEADLINE, ready=ready)
     print("done", flush=True)
 
 
