@@ -112,7 +112,7 @@ class ColumnRules:
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
         raise NotImplementedError
 
-    def utc_default(self, spec: TableSpec, found: FoundColumn) -> str | None:
+    def utc_default_fix(self, spec: TableSpec, found: FoundColumn) -> str | None:
         """The fix of a time column whose default the server fills in the writing session's
         time zone (MySQL's CURRENT_TIMESTAMP into a DATETIME), or ``None`` for a default in
         UTC or none."""
@@ -193,7 +193,7 @@ def column_warnings(
     late, and in a FIFO or priority table jump ahead of rows already queued)."""
     due = spec.retry_after
     have = None if due is None else _lookup(found, due.column, dialect.folds_column_names)
-    fix = None if have is None else dialect.utc_default(spec, have)
+    fix = None if have is None else dialect.utc_default_fix(spec, have)
     if have is None or fix is None:
         return []
     return [

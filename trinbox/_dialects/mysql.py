@@ -414,7 +414,7 @@ class MySqlDialect(Dialect):
             "SET DEFAULT 1"
         )
 
-    def utc_default(self, spec: TableSpec, found: FoundColumn) -> str | None:
+    def utc_default_fix(self, spec: TableSpec, found: FoundColumn) -> str | None:
         """A DATETIME defaulting to CURRENT_TIMESTAMP (or NOW(), LOCALTIMESTAMP...) holds the
         session's local time; a TIMESTAMP stores the instant, whatever the session's zone."""
         value = default_value(found.default)
