@@ -1,4 +1,5 @@
-"""What a handler may take besides its message: ``keys.Attempt``, ``keys.Tx``, ``keys.Pool``."""
+"""What a handler may take besides its message: ``keys.Attempt``, ``keys.RowId``, ``keys.Tx``,
+``keys.Pool``."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from .._drivers._base import Pool as DriverPool
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
 
-__all__ = ["Attempt", "Held", "Pool", "Tx"]
+__all__ = ["Attempt", "Held", "Pool", "RowId", "Tx"]
 
 Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""
+
+RowId = NewType("RowId", object)
+"""The delivery's row id, the value of the row's ``Id`` field as the row class types it (an
+``int`` for a generated id): an ``object`` to mypy, since each table has its own id type."""
 
 Publisher = Callable[..., Awaitable[None]]
 
