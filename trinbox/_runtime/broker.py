@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .._declare._capabilities import MySql, Postgres, RowOf, Serves, Sqlite
+from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
@@ -30,7 +30,7 @@ from .._dialects._paramstyle import (
 from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Pool
 from .._drivers._requires import load_driver, require_driver
-from .._drivers._urls import check_server_url, redacted
+from .._drivers._urls import check_server_url, kind_of_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed
 from .._forms._base import give_back, rollback_quietly, whole_seconds
@@ -203,6 +203,59 @@ class SqlBroker(Generic[D]):
             clock=clock,
             codec=codec,
         )
+
+    @staticmethod
+    def from_url(
+        url: str,
+        *,
+        pool_size: int | None = None,
+        poll_interval: timedelta | float = 1.0,
+        lease: timedelta | float = 30.0,
+        clock: Clock | DatabaseClock | None = None,
+        codec: Codec | None = None,
+        listen_notify: bool = False,
+        pgbouncer: Pooling | None = None,
+    ) -> SqlBroker[AnyDatabase]:
+        """The broker of the database ``url`` names by its scheme: ``postgresql://`` (or
+        ``postgres://``) as ``postgres(url)``, ``mysql://`` (or ``mariadb://``) as
+        ``mysql(url)``, ``sqlite:///`` as ``sqlite(url)``, each with its own defaults
+        (``pool_size`` left out: 10, or 8 on SQLite). ``listen_notify`` and ``pgbouncer`` are
+        PostgreSQL's.
+
+        The database is known only when the program runs, so mypy checks its mounts and
+        publishes against what every database serves (``AnyDatabase``: the lease and
+        advisory forms at the default opening); the constructors of each database give its
+        own checks (a row lock table needs ``postgres(..)`` or ``mysql(..)``)."""
+        kind = kind_of_url(url)
+        sized = {} if pool_size is None else {"pool_size": pool_size}
+        if kind != "postgres" and (listen_notify or pgbouncer is not None):
+            given = "listen_notify=True" if listen_notify else f"pgbouncer={pgbouncer!r}"
+            msg = (
+                f"{given} is a PostgreSQL setting, found a {kind} URL ({redacted(url)}); "
+                f"leave it out for this database"
+            )
+            raise ValueError(msg)
+        broker: SqlBroker[Any]
+        if kind == "postgres":
+            broker = SqlBroker.postgres(
+                url,
+                poll_interval=poll_interval,
+                lease=lease,
+                clock=clock,
+                codec=codec,
+                listen_notify=listen_notify,
+                pgbouncer=pgbouncer,
+                **sized,
+            )
+        elif kind == "mysql":
+            broker = SqlBroker.mysql(
+                url, poll_interval=poll_interval, lease=lease, clock=clock, codec=codec, **sized
+            )
+        else:
+            broker = SqlBroker.sqlite(
+                url, poll_interval=poll_interval, lease=lease, clock=clock, codec=codec, **sized
+            )
+        return cast("SqlBroker[AnyDatabase]", broker)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
