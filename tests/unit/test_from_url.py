@@ -13,6 +13,8 @@ from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
 
+from ..integration.readme import README
+
 
 @pytest.mark.parametrize(
     ("url", "kind", "dialect", "pool_size"),
@@ -94,3 +96,14 @@ def test_what_each_constructor_refuses_from_url_refuses_too() -> None:
         SqlBroker.from_url("postgresql://app@db:54x/app")
     with pytest.raises(ConnectError, match="in-memory"):
         SqlBroker.from_url("sqlite:///:memory:")
+
+
+def test_the_readme_shows_the_refusal_as_it_reads() -> None:
+    (shown,) = [
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith("trinbox.ConnectError: SqlBroker.from_url")
+    ]
+    with pytest.raises(ConnectError) as refused:
+        SqlBroker.from_url("postgresql+asyncpg://app:s3cret@db/app")
+    assert shown == f"trinbox.ConnectError: {refused.value}"

@@ -274,7 +274,7 @@ class SqlBroker(Generic[D]):
     @property
     def database(self) -> HandlerPool:
         """The pool as handlers see it (``keys.Pool``)."""
-        return HandlerPool(self.pool)
+        return HandlerPool(self.pool, self.dialect.style)
 
     async def open(self) -> None:
         if self._pool is not None:
@@ -376,7 +376,7 @@ class SqlBroker(Generic[D]):
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits."""
         conn = await self.pool.acquire()
-        tx = Tx(conn, self._publish_in)
+        tx = Tx(conn, self._publish_in, self.dialect.style)
         try:
             await conn.begin(self.dialect.plain_begin().sql)
             yield tx

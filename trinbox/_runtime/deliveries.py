@@ -368,7 +368,7 @@ class DeliveryRunner:
                 args.append(self._broker.database)
             else:
                 conn = await self._form.open_transaction(ready[0])
-                args.append(Tx(conn, self._broker._publish_in))
+                args.append(Tx(conn, self._broker._publish_in, self._broker.dialect.style))
         return args
 
     # -- settlements ----------------------------------------------------------------------------
