@@ -10,7 +10,7 @@ import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, LiteralString, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
@@ -398,7 +398,7 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None = None,
         paramstyle: PositionalStyle | None = None,
         **columns: object,
-    ) -> tuple[str, tuple[object, ...]]: ...
+    ) -> tuple[LiteralString, tuple[object, ...]]: ...
 
     @overload
     def insert_statement(
@@ -409,7 +409,7 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None = None,
         paramstyle: NamedStyle,
         **columns: object,
-    ) -> tuple[str, dict[str, object]]: ...
+    ) -> tuple[LiteralString, dict[str, object]]: ...
 
     def insert_statement(
         self: SqlBroker[Serves[tuple[F, Any]]],
@@ -419,7 +419,7 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None = None,
         paramstyle: Paramstyle | None = None,
         **columns: object,
-    ) -> tuple[str, tuple[object, ...]] | tuple[str, dict[str, object]]:
+    ) -> tuple[LiteralString, tuple[object, ...]] | tuple[LiteralString, dict[str, object]]:
         """The SQL text and parameters that write this row, to run on a connection of your
         own (inside your own transaction, beside the business write it belongs to).
 
@@ -446,6 +446,8 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
         values = row_values(self, spec, message, columns, delay)
+        # The text is made of the declaration's names and the dialect's own text, never of a
+        # value (those are the parameters): a LiteralString, as psycopg's typing asks of SQL.
         if style is None:
             statement = self.dialect.insert(spec)
             return statement.sql, statement.bind(values)
