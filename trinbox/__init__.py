@@ -15,6 +15,7 @@ import typing as _typing
 from types import ModuleType as _ModuleType
 
 from . import keys as keys
+from ._declare._capabilities import AnyDatabase as AnyDatabase
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
 from ._declare._capabilities import RowOf as RowOf
@@ -187,6 +188,7 @@ __all__ = [
     "Postgres",
     "MySql",
     "Sqlite",
+    "AnyDatabase",
     # running
     "App",
     "AppInfo",

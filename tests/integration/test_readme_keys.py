@@ -1,5 +1,5 @@
-"""README "Context keys: keys.Pool and keys.Tx": its two handlers run on SQLite, PostgreSQL
-and MariaDB (placeholders rewritten into each database's style, as the README says), and what
+"""README "Context keys: keys.Pool and keys.Tx": its two handlers run as written on SQLite,
+PostgreSQL and MariaDB (portable placeholders, on a broker of SqlBroker.from_url), and what
 its tables say of each method, return value and placeholder style, on every database."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import trio
 
 from trinbox import (
     Advisory,
+    AnyDatabase,
     App,
     AppInfo,
     Attempt,
@@ -30,7 +31,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox.testing import VirtualClock, settled
+from trinbox.testing import TrioClock, VirtualClock, settled
 
 from .readme import README, block
 from .stands import STANDS, Stand, StandName, fresh_stand
@@ -86,11 +87,6 @@ def stand(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stand]:
         yield fresh
 
 
-def in_style(sql: str, name: StandName) -> str:
-    """A statement written with PostgreSQL's placeholders, in the style of ``name``."""
-    return re.sub(r"\$\d+", lambda _: PLACEHOLDER[name], sql) if name != "postgres" else sql
-
-
 class Encoder:
     """The README's ``encode``: fails on the first attempt."""
 
@@ -102,7 +98,7 @@ class Encoder:
         return attempt > 1
 
 
-def readme_handler(tag: str, name: StandName, encoder: Encoder) -> Any:
+def readme_handler(tag: str, encoder: Encoder) -> Any:
     namespace: dict[str, Any] = {
         "subscriber": subscriber,
         "InboxQueue": InboxQueue,
@@ -112,8 +108,14 @@ def readme_handler(tag: str, name: StandName, encoder: Encoder) -> Any:
         "Video": Video,
         "encode": encoder.encode,
     }
-    exec(in_style(block(tag), name), namespace)
+    exec(block(tag), namespace)
     return namespace["transcode"]
+
+
+def url_broker(stand: Stand) -> SqlBroker[AnyDatabase]:
+    """A broker of the stand's database picked by its URL, as a service moving between
+    databases makes it."""
+    return SqlBroker.from_url(stand.url, poll_interval=0.05, pool_size=8, clock=TrioClock())
 
 
 @asynccontextmanager
@@ -142,8 +144,8 @@ def _readme_fetch() -> tuple[str, list[tuple[Any, ...]]]:
 
 async def test_the_pool_example_logs_every_attempt(stand: Stand, clock: VirtualClock) -> None:
     encoder = Encoder()
-    handler = readme_handler("readme_keys_pool", stand.name, encoder)
-    broker = stand.broker()
+    handler = readme_handler("readme_keys_pool", encoder)
+    broker = url_broker(stand)
     async with serving(broker, handler) as app:
         await broker.publish(Transcode, Video(URL), channel="c1")
         await settled(app, handler, 2)  # the failed encode, then its retry
@@ -156,8 +158,8 @@ async def test_the_pool_example_logs_every_attempt(stand: Stand, clock: VirtualC
 
 async def test_the_tx_example_writes_with_the_ack_only(stand: Stand, clock: VirtualClock) -> None:
     encoder = Encoder()
-    handler = readme_handler("readme_keys_tx", stand.name, encoder)
-    broker = stand.broker()
+    handler = readme_handler("readme_keys_tx", encoder)
+    broker = url_broker(stand)
     async with serving(broker, handler) as app:
         await broker.publish(Transcode, Video(URL), channel="c1")
         await settled(app, handler, 2)
@@ -169,6 +171,43 @@ async def test_the_tx_example_writes_with_the_ack_only(stand: Stand, clock: Virt
     assert encoder.attempts == [1, 2]
     assert stand.rows("SELECT url FROM encoded") == [(URL,)]
     assert stand.rows("SELECT COUNT(*) FROM video_jobs") == [(0,)]
+
+
+# -- portable placeholders -----------------------------------------------------------------------
+
+
+async def test_one_portable_text_runs_on_every_database(stand: Stand, clock: VirtualClock) -> None:
+    broker = url_broker(stand)
+    async with serving(broker):
+        db = broker.database
+        insert = "INSERT INTO encode_log (url, attempt) VALUES (:url, :n)"
+        assert await db.execute(insert, {"url": "https://a:1/%", "n": 1, "unused": 0}) == 1
+        # A name may repeat; a colon in a literal and a % are text.
+        both = "SELECT url, attempt FROM encode_log WHERE attempt = :n AND attempt < :n + 1"
+        assert await db.fetch(both, {"n": 1}) == [("https://a:1/%", 1)]
+        like = "SELECT url FROM encode_log WHERE url LIKE 'https:%' AND url <> ':n'"
+        assert await db.fetch(like, {}) == [("https://a:1/%",)]
+        assert (
+            await db.fetchval(
+                "SELECT ':n' || 'x'" if stand.name != "mariadb" else "SELECT CONCAT(':n', 'x')", {}
+            )
+            == ":nx"
+        )
+        with pytest.raises(ValueError, match="found no value for n "):
+            await db.fetchval("SELECT :n", {"m": 1})
+        async with db.connection() as conn:
+            assert (
+                await conn.fetchval(
+                    "SELECT attempt FROM encode_log WHERE url = :u", {"u": "https://a:1/%"}
+                )
+                == 1
+            )
+        async with broker.transaction() as tx:
+            await tx.execute("INSERT INTO encoded (url) VALUES (:url)", {"url": "in tx"})
+        assert await db.fetchval("SELECT url FROM encoded", {}) == "in tx"
+        # The driver's own style is as it was: values one by one.
+        own = f"SELECT attempt FROM encode_log WHERE url = {PLACEHOLDER[stand.name]}"
+        assert await db.fetchval(own, "https://a:1/%") == 1
 
 
 # -- the tables ------------------------------------------------------------------------------------

@@ -362,3 +362,47 @@ def check_payload_mode_as_mypy_sees_it() -> None:
             Needs[TextPayload, Advisory, Default, Plain] | None,
         ],
     )
+
+
+# -- keys.RowId: the row's id, in every mode but a batch -------------------------------------------
+
+
+async def with_row_id(email: Email, row_id: keys.RowId) -> None: ...
+async def with_all_keys(
+    email: Email, attempt: keys.Attempt, row_id: keys.RowId, pool: keys.Pool
+) -> None: ...
+async def with_all_keys_in_tx(
+    row: Keyed, tx: keys.Tx, row_id: keys.RowId, attempt: keys.Attempt, pool: keys.Pool
+) -> None: ...
+async def batch_row_id(rows: list[Keyed], row_id: keys.RowId) -> None: ...
+async def batch_pool_row_id(rows: list[Keyed], pool: keys.Pool, row_id: keys.RowId) -> None: ...
+async def optional_row_id(row: Keyed, row_id: keys.RowId | None) -> None: ...
+async def tx_fifth(
+    row: Keyed, attempt: keys.Attempt, row_id: keys.RowId, pool: keys.Pool, tx: keys.Tx
+) -> None: ...
+
+
+def check_row_id(app: App, broker: SqlBroker[Sqlite]) -> None:
+    needs = Needs[Job, Lease, Default, Plain] | None
+    assert_type(
+        subscriber(JOBS)(with_row_id),
+        Subscriber[Job, Plain, Callable[[Email, keys.RowId], Awaitable[None]], needs],
+    )
+    all_keys = Callable[[Email, keys.Attempt, keys.RowId, keys.Pool], Awaitable[None]]
+    assert_type(subscriber(JOBS)(with_all_keys), Subscriber[Job, Plain, all_keys, needs])
+    assert_type(app.include(broker, subscriber(JOBS)(with_all_keys)), Mount)
+    in_tx = Callable[[Keyed, keys.Tx, keys.RowId, keys.Attempt, keys.Pool], Awaitable[None]]
+    assert_type(
+        subscriber(KEYED.transactional())(with_all_keys_in_tx),
+        Subscriber[
+            Keyed, Transactional, in_tx, Needs[Keyed, Advisory, Default, Transactional] | None
+        ],
+    )
+    assert_type(subscriber(KEYED.batch(10))(batch_row_id), BatchTakesNoRowKeys)
+    assert_type(subscriber(KEYED.batch(10))(batch_pool_row_id), BatchTakesNoRowKeys)
+    assert_type(subscriber(KEYED)(optional_row_id), ContextKeyNotOptional)
+    assert_type(subscriber(KEYED)(tx_fifth), TxNeedsTransactional)
+    app.include(broker, subscriber(KEYED.batch(10))(batch_row_id))  # type: ignore[arg-type]
+    # A row id is whatever the table's Id field holds: an object to mypy.
+    row_id = keys.RowId(7)
+    row_id + 1  # type: ignore[operator]

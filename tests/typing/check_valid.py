@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, assert_type
+from typing import Annotated, Any, LiteralString, assert_type
 
 from trinbox import (
     Advisory,
@@ -168,9 +168,10 @@ def check_untyped_callers_mount_anything(
 
 def insert_statements_by_paramstyle(broker: SqlBroker[Postgres]) -> None:
     """The parameters' type follows the paramstyle: a tuple for the positional styles and the
-    broker's own driver, a dict for the named ones."""
-    positional = tuple[str, tuple[object, ...]]
-    named = tuple[str, dict[str, object]]
+    broker's own driver, a dict for the named ones. The text is a LiteralString (made of the
+    declaration's names, never of a value), as psycopg's typing asks of SQL text."""
+    positional = tuple[LiteralString, tuple[object, ...]]
+    named = tuple[LiteralString, dict[str, object]]
     assert_type(broker.insert_statement(Job, b"m"), positional)
     assert_type(broker.insert_statement(Job, b"m", paramstyle=None), positional)
     assert_type(broker.insert_statement(Job, b"m", paramstyle="format"), positional)

@@ -85,6 +85,6 @@ def test_keys_and_testing_keep_their_own_names() -> None:
 
     assert isinstance(trinbox.keys, ModuleType)
     assert trinbox.keys.__name__ == "trinbox.keys"
-    assert set(trinbox.keys.__all__) == {"Attempt", "Pool", "Tx"}
+    assert set(trinbox.keys.__all__) == {"Attempt", "Pool", "RowId", "Tx"}
     assert trinbox.testing.__name__ == "trinbox.testing"
     assert trinbox.testing.TrioClock.__module__ == "trinbox.testing"

@@ -123,10 +123,20 @@ async def batch_with_tx(tickets: Sequence[Ticket], tx: keys.Tx) -> None:
     pass
 
 
+async def batch_with_row_id(tickets: list[Ticket], pool: keys.Pool, row_id: keys.RowId) -> None:
+    pass
+
+
 def test_a_batch_handler_takes_no_per_row_key() -> None:
     refused(
         subscriber(InboxQueue(Ticket, "t").batch(5))(batch_with_attempt),
         "a batch handler takes no per-row key, found keys.Attempt; read it from the rows or "
+        "drop .batch(..)",
+    )
+    # A batch has a row id per row: read it from the rows.
+    refused(
+        subscriber(InboxQueue(Ticket, "t").batch(5))(batch_with_row_id),
+        "a batch handler takes no per-row key, found keys.RowId; read it from the rows or "
         "drop .batch(..)",
     )
     # keys.Tx on a batch is refused as a plain queue's Tx first: batches are never transactional.
@@ -161,8 +171,8 @@ async def twice(ticket: Ticket, attempt: keys.Attempt, again: keys.Attempt) -> N
 def test_context_keys_are_never_optional_and_taken_once() -> None:
     refused(
         subscriber(InboxQueue(Ticket, "t").transactional())(optional_tx),
-        "a handler's further parameters are context keys (keys.Attempt, keys.Pool, keys.Tx), "
-        "found tx: ",
+        "a handler's further parameters are context keys (keys.Attempt, keys.RowId, keys.Pool, "
+        "keys.Tx), found tx: ",
     )
     refused(
         subscriber(InboxQueue(Ticket, "t"))(twice),

@@ -46,7 +46,7 @@ from ._markers import (
     Transactional,
 )
 
-__all__ = ["MySql", "Postgres", "RowOf", "Serves", "Sqlite"]
+__all__ = ["AnyDatabase", "MySql", "Postgres", "RowOf", "Serves", "Sqlite"]
 
 Capability = TypeVar("Capability", contravariant=True)
 Mounts = TypeVar("Mounts", contravariant=True, default=Any)
@@ -103,3 +103,14 @@ class Sqlite(
     ]
 ):
     """SQLite: the lease and advisory forms (no row locks); deferred/immediate/exclusive."""
+
+
+@final
+class AnyDatabase(
+    Serves[
+        tuple[Lease | Advisory, Default],
+        tuple[RowOf[Lease | Advisory, Default], _Modes],
+    ]
+):
+    """Whichever database a URL names (``SqlBroker.from_url``), known only when the program
+    runs: what every dialect serves, the lease and advisory forms at the default opening."""

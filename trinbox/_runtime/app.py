@@ -18,6 +18,7 @@ from .._declare._inbox import spec_of
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
+from .background import BackgroundTask, cancelled_at_exit
 from .backoff import Backoff, require_backoff
 from .broker import SqlBroker
 from .events import EventBus, Events
@@ -36,6 +37,7 @@ Message = TypeVar("Message")
 Z = TypeVar("Z", default=Callable[[Message], Awaitable[object]])
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
+T = TypeVar("T", bound=Callable[..., Awaitable[object]])
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,8 @@ class App:
     _brokers: list[SqlBroker[Any]] = field(default_factory=list, init=False)
     _startup: list[Hook] = field(default_factory=list, init=False)
     _shutdown_hooks: list[Hook] = field(default_factory=list, init=False)
+    _tasks: list[BackgroundTask] = field(default_factory=list, init=False)
+    _task_failed: bool = field(default=False, init=False)
     _stop: trio.Event | None = field(default=None, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     report: ShutdownReport | None = field(default=None, init=False)
@@ -133,6 +137,15 @@ class App:
         """Run ``hook`` after every subscription has stopped."""
         self._shutdown_hooks.append(hook)
         return hook
+
+    def background(self, task: T) -> T:
+        """Run ``task``, an async function taking no arguments (or only ``task_status``), in
+        ``serve``'s nursery: started once every subscription serves (``serve`` reports started
+        after a ``task_status`` task has), cancelled once every subscription has stopped,
+        before the shutdown hooks and the pools' close. An exception it raises stops the app
+        gracefully, and ``serve`` raises it."""
+        self._tasks.append(BackgroundTask.of(task))
+        return task
 
     def include(
         self,
@@ -239,6 +252,10 @@ class App:
             self._failure = exc
         self.shutdown()
 
+    def _background_failed(self, exc: BaseException) -> None:
+        self._task_failed = self._task_failed or self._failure is None
+        self._fail_fast(exc)
+
     async def serve(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> ShutdownReport:
@@ -248,9 +265,10 @@ class App:
 
         Raises what went wrong as itself, never wrapped in an exception group when only one
         thing did: a ``StartupError`` (``SchemaError``, ``ServerTooOld``, ...) or
-        ``ConnectError`` at startup, ``HandlerFailed`` under the fail-fast policy,
-        ``KeyboardInterrupt`` on Ctrl-C. A ``BaseExceptionGroup`` reaches the caller only when
-        several independent failures happened."""
+        ``ConnectError`` at startup, ``HandlerFailed`` under the fail-fast policy, a
+        background task's exception, ``KeyboardInterrupt`` on Ctrl-C. A
+        ``BaseExceptionGroup`` reaches the caller only when several independent failures
+        happened."""
         one: BaseException | None = None
         try:
             return await self._serve(task_status)
@@ -263,6 +281,7 @@ class App:
     async def _serve(self, task_status: trio.TaskStatus[None]) -> ShutdownReport:
         self._stop = trio.Event()
         self._failure = None
+        self._task_failed = False
         events = EventBus(self._hooks) if self._hooks else None
         self._subscriptions = [
             Subscription(
@@ -297,7 +316,12 @@ class App:
                         if s.broker is broker and s.held_connections
                     ]
                     startup.check_pool_budget(self.info.name, broker, holding)
-                async with self._sharing(), trio.open_nursery() as nursery:
+                # Background tasks are cancelled once the subscriptions' nursery has ended.
+                async with (
+                    self._sharing(),
+                    cancelled_at_exit() as tasks,
+                    trio.open_nursery() as nursery,
+                ):
                     listeners = [
                         NotifyListener(
                             broker,
@@ -315,6 +339,8 @@ class App:
                             await nursery.start(listener.run)
                         for sub in self._subscriptions:
                             await nursery.start(sub.run)
+                        for task in self._tasks:
+                            await tasks.start(task.run, self.info.name, self._background_failed)
                         logger.info(
                             "%s: %d subscriptions serving", self.info.name, len(self._subscriptions)
                         )
@@ -353,6 +379,8 @@ class App:
                     self.report.locks_released,
                     self.report.connections_closed,
                 )
+        if self._failure is not None and self._task_failed:
+            raise self._failure  # a background task's exception, as itself
         if self._failure is not None:
             msg = (
                 f"{self.info.name}: a handler raised under the fail-fast policy: {self._failure!r}"

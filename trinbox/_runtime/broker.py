@@ -10,12 +10,12 @@ import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, LiteralString, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
 
-from .._declare._capabilities import MySql, Postgres, RowOf, Serves, Sqlite
+from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
@@ -30,7 +30,7 @@ from .._dialects._paramstyle import (
 from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Pool
 from .._drivers._requires import load_driver, require_driver
-from .._drivers._urls import check_server_url, redacted
+from .._drivers._urls import check_server_url, kind_of_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed
 from .._forms._base import give_back, rollback_quietly, whole_seconds
@@ -205,6 +205,59 @@ class SqlBroker(Generic[D]):
             codec=codec,
         )
 
+    @staticmethod
+    def from_url(
+        url: str,
+        *,
+        pool_size: int | None = None,
+        poll_interval: timedelta | float = 1.0,
+        lease: timedelta | float = 30.0,
+        clock: Clock | DatabaseClock | None = None,
+        codec: Codec | None = None,
+        listen_notify: bool = False,
+        pgbouncer: Pooling | None = None,
+    ) -> SqlBroker[AnyDatabase]:
+        """The broker of the database ``url`` names by its scheme: ``postgresql://`` (or
+        ``postgres://``) as ``postgres(url)``, ``mysql://`` (or ``mariadb://``) as
+        ``mysql(url)``, ``sqlite:///`` as ``sqlite(url)``, each with its own defaults
+        (``pool_size`` left out: 10, or 8 on SQLite). ``listen_notify`` and ``pgbouncer`` are
+        PostgreSQL's.
+
+        The database is known only when the program runs, so mypy checks its mounts and
+        publishes against what every database serves (``AnyDatabase``: the lease and
+        advisory forms at the default opening); the constructors of each database give its
+        own checks (a row lock table needs ``postgres(..)`` or ``mysql(..)``)."""
+        kind = kind_of_url(url)
+        sized = {} if pool_size is None else {"pool_size": pool_size}
+        if kind != "postgres" and (listen_notify or pgbouncer is not None):
+            given = "listen_notify=True" if listen_notify else f"pgbouncer={pgbouncer!r}"
+            msg = (
+                f"{given} is a PostgreSQL setting, found a {kind} URL ({redacted(url)}); "
+                f"leave it out for this database"
+            )
+            raise ValueError(msg)
+        broker: SqlBroker[Any]
+        if kind == "postgres":
+            broker = SqlBroker.postgres(
+                url,
+                poll_interval=poll_interval,
+                lease=lease,
+                clock=clock,
+                codec=codec,
+                listen_notify=listen_notify,
+                pgbouncer=pgbouncer,
+                **sized,
+            )
+        elif kind == "mysql":
+            broker = SqlBroker.mysql(
+                url, poll_interval=poll_interval, lease=lease, clock=clock, codec=codec, **sized
+            )
+        else:
+            broker = SqlBroker.sqlite(
+                url, poll_interval=poll_interval, lease=lease, clock=clock, codec=codec, **sized
+            )
+        return cast("SqlBroker[AnyDatabase]", broker)
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
@@ -222,7 +275,7 @@ class SqlBroker(Generic[D]):
     @property
     def database(self) -> HandlerPool:
         """The pool as handlers see it (``keys.Pool``)."""
-        return HandlerPool(self.pool)
+        return HandlerPool(self.pool, self.dialect.style)
 
     async def open(self) -> None:
         if self._pool is not None:
@@ -325,7 +378,7 @@ class SqlBroker(Generic[D]):
         subscriptions once it commits. The ``Tx`` ends with the block: one kept past it
         raises ``TransactionHeld``."""
         conn = await self.pool.acquire()
-        tx = Tx(conn, self._publish_in, ended=TX_BLOCK)
+        tx = Tx(conn, self._publish_in, self.dialect.style, ended=TX_BLOCK)
         try:
             await conn.begin(self.dialect.plain_begin().sql)
             try:
@@ -352,7 +405,7 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None = None,
         paramstyle: PositionalStyle | None = None,
         **columns: object,
-    ) -> tuple[str, tuple[object, ...]]: ...
+    ) -> tuple[LiteralString, tuple[object, ...]]: ...
 
     @overload
     def insert_statement(
@@ -363,7 +416,7 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None = None,
         paramstyle: NamedStyle,
         **columns: object,
-    ) -> tuple[str, dict[str, object]]: ...
+    ) -> tuple[LiteralString, dict[str, object]]: ...
 
     def insert_statement(
         self: SqlBroker[Serves[tuple[F, Any]]],
@@ -373,7 +426,7 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None = None,
         paramstyle: Paramstyle | None = None,
         **columns: object,
-    ) -> tuple[str, tuple[object, ...]] | tuple[str, dict[str, object]]:
+    ) -> tuple[LiteralString, tuple[object, ...]] | tuple[LiteralString, dict[str, object]]:
         """The SQL text and parameters that write this row, to run on a connection of your
         own (inside your own transaction, beside the business write it belongs to).
 
@@ -400,6 +453,8 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
         values = row_values(self, spec, message, columns, delay)
+        # The text is made of the declaration's names and the dialect's own text, never of a
+        # value (those are the parameters): a LiteralString, as psycopg's typing asks of SQL.
         if style is None:
             statement = self.dialect.insert(spec)
             return statement.sql, statement.bind(values)

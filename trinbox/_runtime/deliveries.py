@@ -39,7 +39,7 @@ from .backoff import Backoff
 from .broker import SqlBroker
 from .codecs import DecodeError
 from .events import EventBus, EventSource, HandleEnd, HandleEvent, ReleaseEvent, SettleEvent, now_ns
-from .handler import HandlerPlan, decode_message
+from .handler import HandlerPlan, decode_message, row_id
 from .handles import Attempt, Tx
 from .outcome import FailurePolicy, HandlerOutcome
 from .statistics import Fields
@@ -362,11 +362,13 @@ class DeliveryRunner:
         for key in self._plan.keys:
             if key == "attempt":
                 args.append(Attempt(ready[0].attempt or 1))
+            elif key == "row_id":
+                args.append(row_id(self._spec, ready[0].id))
             elif key == "pool":
                 args.append(self._broker.database)
             else:
                 conn = await self._form.open_transaction(ready[0])
-                args.append(Tx(conn, self._broker._publish_in))
+                args.append(Tx(conn, self._broker._publish_in, self._broker.dialect.style))
         return args
 
     # -- settlements ----------------------------------------------------------------------------

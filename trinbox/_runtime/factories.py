@@ -23,7 +23,7 @@ from typing_extensions import TypeVar, deprecated
 
 from .._declare._inbox import Inbox
 from .._declare._markers import Form, Opening, Plain, Transactional
-from .handles import AnyTx, Attempt, Pool
+from .handles import AnyTx, Attempt, Pool, RowId
 from .outcome import HandlerOutcome
 from .queue import InboxQueue
 from .refusals import (
@@ -65,12 +65,13 @@ Made = TypeVar("Made", covariant=True)
 G = TypeVar("G")
 
 # The context keys a handler takes (each may repeat for mypy; handler.py refuses a repeat).
-K1 = TypeVar("K1", Attempt, Pool)
-K2 = TypeVar("K2", Attempt, Pool)
-K3 = TypeVar("K3", Attempt, Pool)
-X1K = TypeVar("X1K", Attempt, Pool, AnyTx)
-X2K = TypeVar("X2K", Attempt, Pool, AnyTx)
-X3K = TypeVar("X3K", Attempt, Pool, AnyTx)
+K1 = TypeVar("K1", Attempt, Pool, RowId)
+K2 = TypeVar("K2", Attempt, Pool, RowId)
+K3 = TypeVar("K3", Attempt, Pool, RowId)
+X1K = TypeVar("X1K", Attempt, Pool, RowId, AnyTx)
+X2K = TypeVar("X2K", Attempt, Pool, RowId, AnyTx)
+X3K = TypeVar("X3K", Attempt, Pool, RowId, AnyTx)
+X4K = TypeVar("X4K", Attempt, Pool, RowId, AnyTx)
 
 # What a decorated handler becomes: its row, mode and handler, and what it needs of a dialect,
 # the row's form and opening included (F, O: InboxQueue._subscribe reads them off the row).
@@ -137,6 +138,14 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
+    @overload
+    @deprecated(
+        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
+        "with InboxQueue(Row, name).transactional()"
+    )
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, AnyTx, ...], Awaitable[object]]
+    ) -> TxNeedsTransactional: ...
     # one outcome per delivery
     @overload
     def __call__(
@@ -157,6 +166,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> _Plain[R, Callable[[object, K1, K2], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, K1, K2, K3], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, K2, K3], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self: SubscriberFactory[PayloadRow, Any, Any], fn: Callable[Concatenate[PR, ...], object]
     ) -> PayloadHandlerTakesTheMessage: ...
     @overload
@@ -171,6 +184,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, K1, K2], Awaitable[X1]]
     ) -> _Plain[R, Callable[[R, K1, K2], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, K1, K2, K3], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -189,6 +206,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[T, K1, K2], Awaitable[X1]]
     ) -> _Plain[R, Callable[[T, K1, K2], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, K1, K2, K3], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
@@ -215,6 +236,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> NotAContextKey: ...
     @overload
     def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
         self, fn: Callable[Concatenate[Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     @overload
@@ -224,6 +249,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, None, ...], Awaitable[object]]
+    ) -> ContextKeyNotOptional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     # one outcome per delivery
     @overload
@@ -249,6 +278,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> _InTx[R, Callable[[object, X1K, X2K, X3K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, X1K, X2K, X3K, X4K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self: TransactionalSubscriberFactory[PayloadRow, Any, Any],
         fn: Callable[Concatenate[PR, ...], object],
     ) -> PayloadHandlerTakesTheMessage: ...
@@ -268,6 +301,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, X1K, X2K, X3K], Awaitable[X1]]
     ) -> _InTx[R, Callable[[R, X1K, X2K, X3K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -290,6 +327,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[T, X1K, X2K, X3K], Awaitable[X1]]
     ) -> _InTx[R, Callable[[T, X1K, X2K, X3K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
@@ -326,6 +367,14 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Attempt, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, RowId, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, RowId, ...], Awaitable[object]]
     ) -> BatchTakesNoRowKeys: ...
     @overload
     def __call__(
@@ -387,9 +436,9 @@ def subscriber(queue: Subscribable[G]) -> G:
     The handler's first parameter is the message: the payload decoded into its annotation (a
     dataclass, msgspec Struct, pydantic model, TypedDict or ``bytes``), the row itself in row
     mode (no ``Payload`` field), or a ``list`` of either with ``.batch(n)``. Further
-    parameters are context keys: ``keys.Attempt``, ``keys.Pool``, and in transactional mode
-    ``keys.Tx``, each once (a batch takes ``keys.Pool`` only). It returns a ``HandlerOutcome``
-    (``None`` is ack; a batch may return one per row).
+    parameters are context keys: ``keys.Attempt``, ``keys.RowId``, ``keys.Pool``, and in
+    transactional mode ``keys.Tx``, each once (a batch takes ``keys.Pool`` only). It returns a
+    ``HandlerOutcome`` (``None`` is ack; a batch may return one per row).
     """
     # At runtime the queue's kind is read off its settings (factory_for), for any caller.
     return cast("G", factory_for(cast("InboxQueue[Any, Any, Any]", queue)))

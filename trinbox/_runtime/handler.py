@@ -17,12 +17,14 @@ from uuid import UUID
 from .._declare._spec import TableSpec
 from .._errors import DeclarationError
 from .codecs import Codec
-from .handles import Attempt, Pool, Tx
+from .handles import Attempt, Pool, RowId, Tx
 
-__all__ = ["HandlerPlan", "decode_row", "plan_handler"]
+__all__ = ["HandlerPlan", "decode_row", "plan_handler", "row_id"]
 
-_KEYS: dict[object, str] = {Attempt: "attempt", Tx: "tx", Pool: "pool"}
-_KEY_NAMES = {"attempt": "Attempt", "tx": "Tx", "pool": "Pool"}
+_KEYS: dict[object, str] = {Attempt: "attempt", RowId: "row_id", Tx: "tx", Pool: "pool"}
+_KEY_NAMES = {"attempt": "Attempt", "row_id": "RowId", "tx": "Tx", "pool": "Pool"}
+# Keys of one row, which a batch of rows has no single value of.
+_PER_ROW = ("attempt", "row_id", "tx")
 _LISTS = (
     list,
     typing.Sequence,
@@ -94,7 +96,8 @@ def plan_handler(
         if key is None:
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
-                f"keys.Pool, keys.Tx), found {param.name}: {_show(hint)}; annotate it with one"
+                f"keys.RowId, keys.Pool, keys.Tx), found {param.name}: {_show(hint)}; annotate "
+                f"it with one"
             )
             raise DeclarationError(msg)
         if key == "tx" and not transactional:
@@ -103,9 +106,9 @@ def plan_handler(
                 f"mode; subscribe with InboxQueue(Row, name).transactional()"
             )
             raise DeclarationError(msg)
-        if key in ("tx", "attempt") and batch:
+        if key in _PER_ROW and batch:
             msg = (
-                f"{where}: a batch handler takes no per-row key, found keys.{key.title()}; "
+                f"{where}: a batch handler takes no per-row key, found keys.{_KEY_NAMES[key]}; "
                 f"read it from the rows or drop .batch(..)"
             )
             raise DeclarationError(msg)
@@ -173,6 +176,11 @@ def decode_message(
         raw = b""
     assert isinstance(raw, bytes | bytearray | memoryview)
     return codec.decode(bytes(raw), plan.message_type)
+
+
+def row_id(spec: TableSpec, value: object) -> RowId:
+    """``keys.RowId`` of a delivery: its id as the row class types it (as ``decode_row``)."""
+    return RowId(_convert(value, spec.id.python_type))
 
 
 def decode_row(spec: TableSpec, values: Mapping[str, object]) -> object:

@@ -1,8 +1,9 @@
-"""What a handler may take besides its message: ``keys.Attempt``, ``keys.Tx``, ``keys.Pool``."""
+"""What a handler may take besides its message: ``keys.Attempt``, ``keys.RowId``, ``keys.Tx``,
+``keys.Pool``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, NewType, TypeAlias, final, overload
@@ -12,15 +13,21 @@ from typing_extensions import TypeVar
 from .._declare._capabilities import RowOf, Serves
 from .._declare._inbox import Inbox, row_fields
 from .._declare._markers import Form
+from .._dialects._portable import bind_portable
+from .._dialects._statement import ParamStyle
 from .._drivers._base import Connection, Record
 from .._drivers._base import Pool as DriverPool
 from .._errors import TransactionHeld
 from .._forms._base import give_back, rollback_quietly
 
-__all__ = ["Attempt", "Held", "Pool", "Tx"]
+__all__ = ["Attempt", "Held", "Pool", "RowId", "Tx"]
 
 Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""
+
+RowId = NewType("RowId", object)
+"""The delivery's row id, the value of the row's ``Id`` field as the row class types it (an
+``int`` for a generated id): an ``object`` to mypy, since each table has its own id type."""
 
 Publisher = Callable[..., Awaitable[None]]
 
@@ -41,25 +48,32 @@ BLOCK = (
 
 
 class _Runs:
-    """Statements on one connection; SQL placeholders are the database driver's own
-    (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite). On MySQL a literal ``%`` is written
-    ``%%``, also in a statement without parameters."""
+    """Statements on one connection. Parameters given one by one take the database driver's
+    own placeholders (``$1`` PostgreSQL, ``%s`` MySQL, ``?`` SQLite; on MySQL a literal ``%``
+    is then written ``%%``, also in a statement without parameters); one mapping takes the
+    portable ``:name`` placeholders, the same text on every database (``_portable.py``)."""
 
     _conn: Connection
+    _style: ParamStyle
+
+    def _bound(self, sql: str, params: tuple[object, ...]) -> tuple[str, Sequence[object]]:
+        if len(params) == 1 and isinstance(params[0], Mapping):
+            return bind_portable(sql, params[0], self._style)
+        return sql, params
 
     async def execute(self, sql: str, *params: object) -> int:
         """Run a statement; the number of rows an INSERT, UPDATE or DELETE changed (rows
         matched, on MySQL too). Other statements return the driver's own count (DDL: 0 on
         PostgreSQL and MySQL, -1 on SQLite); read rows with :meth:`fetch`."""
-        return await self._conn.execute(sql, params)
+        return await self._conn.execute(*self._bound(sql, params))
 
     async def fetch(self, sql: str, *params: object) -> list[Record]:
         """Run a query; its rows as tuples."""
-        return await self._conn.fetch(sql, params)
+        return await self._conn.fetch(*self._bound(sql, params))
 
     async def fetchval(self, sql: str, *params: object) -> object:
         """The first column of the first row, or ``None``."""
-        rows = await self._conn.fetch(sql, params)
+        rows = await self._conn.fetch(*self._bound(sql, params))
         return rows[0][0] if rows else None
 
 
@@ -72,8 +86,11 @@ class Tx(_Runs, Generic[D]):
     a ``SqlBroker[Sqlite]`` yields a ``Tx[Sqlite]``, whose ``publish`` refuses a row lock row
     as the broker's does); a handler's ``keys.Tx`` is ``Tx[Any]``."""
 
-    def __init__(self, conn: Connection, publisher: Publisher, *, ended: str = DELIVERY) -> None:
+    def __init__(
+        self, conn: Connection, publisher: Publisher, style: ParamStyle, *, ended: str = DELIVERY
+    ) -> None:
         self._tx_conn: Connection | None = conn
+        self._style = style
         self._publisher = publisher
         self._ended = ended
         self.published: list[tuple[str, str | None]] = []
@@ -132,8 +149,9 @@ class Held(_Runs):
     ``fetch`` and ``fetchval`` as the pool's, all on this connection (a ``BEGIN`` on it holds
     until a ``COMMIT`` or the block's end)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, style: ParamStyle) -> None:
         self._conn = conn
+        self._style = style
 
 
 @final
@@ -141,8 +159,9 @@ class Pool(_Runs):
     """The broker's pool: each statement runs on a connection of its own and commits on its
     own, whatever the delivery's outcome."""
 
-    def __init__(self, pool: DriverPool) -> None:
+    def __init__(self, pool: DriverPool, style: ParamStyle) -> None:
         self._pool = pool
+        self._style = style
 
     async def execute(self, sql: str, *params: object) -> int:
         async with self.connection() as held:
@@ -163,7 +182,7 @@ class Pool(_Runs):
         back if a transaction is left open, when the block ends."""
         conn = await self._pool.acquire()
         try:
-            yield Held(conn)
+            yield Held(conn, self._style)
         finally:
             if conn.in_transaction:
                 await rollback_quietly(conn)

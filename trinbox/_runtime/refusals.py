@@ -44,8 +44,9 @@ class TxNeedsTransactional(_Refusal):
 
 @final
 class BatchTakesNoRowKeys(_Refusal):
-    """A batch handler taking ``keys.Attempt`` or ``keys.Tx``: a batch has one attempt and one
-    transaction per row, not per call; read the attempt from the rows, or drop ``.batch(n)``."""
+    """A batch handler taking ``keys.Attempt``, ``keys.RowId`` or ``keys.Tx``: a batch has an
+    attempt, an id and a transaction per row, not per call; read them from the rows (row mode),
+    or drop ``.batch(n)``."""
 
 
 @final
@@ -89,13 +90,15 @@ class ContextKeyNotOptional(_Refusal):
 @final
 class NotAContextKey(_Refusal):
     """A further parameter annotated ``int`` or ``object``: a handler's parameters after the
-    message are context keys, ``keys.Attempt``, ``keys.Pool`` or ``keys.Tx``."""
+    message are context keys, ``keys.Attempt``, ``keys.RowId``, ``keys.Pool`` or
+    ``keys.Tx``."""
 
 
 @final
 class NotAHandler(_Refusal):
     """Anything else: a handler is an ``async def`` taking the message, then context keys
-    (``keys.Attempt``, ``keys.Pool``, ``keys.Tx`` in transactional mode, each once), and
+    (``keys.Attempt``, ``keys.RowId``, ``keys.Pool``, ``keys.Tx`` in transactional mode,
+    each once), and
     returning a ``HandlerOutcome`` or ``None`` (a list of them in a batch)."""
 
 
