@@ -138,8 +138,8 @@ def test_postgres_row_lock_fifo_guard_and_head_claim() -> None:
     assert claim.sql == (
         'SELECT "id", "account", "priority", "retry_after", "attempt", "payload" FROM '
         '"bank"."ledger" WHERE "id" = (SELECT "id" FROM "bank"."ledger" WHERE "account" = $1 '
-        'ORDER BY "priority", "retry_after", "id" LIMIT 1) AND "retry_after" <= $2 FOR UPDATE '
-        "SKIP LOCKED"
+        'ORDER BY "priority", "retry_after", "id" LIMIT 1) AND "account" = $1 AND "retry_after" '
+        "<= $2 FOR UPDATE SKIP LOCKED"
     )
     assert claim.params == ("group", "now")
     assert st.guard in st.all()
@@ -158,8 +158,8 @@ def test_mysql_row_lock_fifo_guard_and_head_claim() -> None:
     assert claim.sql == (
         "SELECT `id`, `account`, `priority`, `retry_after`, `attempt`, `payload` FROM "
         "`bank`.`ledger` WHERE `id` = (SELECT `id` FROM `bank`.`ledger` WHERE `account` = %s "
-        "ORDER BY `priority`, `retry_after`, `id` LIMIT 1) AND `retry_after` <= %s FOR UPDATE "
-        "SKIP LOCKED"
+        "ORDER BY `priority`, `retry_after`, `id` LIMIT 1) AND `account` = %s AND `retry_after` "
+        "<= %s FOR UPDATE SKIP LOCKED"
     )
 
 
@@ -172,7 +172,7 @@ def test_postgres_lease_fifo_claim_waits_while_a_row_of_the_group_is_in_work() -
         'WITH __claimed AS (SELECT "id", "account", "retry_after", "attempt", "locked_until", '
         '"processed_at", "payload" FROM "ledger" WHERE "id" = (SELECT "id" FROM "ledger" WHERE '
         '"account" = $1 AND "processed_at" IS NULL ORDER BY "retry_after", "id" LIMIT 1) AND '
-        '"retry_after" <= $2 AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT '
+        '"account" = $1 AND "processed_at" IS NULL AND "retry_after" <= $2 AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT '
         'EXISTS (SELECT 1 FROM "ledger" AS __work WHERE __work."account" = $1 AND '
         '__work."locked_until" > $2) FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "ledger" AS '
         '__row SET "locked_until" = $3, "attempt" = __row."attempt" + 1 FROM __claimed WHERE '
@@ -192,12 +192,12 @@ def test_mysql_lease_fifo_claim_selects_the_head_then_stamps_it() -> None:
     assert select.sql == (
         "SELECT `id`, `account`, `retry_after`, `attempt`, `locked_until`, `processed_at`, "
         "`payload` FROM `ledger` WHERE `id` = (SELECT `id` FROM `ledger` WHERE `account` = %s "
-        "AND `processed_at` IS NULL ORDER BY `retry_after`, `id` LIMIT 1) AND `retry_after` <= "
-        "%s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT EXISTS (SELECT 1 FROM "
+        "AND `processed_at` IS NULL ORDER BY `retry_after`, `id` LIMIT 1) AND `account` = %s AND "
+        "`processed_at` IS NULL AND `retry_after` <= %s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT EXISTS (SELECT 1 FROM "
         "`ledger` AS __work WHERE __work.`account` = %s AND __work.`locked_until` > %s) FOR "
         "UPDATE SKIP LOCKED"
     )
-    assert select.params == ("group", "now", "now", "group", "now")
+    assert select.params == ("group", "group", "now", "now", "group", "now")
     assert stamp == MY.lease_claim(spec_of(FifoLease))[1]
 
 
@@ -208,7 +208,8 @@ def test_sqlite_lease_fifo_claim_is_one_statement_without_a_guard() -> None:
     assert claim.sql == (
         "UPDATE `ledger` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` = (SELECT "
         "`id` FROM `ledger` WHERE `account` = ? AND `processed_at` IS NULL ORDER BY "
-        "`retry_after`, `id` LIMIT 1) AND `retry_after` <= ? AND (`locked_until` IS NULL OR "
+        "`retry_after`, `id` LIMIT 1) AND `account` = ? AND `processed_at` IS NULL AND "
+        "`retry_after` <= ? AND (`locked_until` IS NULL OR "
         "`locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
         "__work.`account` = ? AND __work.`locked_until` > ?) RETURNING `id`, `account`, "
         "`retry_after`, `attempt` - 1 AS `attempt`, `locked_until`, `processed_at`, `payload`"

@@ -55,14 +55,18 @@ def _unfinished(d: Dialect, spec: TableSpec) -> list[Frag]:
 
 
 def _head(d: Dialect, spec: TableSpec) -> list[Frag]:
-    """``id`` is the group's head, and the head is due."""
+    """``id`` is the group's head, and the head is due. The row itself is of the group and
+    unfinished too: at READ COMMITTED a row another transaction changed after this
+    statement's snapshot is locked as it is now, and only these outer conditions are checked
+    again on it (the head's select ran on the snapshot). Without them, a head acked or moved
+    to its dead letter group just as this claim locks it would be claimed again."""
     t = d.table(spec)
     head = (
         f"SELECT {d.c(spec.id)} FROM {t}"
         + d.where(_unfinished(d, spec))
         + f" ORDER BY {d.order_by(spec)} LIMIT 1"
     )
-    conds: list[Frag] = [d.c(spec.id) + " = (" + head + ")"]
+    conds: list[Frag] = [d.c(spec.id) + " = (" + head + ")", *_unfinished(d, spec)]
     if spec.retry_after is not None:
         conds.append(d.c(spec.retry_after) + " <= " + P("now"))
     return conds
