@@ -31,6 +31,7 @@ from trinbox import (
     UnsupportedOpening,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects._fifo import fifo_order
 from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
@@ -137,9 +138,9 @@ def test_postgres_row_lock_fifo_guard_and_head_claim() -> None:
     (claim,) = st.claim
     assert claim.sql == (
         'SELECT "id", "account", "priority", "retry_after", "attempt", "payload" FROM '
-        '"bank"."ledger" WHERE "id" = (SELECT "id" FROM "bank"."ledger" WHERE "account" = $1 '
-        'ORDER BY "priority", "retry_after", "id" LIMIT 1) AND "account" = $1 AND "retry_after" '
-        "<= $2 FOR UPDATE SKIP LOCKED"
+        '"bank"."ledger" WHERE "id" = (SELECT "id" FROM "bank"."ledger" WHERE "account" = $1 ORDER '
+        'BY "priority", "id" LIMIT 1) AND "account" = $1 AND "retry_after" <= $2 FOR UPDATE SKIP '
+        "LOCKED"
     )
     assert claim.params == ("group", "now")
     assert st.guard in st.all()
@@ -158,7 +159,7 @@ def test_mysql_row_lock_fifo_guard_and_head_claim() -> None:
     assert claim.sql == (
         "SELECT `id`, `account`, `priority`, `retry_after`, `attempt`, `payload` FROM "
         "`bank`.`ledger` WHERE `id` = (SELECT `id` FROM `bank`.`ledger` WHERE `account` = %s "
-        "ORDER BY `priority`, `retry_after`, `id` LIMIT 1) AND `account` = %s AND `retry_after` "
+        "ORDER BY `priority`, `id` LIMIT 1) AND `account` = %s AND `retry_after` "
         "<= %s FOR UPDATE SKIP LOCKED"
     )
 
@@ -171,12 +172,13 @@ def test_postgres_lease_fifo_claim_waits_while_a_row_of_the_group_is_in_work() -
     assert claim.sql == (
         'WITH __claimed AS (SELECT "id", "account", "retry_after", "attempt", "locked_until", '
         '"processed_at", "payload" FROM "ledger" WHERE "id" = (SELECT "id" FROM "ledger" WHERE '
-        '"account" = $1 AND "processed_at" IS NULL ORDER BY "retry_after", "id" LIMIT 1) AND '
-        '"account" = $1 AND "processed_at" IS NULL AND "retry_after" <= $2 AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT '
-        'EXISTS (SELECT 1 FROM "ledger" AS __work WHERE __work."account" = $1 AND '
-        '__work."locked_until" > $2) FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "ledger" AS '
-        '__row SET "locked_until" = $3, "attempt" = __row."attempt" + 1 FROM __claimed WHERE '
-        '__row."id" = __claimed."id") SELECT * FROM __claimed'
+        '"account" = $1 AND "processed_at" IS NULL ORDER BY "id" LIMIT 1) AND "account" = $1 '
+        'AND "processed_at" IS NULL AND "retry_after" <= $2 AND ("locked_until" IS NULL OR '
+        '"locked_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "ledger" AS __work WHERE '
+        '__work."account" = $1 AND __work."locked_until" > $2) FOR UPDATE SKIP LOCKED), '
+        '__stamped AS (UPDATE "ledger" AS __row SET "locked_until" = $3, "attempt" = '
+        '__row."attempt" + 1 FROM __claimed WHERE __row."id" = __claimed."id") SELECT * FROM '
+        "__claimed"
     )
     assert claim.params == ("group", "now", "lease")
 
@@ -191,11 +193,11 @@ def test_mysql_lease_fifo_claim_selects_the_head_then_stamps_it() -> None:
     select, stamp = st.claim
     assert select.sql == (
         "SELECT `id`, `account`, `retry_after`, `attempt`, `locked_until`, `processed_at`, "
-        "`payload` FROM `ledger` WHERE `id` = (SELECT `id` FROM `ledger` WHERE `account` = %s "
-        "AND `processed_at` IS NULL ORDER BY `retry_after`, `id` LIMIT 1) AND `account` = %s AND "
-        "`processed_at` IS NULL AND `retry_after` <= %s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT EXISTS (SELECT 1 FROM "
-        "`ledger` AS __work WHERE __work.`account` = %s AND __work.`locked_until` > %s) FOR "
-        "UPDATE SKIP LOCKED"
+        "`payload` FROM `ledger` WHERE `id` = (SELECT `id` FROM `ledger` WHERE `account` = %s AND "
+        "`processed_at` IS NULL ORDER BY `id` LIMIT 1) AND `account` = %s AND `processed_at` IS "
+        "NULL AND `retry_after` <= %s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT "
+        "EXISTS (SELECT 1 FROM `ledger` AS __work WHERE __work.`account` = %s AND "
+        "__work.`locked_until` > %s) FOR UPDATE SKIP LOCKED"
     )
     assert select.params == ("group", "group", "now", "now", "group", "now")
     assert stamp == MY.lease_claim(spec_of(FifoLease))[1]
@@ -208,7 +210,7 @@ def test_sqlite_lease_fifo_claim_is_one_statement_without_a_guard() -> None:
     assert claim.sql == (
         "UPDATE `ledger` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` = (SELECT "
         "`id` FROM `ledger` WHERE `account` = ? AND `processed_at` IS NULL ORDER BY "
-        "`retry_after`, `id` LIMIT 1) AND `account` = ? AND `processed_at` IS NULL AND "
+        "`id` LIMIT 1) AND `account` = ? AND `processed_at` IS NULL AND "
         "`retry_after` <= ? AND (`locked_until` IS NULL OR "
         "`locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
         "__work.`account` = ? AND __work.`locked_until` > ?) RETURNING `id`, `account`, "
@@ -278,7 +280,88 @@ def test_serializable_fifo_is_served_elsewhere() -> None:
 
 
 def test_the_claim_index_serves_the_head_select() -> None:
-    # The head's select: the group by equality, then the claim's order, as the index has it.
+    # The head's select: the group by equality, then the group's order, as the index has it.
     columns = [c.column for c in claim_index_columns(spec_of(FifoLock))]
+    assert columns == ["account", "priority", "id"]
+    assert fifo_order(PG, spec_of(FifoLock)) == '"priority", "id"'
+    columns = [c.column for c in claim_index_columns(spec_of(FifoBehind))]
     assert columns == ["account", "priority", "retry_after", "id"]
-    assert PG.order_by(spec_of(FifoLock)) == '"priority", "retry_after", "id"'
+    # A table without FIFO groups keeps the claim's order.
+    assert [c.column for c in claim_index_columns(spec_of(Grouped))] == ["account", "id"]
+
+
+# -- delayed rows that move behind ------------------------------------------------------------
+
+
+class FifoBehind(Inbox[RowLock], table="ledger"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True, delayed_rows_move_behind=True)]
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    payload: Annotated[bytes, Payload()]
+
+
+def test_a_fifo_group_orders_by_priority_then_id_and_by_due_time_only_when_asked() -> None:
+    assert not spec_of(FifoLock).delayed_rows_move_behind
+    assert spec_of(FifoBehind).delayed_rows_move_behind
+    (claim,) = PG.statements(spec_of(FifoBehind)).claim
+    assert claim.sql == (
+        'SELECT "id", "account", "priority", "retry_after", "payload" FROM "ledger" WHERE "id" '
+        '= (SELECT "id" FROM "ledger" WHERE "account" = $1 ORDER BY "priority", "retry_after", '
+        '"id" LIMIT 1) AND "account" = $1 AND "retry_after" <= $2 FOR UPDATE SKIP LOCKED'
+    )
+    assert fifo_order(MY, spec_of(FifoBehind)) == MY.order_by(spec_of(FifoBehind))
+
+
+def test_delayed_rows_move_behind_needs_a_fifo_group_and_a_retry_after() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class NotFifo(Inbox[RowLock], table="ledger"):
+            id: Annotated[int, Id(generated=True)]
+            account: Annotated[str, Group(delayed_rows_move_behind=True)]
+            retry_after: Annotated[datetime, RetryAfter()]
+
+    assert str(caught.value) == (
+        "class test_delayed_rows_move_behind_needs_a_fifo_group_and_a_retry_after.<locals>."
+        "NotFifo: delayed_rows_move_behind orders the rows of a FIFO group, found "
+        "Group(delayed_rows_move_behind=True) on 'account' without fifo=True; declare "
+        "Group(fifo=True, delayed_rows_move_behind=True), or drop it"
+    )
+    with pytest.raises(DeclarationError) as caught:
+
+        class Undated(Inbox[Lease], table="ledger"):
+            id: Annotated[int, Id(generated=True)]
+            account: Annotated[str, Group(fifo=True, delayed_rows_move_behind=True)]
+            locked_until: Annotated[datetime | None, LockedUntil()]
+
+    assert str(caught.value).endswith(
+        "Undated: delayed_rows_move_behind orders a FIFO group by each row's due time, its "
+        "RetryAfter field, found none; add one, like retry_after: Annotated[datetime, "
+        "RetryAfter()], or drop delayed_rows_move_behind=True"
+    )
+
+
+def test_the_manual_spec_moves_delayed_rows_behind() -> None:
+    spec = (
+        InboxSpec("ledger", "id")
+        .group("account", fifo=True, delayed_rows_move_behind=True)
+        .retry_after("retry_after")
+        .lease("locked_until")
+    )
+
+    class Manual(Inbox[Lease], spec=spec):
+        id: int
+        account: str
+        retry_after: datetime
+        locked_until: datetime | None
+
+    assert spec_of(Manual).fifo
+    assert spec_of(Manual).delayed_rows_move_behind
+    plain = InboxSpec("ledger", "id").group("account", fifo=True).lease("locked_until")
+
+    class Plain(Inbox[Lease], spec=plain):
+        id: int
+        account: str
+        locked_until: datetime | None
+
+    assert not spec_of(Plain).delayed_rows_move_behind

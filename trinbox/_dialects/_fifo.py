@@ -1,10 +1,13 @@
 """The statements of a FIFO group (``Group(fifo=True)``, REFERENCE.md §3.6): the claim of the
 group's head and the group guard, per dialect.
 
-The claim takes only the group's **head**, the first unfinished row in claim order, and only
-while it is due and (lease form) no row of the group is in work. So nothing is claimed while
-the head is in work or not yet due: not the row behind it, nor a row that enters the group
-ahead of it later (a smaller priority or an earlier due time).
+The claim takes only the group's **head**, its first unfinished row in the group's order, and
+only while it is due and (lease form) no row of the group is in work. So nothing is claimed
+while the head is in work or not yet due: not the row behind it, nor a row that enters the
+group ahead of it later (a smaller priority). The group's order is priority, then id: a head
+whose retry is delayed (a backoff, ``retry_after(d)``) stays the head and holds its group
+until it is due. With ``delayed_rows_move_behind`` the order is the claim's, priority, due
+time, id: such a row moves behind the rows due before it.
 
 The guard runs first in the claim's transaction, so claimers on other connections, brokers or
 processes keep the order: it answers 1 when this transaction holds the group, 0 when another
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_fifo_opening",
+    "fifo_order",
     "head_claim",
     "lease_head_claim",
     "mysql_guard",
@@ -54,6 +58,15 @@ def _unfinished(d: Dialect, spec: TableSpec) -> list[Frag]:
     return conds
 
 
+def fifo_order(d: Dialect, spec: TableSpec, *, prefix: str = "") -> str:
+    """A FIFO group's order: priority (smaller first), then id; with
+    ``delayed_rows_move_behind``, the claim's order (priority, due time, id)."""
+    if spec.delayed_rows_move_behind:
+        return d.order_by(spec, prefix=prefix)
+    keys = [] if spec.priority is None else [f"{prefix}{d.c(spec.priority)}"]
+    return ", ".join([*keys, f"{prefix}{d.c(spec.id)}"])
+
+
 def _head(d: Dialect, spec: TableSpec) -> list[Frag]:
     """``id`` is the group's head, and the head is due. The row itself is of the group and
     unfinished too: at READ COMMITTED a row another transaction changed after this
@@ -64,7 +77,7 @@ def _head(d: Dialect, spec: TableSpec) -> list[Frag]:
     head = (
         f"SELECT {d.c(spec.id)} FROM {t}"
         + d.where(_unfinished(d, spec))
-        + f" ORDER BY {d.order_by(spec)} LIMIT 1"
+        + f" ORDER BY {fifo_order(d, spec)} LIMIT 1"
     )
     conds: list[Frag] = [d.c(spec.id) + " = (" + head + ")", *_unfinished(d, spec)]
     if spec.retry_after is not None:

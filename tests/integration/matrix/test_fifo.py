@@ -1,8 +1,9 @@
 """FIFO groups (``Group(fifo=True)``, REFERENCE.md §3.6, tests/forms/fifo.rs) on PostgreSQL and
 MariaDB in the row lock and lease forms, and on SQLite in the lease form: a group's rows are
-handled one at a time in claim order, whatever the workers, across brokers, and while another
-transaction holds the group's guard; a retried head blocks its group, a delayed one moves
-behind rows due earlier, a dead letter moves a poison head out; other groups run beside it."""
+handled one at a time in order, whatever the workers, across brokers, and while another
+transaction holds the group's guard; a retried, failing or delayed head holds its group at its
+place (behind the rows due before it only with ``delayed_rows_move_behind``), a dead letter
+moves a poison head out; other groups run beside it."""
 
 from __future__ import annotations
 
@@ -72,6 +73,29 @@ class LedgerLease(Inbox[Lease], table=TABLE):
 
 
 LEDGER: dict[str, type[Inbox[Any, Any]]] = {"row_lock": LedgerLock, "lease": LedgerLease}
+
+
+class BehindLock(Inbox[RowLock], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True, delayed_rows_move_behind=True)]
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+class BehindLease(Inbox[Lease], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True, delayed_rows_move_behind=True)]
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+# Group(fifo=True, delayed_rows_move_behind=True): ordered by due time.
+LEDGER_BEHIND: dict[str, type[Inbox[Any, Any]]] = {"row_lock": BehindLock, "lease": BehindLease}
 
 fifo_cells = cells(forms=("row_lock", "lease"))
 server_cells = cells(forms=("row_lock", "lease"), stands=("postgres", "mariadb"))
@@ -161,10 +185,45 @@ async def test_a_group_keeps_its_order_under_four_workers(case: Case, clock: Vir
 
 
 @fifo_cells
-async def test_a_delayed_head_moves_behind_rows_due_earlier(
-    case: Case, clock: VirtualClock
+@pytest.mark.parametrize("behind", [False, True], ids=["at_its_place", "moved_behind"])
+async def test_a_failing_head_waits_out_its_backoff(
+    case: Case, clock: VirtualClock, behind: bool
 ) -> None:
-    row = LEDGER[case.form]
+    """The README's ledger: 100, 13, 200, 300 published, 13 fails once (an exception, the
+    default backoff). By default 13 waits at the head and nothing behind it is
+    claimed meanwhile; with ``delayed_rows_move_behind`` it waits behind the rest."""
+    row = (LEDGER_BEHIND if behind else LEDGER)[case.form]
+    broker = case.stand.broker()
+    ledger = Ledger()
+    started: list[tuple[int, float]] = []
+
+    @subscriber(InboxQueue(row, GROUP))
+    async def work(entry: Entry) -> None:
+        started.append((entry.n, trio.current_time()))
+        with ledger.working(GROUP, entry.n):
+            if entry.n == 13 and ledger.started.count(13) == 1:
+                raise RuntimeError("the posting's account is locked")
+
+    app = _app(broker, row, work)
+    async with serving(app):
+        await _publish(broker, row, 100, 13, 200, 300)
+        with trio.fail_after(60):
+            await settled(app, work, 5)
+    if behind:
+        assert ledger.started == [100, 13, 200, 300, 13]
+        return
+    assert ledger.started == [100, 13, 13, 200, 300]
+    first, again = (t for n, t in started if n == 13)
+    assert again - first >= 0.5  # the backoff (a second, up to half off), waited at the head
+    assert [n for n, t in started if first < t < again] == []
+
+
+@fifo_cells
+@pytest.mark.parametrize("behind", [False, True], ids=["at_its_place", "moved_behind"])
+async def test_a_delayed_head(case: Case, clock: VirtualClock, behind: bool) -> None:
+    """``retry_after(d)`` keeps the head at its place, holding its group, unless delayed rows
+    move behind: then it waits behind the rows due before it (REFERENCE.md's [1, 2, 3, 1])."""
+    row = (LEDGER_BEHIND if behind else LEDGER)[case.form]
     broker = case.stand.broker()
     ledger = Ledger()
 
@@ -180,7 +239,64 @@ async def test_a_delayed_head_moves_behind_rows_due_earlier(
         await _publish(broker, row, 1, 2, 3)
         with trio.fail_after(60):
             await settled(app, work, 4)
-    assert ledger.started == [1, 2, 3, 1]
+    assert ledger.started == ([1, 2, 3, 1] if behind else [1, 1, 2, 3])
+
+
+@fifo_cells
+@pytest.mark.parametrize("behind", [False, True], ids=["at_its_place", "moved_behind"])
+async def test_a_row_published_with_a_delay(case: Case, clock: VirtualClock, behind: bool) -> None:
+    """A delayed publish is a row not yet due: by default it holds its group at its place
+    (publish order) until it is due; with ``delayed_rows_move_behind`` the rows due before
+    it go first."""
+    row = (LEDGER_BEHIND if behind else LEDGER)[case.form]
+    broker = case.stand.broker()
+    ledger = Ledger()
+    started: dict[int, float] = {}
+
+    @subscriber(InboxQueue(row, GROUP))
+    async def work(entry: Entry) -> None:
+        started[entry.n] = trio.current_time()
+        with ledger.working(GROUP, entry.n):
+            pass
+
+    app = _app(broker, row, work)
+    async with serving(app):
+        published = trio.current_time()
+        await broker.publish(row, Entry(1), account=GROUP, delay=timedelta(seconds=5))
+        await broker.publish(row, Entry(2), account=GROUP)
+        with trio.fail_after(60):
+            await settled(app, work, 2)
+    assert ledger.started == ([2, 1] if behind else [1, 2])
+    assert started[1] - published >= 4.999  # the delay, through the database's times
+    if not behind:
+        assert started[2] >= started[1]
+
+
+@fifo_cells
+async def test_a_failing_head_reaches_its_dead_letter_and_the_group_flows(
+    case: Case, clock: VirtualClock
+) -> None:
+    """A poison head raises every time: it holds its group through its backoffs until
+    max_attempts moves it to its dead letter, and then the rows behind it run in order."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker()
+    ledger = Ledger()
+
+    @subscriber(InboxQueue(row, GROUP))
+    async def work(entry: Entry) -> None:
+        with ledger.working(GROUP, entry.n):
+            if entry.n == 1:
+                raise RuntimeError("poison")
+
+    app = make_app()
+    app.include(broker, work).max_attempts(3).dead_letter("acct_dead")
+    app.on_startup(lambda: broker.create_tables(row))
+    async with serving(app):
+        await _publish(broker, row, 1, 2, 3)
+        with trio.fail_after(60):
+            await settled(app, work, 5)
+    assert ledger.started == [1, 1, 1, 2, 3]
+    assert case.stand.rows(f"SELECT account FROM {TABLE}") == [("acct_dead",)]
 
 
 @fifo_cells
