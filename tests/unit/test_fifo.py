@@ -17,6 +17,7 @@ from trinbox import (
     Group,
     Id,
     Inbox,
+    InboxQueue,
     InboxSpec,
     KeyColumn,
     KeyLiteral,
@@ -31,6 +32,7 @@ from trinbox import (
     UnsupportedOpening,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects._base import DeadLetter
 from trinbox._dialects._fifo import fifo_order
 from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
@@ -365,3 +367,89 @@ def test_the_manual_spec_moves_delayed_rows_behind() -> None:
         locked_until: datetime | None
 
     assert not spec_of(Plain).delayed_rows_move_behind
+
+
+# -- every group of the table ----------------------------------------------------------------
+
+
+def test_over_every_group_the_heads_are_read_then_claimed_as_a_group_s() -> None:
+    """Servers: the groups whose head is due, in the order of their heads, then each head by
+    the claim and guard of a subscription to its group."""
+    one = PG.statements(spec_of(FifoLock))
+    st = PG.statements(spec_of(FifoLock), every_group=True)
+    assert (st.claim, st.guard) == (one.claim, one.guard)
+    assert one.heads is None
+    assert st.heads is not None
+    assert st.heads.sql == (
+        'SELECT __head."account" FROM (SELECT DISTINCT "account" AS __group FROM '
+        '"bank"."ledger") AS __groups JOIN "bank"."ledger" AS __head ON __head."id" = (SELECT '
+        '__first."id" FROM "bank"."ledger" AS __first WHERE __first."account" = __groups.__group '
+        'ORDER BY __first."priority", __first."id" LIMIT 1) WHERE __head."retry_after" <= $1 '
+        'ORDER BY __head."priority", __head."id" LIMIT $2'
+    )
+    assert st.heads.params == ("now", "limit")
+    assert st.heads in st.all()
+
+
+def test_over_every_group_a_lease_head_is_read_while_no_row_of_its_group_is_in_work() -> None:
+    st = MY.statements(spec_of(FifoLease), every_group=True)
+    assert st.claim == MY.statements(spec_of(FifoLease)).claim
+    assert st.heads is not None
+    assert st.heads.sql == (
+        "SELECT __head.`account` FROM (SELECT DISTINCT `account` AS __group FROM `ledger` WHERE "
+        "`processed_at` IS NULL) AS __groups JOIN `ledger` AS __head ON __head.`id` = (SELECT "
+        "__first.`id` FROM `ledger` AS __first WHERE __first.`account` = __groups.__group AND "
+        "__first.`processed_at` IS NULL ORDER BY __first.`id` LIMIT 1) WHERE "
+        "__head.`retry_after` <= %s AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
+        "__work.`account` = __groups.__group AND __work.`locked_until` > %s) ORDER BY "
+        "__head.`id` LIMIT %s"
+    )
+
+
+def test_sqlite_claims_the_heads_of_every_group_in_one_statement() -> None:
+    st = LITE.statements(spec_of(FifoLease), every_group=True)
+    assert st.heads is None
+    assert st.guard is None
+    (claim,) = st.claim
+    assert claim.sql == (
+        "UPDATE `ledger` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` IN (SELECT "
+        "__head.`id` FROM (SELECT DISTINCT `account` AS __group FROM `ledger` WHERE "
+        "`processed_at` IS NULL) AS __groups JOIN `ledger` AS __head ON __head.`id` = (SELECT "
+        "__first.`id` FROM `ledger` AS __first WHERE __first.`account` = __groups.__group AND "
+        "__first.`processed_at` IS NULL ORDER BY __first.`id` LIMIT 1) WHERE "
+        "__head.`retry_after` <= ? AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
+        "__work.`account` = __groups.__group AND __work.`locked_until` > ?) ORDER BY "
+        "__head.`id` LIMIT ?) RETURNING `id`, `account`, `retry_after`, `attempt` - 1 AS "
+        "`attempt`, `locked_until`, `processed_at`, `payload`"
+    )
+    assert claim.params == ("lease", "now", "now", "limit")
+
+
+def test_over_every_group_the_dead_letter_group_is_passed_over() -> None:
+    dest = DeadLetter(group="it's dead")
+    st = PG.statements(spec_of(FifoLock), dest, every_group=True)
+    assert st.heads is not None
+    assert 'FROM "bank"."ledger" WHERE "account" <> \'it\'\'s dead\') AS __groups' in st.heads.sql
+    (claim,) = LITE.statements(spec_of(FifoLease), dest, every_group=True).claim
+    assert "`processed_at` IS NULL AND `account` <> 'it''s dead') AS __groups" in claim.sql
+
+
+def test_every_group_serves_a_fifo_table_only() -> None:
+    assert InboxQueue(FifoLease, "ledger").every_group().serves_every_group
+    assert InboxQueue(FifoLease, "ledger").every_group().group is None
+    assert InboxQueue(FifoLease, "acct").group == "acct"
+    with pytest.raises(DeclarationError) as caught:
+        InboxQueue(Grouped, "ledger").every_group()
+    assert str(caught.value) == (
+        "grouped (Grouped): .every_group() serves every group of a FIFO table, found a Group "
+        "field without fifo=True; declare Group(fifo=True), or drop .every_group() (a "
+        "subscription names one group of a table with groups, and serves a table without them "
+        "whole)"
+    )
+
+    class Plain(Inbox[Lease], table="plain"):
+        id: Annotated[int, Id(generated=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+
+    with pytest.raises(DeclarationError, match="found no Group field; declare Group"):
+        InboxQueue(Plain, "plain").every_group()

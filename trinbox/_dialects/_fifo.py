@@ -22,13 +22,19 @@ one does (then the claim takes nothing and rolls back).
   count would wait on the rows another claim holds, so a row lock FIFO table is refused there
   (``FifoAtSerializable``).
 * SQLite: none, one writer at a time.
+
+A subscription over every group of the table (``InboxQueue(..).every_group()``) first reads
+the groups whose head is due and has no row of its group in work (``heads``), in the
+group order of their heads, then claims each group's head as a subscription to that group
+does: its guard first, so its snapshot is taken once the guard is held. On SQLite, one writer,
+one statement claims the heads of several groups at once.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._declare._markers import RowLock, Serializable
+from .._declare._markers import Lease, RowLock, Serializable
 from .._declare._spec import TableSpec
 from .._errors import FifoAtSerializable
 from ._clock import lease_at, lease_stamp, token_column
@@ -41,12 +47,14 @@ __all__ = [
     "check_fifo_opening",
     "fifo_order",
     "head_claim",
+    "heads",
     "lease_head_claim",
     "mysql_guard",
     "mysql_lease_head_claim",
     "postgres_guard",
     "postgres_lease_head_claim",
     "sqlite_lease_head_claim",
+    "sqlite_lease_heads_claim",
 ]
 
 
@@ -97,6 +105,72 @@ def _lease_head(d: Dialect, spec: TableSpec) -> list[Frag]:
         + P("now")
     )
     return [*_head(d, spec), d.lease_free(spec), "NOT EXISTS (" + busy + ")"]
+
+
+def _every_head(d: Dialect, spec: TableSpec, skip: str | None) -> tuple[str, Sql, str]:
+    """Every group's head that is due, while (lease form) no row of its group is in work:
+    the alias of the head rows; the ``FROM ... WHERE`` of the table's groups but ``skip``
+    (the dead letter group; ``DISTINCT``, one pass over the claim index), each joined to its
+    head; and the heads' order."""
+    t = d.table(spec)
+    ident, group = d.c(spec.id), d.c(spec.group)
+    groups, name = d.internal(spec, "__groups"), d.internal(spec, "__group")
+    row, first = d.internal(spec, "__head"), d.internal(spec, "__first")
+    # The groups with an unfinished row, but the dead letter group.
+    which = [] if spec.processed_at is None else [f"{d.c(spec.processed_at)} IS NULL"]
+    if skip is not None:
+        which.append(f"{group} <> {d.literal(skip)}")
+    # The group's first unfinished row in the group's order.
+    first_row = (
+        f"SELECT {first}.{ident} FROM {t} AS {first} WHERE {first}.{group} = {groups}.{name}"
+    )
+    if spec.processed_at is not None:
+        first_row += f" AND {first}.{d.c(spec.processed_at)} IS NULL"
+    first_row += f" ORDER BY {fifo_order(d, spec, prefix=f'{first}.')} LIMIT 1"
+    source = (
+        f" FROM (SELECT DISTINCT {group} AS {name} FROM {t}"
+        + d.where(which)
+        + f") AS {groups} JOIN {t} AS {row} ON {row}.{ident} = ({first_row})"
+    )
+    conds: list[Frag] = []
+    if spec.retry_after is not None:
+        conds.append(f"{row}.{d.c(spec.retry_after)} <= " + P("now"))
+    if spec.form is Lease:
+        work = d.internal(spec, "__work")
+        conds.append(
+            f"NOT EXISTS (SELECT 1 FROM {t} AS {work} WHERE {work}.{group} = {groups}.{name} "
+            f"AND {work}.{d.c(spec.locked_until)} > " + P("now") + ")"
+        )
+    return row, source + d.where(conds), fifo_order(d, spec, prefix=f"{row}.")
+
+
+def heads(d: Dialect, spec: TableSpec, skip: str | None = None) -> Statement:
+    """The groups but ``skip`` whose head is due and (lease form) has no row of its group in
+    work, in the order of their heads, ``limit`` at most: what a subscription over every
+    group reads before it claims each group's head. It locks nothing (each claim does)."""
+    row, source, order = _every_head(d, spec, skip)
+    return d.r(
+        "heads",
+        f"SELECT {row}.{d.c(spec.group)}" + source + f" ORDER BY {order} LIMIT " + P("limit"),
+    )
+
+
+def sqlite_lease_heads_claim(d: Dialect, spec: TableSpec, skip: str | None = None) -> Statement:
+    """SQLite's lease claim over every group but ``skip``: one UPDATE ... RETURNING stamps
+    the heads of up to ``limit`` groups (the single writer is every group's guard)."""
+    row, source, order = _every_head(d, spec, skip)
+    t = d.table(spec)
+    return d.r(
+        "claim",
+        f"UPDATE {t} SET "
+        + lease_stamp(d, spec, lease=lease_at(d))
+        + f" WHERE {d.c(spec.id)} IN (SELECT {row}.{d.c(spec.id)}"
+        + source
+        + f" ORDER BY {order} LIMIT "
+        + P("limit")
+        + f") RETURNING {d.select_list(spec, attempt_before=True)}"
+        + token_column(d, spec, stored=True),
+    )
 
 
 def head_claim(d: Dialect, spec: TableSpec) -> Statement:

@@ -1,14 +1,17 @@
 """The lease claims that take more than one statement: MySQL's locking select and its
 per-row stamps, and a FIFO group's claim on a server, its guard first. Both run in one READ
-COMMITTED transaction on a connection the lease form lends, and return the rows they took."""
+COMMITTED transaction on a connection the lease form lends, and return the rows they took.
+Over every group of a FIFO table on a server, the groups whose head is due are read first,
+and each group's head is claimed so, one transaction each."""
 
 from __future__ import annotations
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from ._base import FormContext, held, rollback_quietly
+from .heads import due_groups
 
-__all__ = ["guarded_claim", "select_and_stamp"]
+__all__ = ["guarded_claim", "heads_claim", "select_and_stamp"]
 
 
 async def select_and_stamp(
@@ -83,6 +86,22 @@ async def guarded_claim(
     except BaseException:
         await rollback_quietly(conn)
         raise
+
+
+async def heads_claim(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """Every group of a FIFO table on a server: the heads of up to ``limit`` groups, each
+    claimed as a subscription to its group claims it (``guarded_claim``); a group another
+    claim took since the read takes nothing, and the next group is tried."""
+    limit = values["limit"]
+    assert isinstance(limit, int)
+    taken: list[Record] = []
+    for group in await due_groups(ctx, conn, values["now"], limit):
+        if len(taken) >= limit:
+            break
+        taken += await guarded_claim(ctx, conn, {**values, "group": group})
+    return taken
 
 
 def _stamp_values(

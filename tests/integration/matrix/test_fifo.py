@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,8 +21,10 @@ import pytest
 import trio
 
 from trinbox import (
+    AlreadySubscribed,
     App,
     Attempt,
+    Backoff,
     FifoAtSerializable,
     Group,
     HandlerOutcome,
@@ -40,13 +42,14 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
+from trinbox._runtime.operations import depths, opened, queues_of
 from trinbox.schema import ddl
-from trinbox.testing import VirtualClock, settled
+from trinbox.testing import VirtualClock, idle, settled
 
 from ..serving import make_app, serving
 from ..stands import MariaStand, Stand, fresh_stand
 from .conftest import Case
-from .kit import DUE, ClaimWatch, cells, insert_rows
+from .kit import DUE, HOUR, ClaimWatch, cells, insert_rows, where
 from .test_processes import run_workers
 
 TABLE = "ledger"
@@ -575,3 +578,298 @@ async def test_a_mariadb_row_lock_fifo_table_at_serializable_is_refused(tmp_path
     assert message.startswith("ledger (SerialLedger): a FIFO group's guard counts its rows ")
     assert "found a row lock FIFO table at Serializable" in message
     assert "declare Inbox[RowLock, ReadCommitted]" in message
+
+
+# -- one subscription over every group of the table ------------------------------------------
+
+
+class Postings:
+    """What the handlers of an every-group test saw: each group's rows in the order they
+    started, the most rows of one group in work at once, and the most in work in all."""
+
+    def __init__(self) -> None:
+        self.by_group: dict[str, list[int]] = {}
+        self.in_work: dict[str, int] = {}
+        self.most = 0
+        self.most_of_a_group = 0
+        self.finished = 0
+        self.changed = trio.Event()
+
+    @contextmanager
+    def working(self, group: str, n: int) -> Iterator[None]:
+        self.by_group.setdefault(group, []).append(n)
+        self.in_work[group] = self.in_work.get(group, 0) + 1
+        self.most_of_a_group = max(self.most_of_a_group, self.in_work[group])
+        self.most = max(self.most, sum(self.in_work.values()))
+        try:
+            yield
+        finally:
+            self.in_work[group] -= 1
+            self.finished += 1
+            self.changed.set()
+            self.changed = trio.Event()
+
+    async def wait_finished(self, count: int) -> None:
+        while self.finished < count:
+            await self.changed.wait()
+
+
+@dataclass
+class Posting:
+    account: str
+    n: int
+
+
+async def _post(broker: SqlBroker[Any], row: type[Inbox[Any, Any]], groups: int, rows: int) -> None:
+    """``rows`` postings into each of ``groups`` accounts, interleaved, in one transaction."""
+    async with broker.transaction() as tx:
+        for n in range(rows):
+            for g in range(groups):
+                await tx.publish(row, Posting(f"a{g}", n), account=f"a{g}")
+
+
+def _every_group(row: type[Inbox[Any, Any]], postings: Postings, work: float = 0.05) -> Any:
+    @subscriber(InboxQueue(row, "ledger").every_group().workers(4))
+    async def post(posting: Posting) -> None:
+        with postings.working(posting.account, posting.n):
+            await trio.sleep(work)
+
+    return post
+
+
+@fifo_cells
+async def test_every_group_keeps_each_group_in_order_side_by_side(
+    case: Case, clock: VirtualClock
+) -> None:
+    """One subscription over every group, workers(4), eight accounts of six postings: each
+    account's postings in order, one at a time, and up to four accounts side by side."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker()
+    postings = Postings()
+    post = _every_group(row, postings)
+    app = _app(broker, row, post)
+    async with serving(app):
+        await _post(broker, row, groups=8, rows=6)
+        with trio.fail_after(120):
+            await settled(app, post, 48)
+    assert postings.by_group == {f"a{g}": list(range(6)) for g in range(8)}
+    assert postings.most_of_a_group == 1
+    assert postings.most == 4
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
+
+
+@fifo_cells
+async def test_every_group_serves_a_group_published_into_while_serving(
+    case: Case, clock: VirtualClock
+) -> None:
+    """A group that did not exist when the app started is served as soon as a row is
+    published into it: the publish wakes the subscription (the poll interval is an hour)."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker(poll_interval=HOUR)
+    postings = Postings()
+    post = _every_group(row, postings, work=0)
+    app = _app(broker, row, post)
+    async with serving(app):
+        await _post(broker, row, groups=1, rows=2)
+        with trio.fail_after(60):
+            await postings.wait_finished(2)
+            await idle(app, post)
+            published = trio.current_time()
+            await broker.publish(row, Posting("new", 0), account="new")
+            await broker.publish(row, Posting("new", 1), account="new")
+            await settled(app, post, 4)
+    assert trio.current_time() - published < HOUR
+    assert postings.by_group == {"a0": [0, 1], "new": [0, 1]}
+
+
+@fifo_cells
+async def test_every_group_a_failing_head_holds_its_group_only(
+    case: Case, clock: VirtualClock
+) -> None:
+    """Account a0's head fails once and waits out its backoff at the head: a0 waits, and the
+    other accounts go on meanwhile."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker()
+    postings = Postings()
+    started: list[tuple[str, int, float]] = []
+
+    @subscriber(InboxQueue(row, "ledger").every_group().workers(4))
+    async def post(posting: Posting) -> None:
+        started.append((posting.account, posting.n, trio.current_time()))
+        with postings.working(posting.account, posting.n):
+            if (posting.account, posting.n) == ("a0", 0) and postings.by_group["a0"] == [0]:
+                raise RuntimeError("the account is locked")
+
+    app = _app(broker, row, post)
+    async with serving(app):
+        await _post(broker, row, groups=3, rows=3)
+        with trio.fail_after(60):
+            await settled(app, post, 10)
+    assert postings.by_group == {"a0": [0, 0, 1, 2], "a1": [0, 1, 2], "a2": [0, 1, 2]}
+    failed, retried = (t for g, n, t in started if (g, n) == ("a0", 0))
+    assert retried - failed >= 0.5  # the backoff, waited out at a0's head
+    # The other accounts finished meanwhile.
+    assert max(t for g, _, t in started if g != "a0") < retried
+
+
+@fifo_cells
+async def test_every_group_passes_over_its_dead_letter_group(
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poison head moves to the dead letter group, a group of the same table, which the
+    subscription over every group does not serve; its account goes on."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker()
+    postings = Postings()
+
+    @subscriber(InboxQueue(row, "ledger").every_group().workers(4).backoff(Backoff.none()))
+    async def post(posting: Posting) -> None:
+        with postings.working(posting.account, posting.n):
+            if (posting.account, posting.n) == ("a0", 0):
+                raise RuntimeError("poison")
+
+    app = make_app()
+    app.include(broker, post).max_attempts(2).dead_letter("ledger_dead")
+    app.on_startup(lambda: broker.create_tables(row))
+    watch = ClaimWatch(monkeypatch)
+    async with serving(app):
+        await _post(broker, row, groups=2, rows=2)
+        with trio.fail_after(60):
+            await settled(app, post, 5)
+            # Three more claims, each finding the dead letter row and taking nothing.
+            await watch.wait_done(watch.done + 3)
+    assert postings.finished == 5
+    assert not watch.failed
+    assert postings.by_group == {"a0": [0, 0, 1], "a1": [0, 1]}
+    assert case.stand.rows(f"SELECT account FROM {TABLE}") == [("ledger_dead",)]
+
+
+@fifo_cells
+async def test_every_group_two_brokers_never_run_two_rows_of_a_group(
+    case: Case, clock: VirtualClock
+) -> None:
+    """Two apps on two brokers, each with one subscription over every group and workers(4):
+    each account's postings in order, never two of one account in work at once."""
+    row = LEDGER[case.form]
+    postings = Postings()
+    brokers = [case.stand.broker(), case.stand.broker()]
+    apps = []
+    for broker in brokers:
+        post = _every_group(row, postings, work=0.01)
+        apps.append(_app(broker, row, post))
+    async with serving(apps[0]), serving(apps[1]):
+        await _post(brokers[0], row, groups=6, rows=8)
+        with trio.fail_after(120):
+            await postings.wait_finished(48)
+    assert postings.by_group == {f"a{g}": list(range(8)) for g in range(6)}
+    assert postings.most_of_a_group == 1
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
+
+
+@fifo_cells
+async def test_every_group_two_processes_keep_each_group_in_order(case: Case) -> None:
+    """Two OS processes, each with one subscription over every group and workers(4)
+    (fifo_process.py ``every``): each of five accounts' postings in order, each after the one
+    before it ended, whichever process took it; both processes took part."""
+    row = LEDGER[case.form]
+    dialect = "mysql" if case.name == "mariadb" else case.name
+    case.stand.script(";\n".join(ddl(row, dialect)))
+    groups, per_group = 5, 8
+    # Entry n is posting n % 100 of account n // 100.
+    insert_rows(
+        case.stand,
+        TABLE,
+        [
+            {
+                "account": f"a{g}",
+                "priority": 0,
+                "retry_after": DUE,
+                "attempt": 1,
+                "payload": b'{"n": %d}' % (g * 100 + i),
+            }
+            for i in range(per_group)
+            for g in range(groups)
+        ],
+    )
+    results = await run_workers(
+        case, groups * per_group, "tests.integration.matrix.fifo_process", "every"
+    )
+    by_group: dict[int, list[tuple[float, float, int]]] = {}
+    for result in results:
+        for n, start, end in result.intervals:
+            by_group.setdefault(int(n) // 100, []).append((start, end, int(n) % 100))
+    assert sorted(by_group) == list(range(groups))
+    for g, spans in by_group.items():
+        spans.sort()
+        assert [i for _, _, i in spans] == list(range(per_group)), f"account a{g}"
+        for (_, end, i), (start, _, _) in pairwise(spans):
+            assert end <= start, f"posting {i} of a{g} was still in work when the next began"
+    assert all(result.ids for result in results), "one process handled no row"
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
+
+
+@fifo_cells
+@pytest.mark.parametrize("every_first", [True, False], ids=["every_first", "group_first"])
+async def test_every_group_beside_a_subscription_to_one_group_is_refused(
+    case: Case, every_first: bool
+) -> None:
+    """One process serves a group once: a subscription over every group and one to a group
+    of the same table overlap, whichever comes first."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker(poll_interval=HOUR)
+
+    @subscriber(InboxQueue(row, "ledger").every_group())
+    async def every(entry: Entry) -> None:
+        pass
+
+    @subscriber(InboxQueue(row, GROUP))
+    async def one(entry: Entry) -> None:
+        pass
+
+    app = _app(broker, row, *((every, one) if every_first else (one, every)))
+    second, queue = (one, f"group {GROUP!r} of ") if every_first else (every, "every group of ")
+    expected = (
+        f"{where(second)}: one queue has one subscription per process, and one over every "
+        f"group serves each group, found a second subscription to {queue}{TABLE} "
+        f"({row.__qualname__}); scale one subscription with .workers(n)"
+    )
+    with trio.fail_after(20), pytest.raises(AlreadySubscribed) as caught:
+        await app.serve()
+    assert str(caught.value) == expected
+
+
+@fifo_cells
+async def test_the_depth_of_every_group_adds_up_its_groups(case: Case) -> None:
+    """``trinbox inspect``'s numbers for a subscription over every group: the rows of every
+    group of the table but its dead letter group, whose rows are its dead letters."""
+    row = LEDGER[case.form]
+    dialect = "mysql" if case.name == "mariadb" else case.name
+    case.stand.script(";\n".join(ddl(row, dialect)))
+    later = datetime(2999, 1, 1, tzinfo=UTC)
+    insert_rows(
+        case.stand,
+        TABLE,
+        [
+            {"account": account, "priority": 0, "retry_after": due, "attempt": 1, "payload": b"{}"}
+            for account, due in [
+                ("a0", DUE),
+                ("a0", DUE),
+                ("a1", DUE),
+                ("a1", later),
+                ("ledger_dead", DUE),
+            ]
+        ],
+    )
+
+    @subscriber(InboxQueue(row, "ledger").every_group())
+    async def post(entry: Entry) -> None:
+        pass
+
+    app = make_app()
+    app.include(case.stand.broker(), post).max_attempts(3).dead_letter("ledger_dead")
+    async with opened(app.brokers):
+        (depth,) = await depths(queues_of(app))
+    assert (depth.table, depth.group, depth.queue) == (TABLE, None, "ledger")
+    assert (depth.due, depth.scheduled, depth.dead) == (3, 1, 1)
+    assert depth.in_work == (0 if case.form == "lease" else None)
+    assert depth.oldest_due_age_seconds is not None
