@@ -50,6 +50,7 @@ from ..serving import make_app, serving
 from ..stands import MariaStand, Stand, fresh_stand
 from .conftest import Case
 from .kit import DUE, HOUR, ClaimWatch, cells, insert_rows, where
+from .test_database_clock import clock_broker
 from .test_processes import run_workers
 
 TABLE = "ledger"
@@ -873,3 +874,19 @@ async def test_the_depth_of_every_group_adds_up_its_groups(case: Case) -> None:
     assert (depth.due, depth.scheduled, depth.dead) == (3, 1, 1)
     assert depth.in_work == (0 if case.form == "lease" else None)
     assert depth.oldest_due_age_seconds is not None
+
+
+@fifo_cells
+async def test_every_group_on_the_database_clock(case: Case) -> None:
+    """On the database clock (its host clock a quarter century wrong), the read of the
+    groups whose head is due and each head's claim take the server's now."""
+    row = LEDGER[case.form]
+    broker = clock_broker(case.stand)
+    postings = Postings()
+    post = _every_group(row, postings, work=0)
+    app = _app(broker, row, post)
+    async with serving(app):
+        await _post(broker, row, groups=3, rows=2)
+        with trio.fail_after(30):
+            await settled(app, post, 6)
+    assert postings.by_group == {f"a{g}": [0, 1] for g in range(3)}
