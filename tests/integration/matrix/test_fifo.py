@@ -350,16 +350,23 @@ async def test_a_dead_letter_moves_a_poison_head_out(case: Case, clock: VirtualC
 
 @asynccontextmanager
 async def _two_claimers(
-    case: Case, ledger: Ledger, release: trio.Event | None = None, workers: int = 4
+    case: Case,
+    ledger: Ledger,
+    release: trio.Event | None = None,
+    workers: int = 4,
+    *,
+    every: bool = False,
 ) -> AsyncIterator[SqlBroker[Any]]:
-    """Two apps on two brokers serving the group of one table, each with ``workers``; their
-    handlers record into ``ledger`` and, with ``release``, hold row 1 until it is set."""
+    """Two apps on two brokers serving the group of one table (``every``: one subscription
+    over every group), each with ``workers``; their handlers record into ``ledger`` and, with
+    ``release``, hold row 1 until it is set."""
     row = LEDGER[case.form]
     served: list[tuple[App, Subscriber[Any, Any]]] = []
     brokers = [case.stand.broker(), case.stand.broker()]
+    queue = InboxQueue(row, "ledger").every_group() if every else InboxQueue(row, GROUP)
     for broker in brokers:
 
-        @subscriber(InboxQueue(row, GROUP).workers(workers))
+        @subscriber(queue.workers(workers))
         async def work(entry: Entry) -> None:
             with ledger.working(GROUP, entry.n):
                 if release is not None and entry.n == 1:
@@ -372,12 +379,13 @@ async def _two_claimers(
 
 
 @fifo_cells
+@pytest.mark.parametrize("every", [False, True], ids=["one_group", "every_group"])
 async def test_two_claimers_never_hold_two_rows_of_a_group_and_keep_its_order(
-    case: Case, clock: VirtualClock
+    case: Case, clock: VirtualClock, every: bool
 ) -> None:
     ledger = Ledger()
     row = LEDGER[case.form]
-    async with _two_claimers(case, ledger) as broker:
+    async with _two_claimers(case, ledger, every=every) as broker:
         await _publish(broker, row, *range(1, 13))
         with trio.fail_after(120):
             await ledger.wait_finished(12)
@@ -386,17 +394,19 @@ async def test_two_claimers_never_hold_two_rows_of_a_group_and_keep_its_order(
 
 
 @fifo_cells
+@pytest.mark.parametrize("every", [False, True], ids=["one_group", "every_group"])
 @pytest.mark.parametrize("ahead", [False, True], ids=["behind", "ahead"])
 async def test_the_head_in_work_holds_back_its_group(
-    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch, ahead: bool
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch, ahead: bool, every: bool
 ) -> None:
     """While row 1 is in work on one claimer, the other claims nothing: neither the row behind
-    it nor (``ahead``) a row that entered the group ahead of it, with a smaller priority."""
+    it nor (``ahead``) a row that entered the group ahead of it, with a smaller priority; a
+    subscription over every group (``every``) no more than one to the group."""
     ledger = Ledger()
     release = trio.Event()
     row = LEDGER[case.form]
     watch = ClaimWatch(monkeypatch)
-    async with _two_claimers(case, ledger, release, workers=1) as broker:
+    async with _two_claimers(case, ledger, release, workers=1, every=every) as broker:
         await _publish(broker, row, 1)
         with trio.fail_after(60):
             await ledger.wait_started(1)
@@ -514,15 +524,17 @@ def _guard_held(stand: Stand) -> Iterator[None]:
 
 
 @server_cells
+@pytest.mark.parametrize("every", [False, True], ids=["one_group", "every_group"])
 async def test_a_claim_takes_nothing_while_another_transaction_holds_the_guard(
-    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch, every: bool
 ) -> None:
     row = LEDGER[case.form]
     broker = case.stand.broker(poll_interval=1.0)  # claims every virtual second
     ledger = Ledger()
     watch = ClaimWatch(monkeypatch)
+    queue = InboxQueue(row, "ledger").every_group() if every else InboxQueue(row, GROUP)
 
-    @subscriber(InboxQueue(row, GROUP))
+    @subscriber(queue)
     async def work(entry: Entry) -> None:
         with ledger.working(GROUP, entry.n):
             pass
@@ -890,3 +902,40 @@ async def test_every_group_on_the_database_clock(case: Case) -> None:
         with trio.fail_after(30):
             await settled(app, post, 6)
     assert postings.by_group == {f"a{g}": [0, 1] for g in range(3)}
+
+
+@cells(forms=("lease",), stands=("postgres",))
+async def test_every_group_leaves_unstamped_the_head_of_a_group_held_elsewhere(
+    case: Case, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's lease claim stamps as it selects: the head of a group whose guard another
+    transaction holds is stamped by the claim all the same, and rolled back to the group's
+    savepoint, while the head of another group in the same claim is taken and committed."""
+    row = LEDGER[case.form]
+    broker = case.stand.broker(poll_interval=1.0)
+    postings = Postings()
+    post = _every_group(row, postings, work=0)
+    watch = ClaimWatch(monkeypatch)
+    app = _app(broker, row, post)
+    async with serving(app):
+        # The test's connection holds the guard of GROUP; the other group is free.
+        insert_rows(
+            case.stand,
+            TABLE,
+            [
+                {"account": account, "priority": 0, "retry_after": DUE, "attempt": 1}
+                | {"payload": b'{"account": "%s", "n": 0}' % account.encode()}
+                for account in (GROUP, "free")
+            ],
+        )
+        with trio.fail_after(60):
+            with _guard_held(case.stand):
+                await postings.wait_finished(1)
+                seen = watch.done
+                await watch.wait_done(seen + 2)
+                # Its head is neither handled nor left stamped by the claims that passed it.
+                assert postings.by_group == {"free": [0]}
+                assert case.stand.rows(f"SELECT locked_until FROM {TABLE}") == [(None,)]
+            await postings.wait_finished(2)
+    assert postings.by_group == {"free": [0], GROUP: [0]}
+    assert not watch.failed
