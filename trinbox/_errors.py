@@ -159,8 +159,9 @@ class AlreadySettled(SettlementError):
 
 
 class TransactionHeld(TrinboxError):
-    """A delivery's ``keys.Tx`` was used after its delivery settled (a handler kept it); the
-    transaction ended with the delivery, and nothing ran."""
+    """A ``Tx`` was used after its transaction ended: a delivery's ``keys.Tx`` after its
+    delivery settled (a handler kept it), or ``broker.transaction()``'s after its block.
+    Nothing ran."""
 
 
 class HandlerFailed(TrinboxError):

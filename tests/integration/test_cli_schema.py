@@ -109,3 +109,37 @@ def test_a_target_that_is_no_row_class_is_refused() -> None:
     done = trinbox_schema("examples.transcoder:Video")
     assert done.returncode == 2
     assert "not a row class" in done.stderr
+
+
+UTC_ROWS = """\
+from datetime import datetime
+from typing import Annotated
+from trinbox import Attempt, Group, Id, Inbox, Lease, LockedUntil, Payload, Priority, RetryAfter
+class Ledger(Inbox[Lease], table="ledger"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    attempt: Annotated[int, Attempt(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+"""
+
+
+def test_mysql_prints_a_generated_retry_after_defaulting_to_the_utc_now(tmp_path: Path) -> None:
+    # UTC_TIMESTAMP, not CURRENT_TIMESTAMP: the writing session's time zone does not move it.
+    (tmp_path / "utc_rows.py").write_text(UTC_ROWS)
+    done = trinbox_schema("utc_rows:Ledger", "--dialect", "mysql", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "CREATE TABLE IF NOT EXISTS `ledger` (\n"
+        "    `id` BIGINT AUTO_INCREMENT PRIMARY KEY,\n"
+        "    `account` VARCHAR(191) COLLATE utf8mb4_bin NOT NULL,\n"
+        "    `priority` INT NOT NULL DEFAULT 0,\n"
+        "    `retry_after` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+        "    `attempt` INT NOT NULL DEFAULT 1,\n"
+        "    `locked_until` DATETIME(6),\n"
+        "    `payload` LONGBLOB NOT NULL,\n"
+        "    INDEX `ledger_claim` (`account`, `priority`, `retry_after`, `id`)\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n"
+    )

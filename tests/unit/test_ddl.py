@@ -378,7 +378,7 @@ def test_roles_take_overrides_and_keep_their_attributes() -> None:
         "`due` TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')"
     )
     assert _lines(ddl(Small, "mysql")[0])[-2] == (
-        "`due` DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)"
+        "`due` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6))"
     )
 
 

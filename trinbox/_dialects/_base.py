@@ -145,6 +145,10 @@ class Dialect(ColumnRules):
     def check_server(self, version: str) -> None:
         """Refuse a server older than the dialect supports (``ServerTooOld``)."""
 
+    def check_ddl_server(self, ddl: Sequence[str], version: str) -> None:
+        """Refuse a server that cannot run this DDL (``ServerTooOld``): ``create_tables``
+        asks before it runs a statement."""
+
     # -- naming ---------------------------------------------------------------------------
 
     def q(self, name: str) -> str:

@@ -31,7 +31,14 @@ from .._declare._roles import ROLE_CLASSES
 from .._declare._spec import ColumnSpec, TableSpec
 from ._statement import Statement
 
-__all__ = ["ColumnRules", "FoundColumn", "Retype", "column_refusal", "default_value"]
+__all__ = [
+    "ColumnRules",
+    "FoundColumn",
+    "Retype",
+    "column_refusal",
+    "column_warnings",
+    "default_value",
+]
 
 TIME_ROLES = ("locked_until", "retry_after", "processed_at")
 
@@ -105,6 +112,12 @@ class ColumnRules:
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
         raise NotImplementedError
 
+    def utc_default_fix(self, spec: TableSpec, found: FoundColumn) -> str | None:
+        """The fix of a time column whose default the server fills in the writing session's
+        time zone (MySQL's CURRENT_TIMESTAMP into a DATETIME), or ``None`` for a default in
+        UTC or none."""
+        return None
+
     def generated_id_refusal(
         self, spec: TableSpec, col: ColumnSpec, found: FoundColumn, head: str
     ) -> str | None:
@@ -169,6 +182,27 @@ def column_refusal(
             if problem is not None:
                 return problem
     return None
+
+
+def column_warnings(
+    dialect: ColumnRules, spec: TableSpec, found: Sequence[FoundColumn]
+) -> list[str]:
+    """What the startup check reports without refusing (a table that serves trinbox's own
+    writes as it is): a RetryAfter column whose default is the writing session's local time
+    (trinbox's sessions run in UTC; another writer's rows relying on it fall due early or
+    late, and in a FIFO or priority table jump ahead of rows already queued)."""
+    due = spec.retry_after
+    have = None if due is None else _lookup(found, due.column, dialect.folds_column_names)
+    fix = None if have is None else dialect.utc_default_fix(spec, have)
+    if have is None or fix is None:
+        return []
+    return [
+        f"the RetryAfter column of {spec.label} is due at UTC times, found column "
+        f"{have.name!r} of type {have.type} with DEFAULT {have.default}, which the server "
+        f"fills in the writing session's time zone: a row inserted relying on it from a "
+        f"session not at +00:00 falls due that many hours early or late (trinbox's own "
+        f"sessions run at +00:00); {fix}"
+    ]
 
 
 def _refusal(d: ColumnRules, spec: TableSpec, col: ColumnSpec, have: FoundColumn) -> str | None:

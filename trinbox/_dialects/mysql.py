@@ -50,7 +50,7 @@ from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from .._errors import DeclarationError, ServerTooOld
 from ._base import Dialect
 from ._clock import lease_stamp, token_column
-from ._columns import FoundColumn, Retype
+from ._columns import FoundColumn, Retype, default_value
 from ._ddl_types import DdlRules
 from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
 from ._statement import P, ParamStyle, Statement
@@ -67,6 +67,9 @@ _LEVELS: dict[type[Opening], str] = {
 
 # SKIP LOCKED arrived in MySQL 8.0.1; MariaDB 10.6 has it too.
 MYSQL_FLOOR = (8, 0, 1)
+# An expression default (the generated RetryAfter's UTC_TIMESTAMP) arrived in MySQL 8.0.13;
+# MariaDB has had them since 10.2.
+MYSQL_EXPRESSION_DEFAULTS = (8, 0, 13)
 MARIADB_FLOOR = (10, 6, 0)
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 
@@ -86,6 +89,13 @@ _TIMES = frozenset({"datetime", "timestamp"})
 _INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
 _BYTES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 _TYPES: dict[Retype, str] = {"time": "DATETIME(6)", "count": "INT", "bytes": "LONGBLOB"}
+# Defaults of the session's local time (MariaDB's catalog writes current_timestamp(6),
+# MySQL's CURRENT_TIMESTAMP(6)).
+_SESSION_NOW = re.compile(
+    r"^(current_timestamp|now|localtime|localtimestamp|sysdate)\b", re.IGNORECASE
+)
+
+UTC_DEFAULT = "(UTC_TIMESTAMP(6))"
 
 # Times are DATETIME(6), naive UTC: whole seconds would hold the lease token, the fractions
 # keep retry_after and processed_at to the microsecond. Text in an index or a primary key is
@@ -111,7 +121,11 @@ _DDL = DdlRules(
     payload="LONGBLOB",
     generated_id="{type} AUTO_INCREMENT PRIMARY KEY",
     integer_id="BIGINT",
-    now="CURRENT_TIMESTAMP(6)",
+    # UTC whatever the writing session's time_zone: CURRENT_TIMESTAMP(6) would be the
+    # session's local time, and a row written from a session at +05:00 would fall due five
+    # hours late (at -05:00, early, ahead of rows already queued). An expression default,
+    # in the parentheses MySQL asks for (MySQL 8.0.13+; MariaDB takes them too).
+    now=UTC_DEFAULT,
     partial_indexes=False,
     inline_index=True,
     table_options=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
@@ -165,6 +179,27 @@ class MySqlDialect(Dialect):
                 f"server version {version!r}; upgrade the server to {required} or later"
             )
             raise ServerTooOld(msg, server=version, required=required)
+
+    def check_ddl_server(self, ddl: Sequence[str], version: str) -> None:
+        """The generated RetryAfter's default is an expression, which MySQL takes from 8.0.13
+        on (MariaDB from 10.2): an older MySQL is refused before a statement runs, not with
+        the server's syntax error halfway."""
+        found = _VERSION.match(version)
+        if "mariadb" in version.lower() or found is None:
+            return
+        if tuple(int(part) for part in found.groups()) >= MYSQL_EXPRESSION_DEFAULTS:
+            return
+        if not any(UTC_DEFAULT in statement for statement in ddl):
+            return
+        required = "MySQL " + ".".join(map(str, MYSQL_EXPRESSION_DEFAULTS))
+        msg = (
+            f"create_tables writes a generated RetryAfter column with DEFAULT {UTC_DEFAULT} "
+            f"(the due time in UTC, whatever the writing session's time zone), an expression "
+            f"default MySQL takes from 8.0.13 on, found server version {version!r}; upgrade "
+            f"the server to {required} or later, or declare RetryAfter() without "
+            f"generated=True (the publish then writes the due time)"
+        )
+        raise ServerTooOld(msg, server=version, required=required)
 
     def check_characters(self, name: str, what: str, where: str) -> None:
         """Names of the Basic Multilingual Plane, not ending in whitespace; no table or
@@ -377,6 +412,20 @@ class MySqlDialect(Dialect):
         return (
             f"set it: ALTER TABLE {self.table(spec)} ALTER COLUMN {self.q(found.name)} "
             "SET DEFAULT 1"
+        )
+
+    def utc_default_fix(self, spec: TableSpec, found: FoundColumn) -> str | None:
+        """A DATETIME defaulting to CURRENT_TIMESTAMP (or NOW(), LOCALTIMESTAMP...) holds the
+        session's local time; a TIMESTAMP stores the instant, whatever the session's zone."""
+        value = default_value(found.default)
+        if self._data_type(found) != "datetime" or value is None:
+            return None
+        if not _SESSION_NOW.match(value):
+            return None
+        null = "NULL" if found.nullable else "NOT NULL"
+        return (
+            f"make it UTC: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"{found.type.upper()} {null} DEFAULT {UTC_DEFAULT}"
         )
 
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, cast, overload
 
@@ -21,7 +22,7 @@ from .backoff import Backoff, require_backoff
 from .broker import SqlBroker
 from .events import EventBus, Events
 from .notify import NotifyListener
-from .statistics import SubscriptionStatistics
+from .statistics import SharedStatistics, SubscriptionStatistics
 from .subscribers import Subscriber
 from .subscription import Subscription
 
@@ -105,6 +106,7 @@ class App:
     report: ShutdownReport | None = field(default=None, init=False)
     _subscriptions: list[Subscription] = field(default_factory=list, init=False)
     _hooks: list[Events] = field(default_factory=list, init=False)
+    _shared: SharedStatistics | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         for hook in [self.events] if isinstance(self.events, Events) else self.events:
@@ -187,10 +189,20 @@ class App:
         self, subscriber: Subscriber[Any, Any] | None = None
     ) -> tuple[SubscriptionStatistics, ...] | SubscriptionStatistics:
         """Counters of every subscription, in mount order (of the last ``serve``), or of the
-        one of ``subscriber``: frozen snapshots, as Trio's ``statistics()`` methods return."""
+        one of ``subscriber``: frozen snapshots, as Trio's ``statistics()`` methods return.
+        Call it from the Trio thread the app serves on; another thread reads
+        :meth:`share_statistics`."""
         if subscriber is not None:
             return self._subscription(subscriber).statistics()
         return tuple(sub.statistics() for sub in self._subscriptions)
+
+    def share_statistics(self) -> SharedStatistics:
+        """The app's statistics for a reader on another thread (a metrics exporter's):
+        ``serve`` publishes ``statistics()`` into it from the Trio side, every second and
+        once more when its subscriptions have stopped. Every call returns the same one."""
+        if self._shared is None:
+            self._shared = SharedStatistics()
+        return self._shared
 
     def _subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
         """The running subscription of a mounted subscriber (trinbox.testing reads it)."""
@@ -215,6 +227,12 @@ class App:
         self.shutdown()
         for sub in self._subscriptions:
             sub.cut_grace()
+
+    def _sharing(self) -> AbstractAsyncContextManager[None]:
+        """Around the subscriptions' nursery: the statistics published for other threads,
+        if any reader asked for them, up to the last subscription's end."""
+        shared = self._shared
+        return nullcontext() if shared is None else shared.published(self.statistics)
 
     def _fail_fast(self, exc: BaseException) -> None:
         if self._failure is None:
@@ -279,7 +297,7 @@ class App:
                         if s.broker is broker and s.held_connections
                     ]
                     startup.check_pool_budget(self.info.name, broker, holding)
-                async with trio.open_nursery() as nursery:
+                async with self._sharing(), trio.open_nursery() as nursery:
                     listeners = [
                         NotifyListener(
                             broker,

@@ -38,6 +38,7 @@ from .._util import positive_duration
 from .clocks import Clock, DatabaseClock, host_clock, uses_database_clock
 from .codecs import Codec, JsonCodec
 from .events import EventBus
+from .handles import BLOCK as TX_BLOCK
 from .handles import Pool as HandlerPool
 from .handles import Tx
 from .pooling import Pooling, check_listen, driver_options, pooling_mode
@@ -323,12 +324,18 @@ class SqlBroker(Generic[D]):
     async def transaction(self) -> AsyncIterator[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
-        subscriptions once it commits."""
+        subscriptions once it commits. The ``Tx`` ends with the block: one kept past it
+        raises ``TransactionHeld``."""
         conn = await self.pool.acquire()
-        tx = Tx(conn, self._publish_in)
+        tx = Tx(conn, self._publish_in, ended=TX_BLOCK)
         try:
             await conn.begin(self.dialect.plain_begin().sql)
-            yield tx
+            try:
+                yield tx
+            finally:
+                # Before the commit: its connection goes back to the pool, where a statement
+                # of a kept Tx would run in autocommit or in another task's transaction.
+                tx.end()
             await conn.commit()
         except BaseException:
             await rollback_quietly(conn)

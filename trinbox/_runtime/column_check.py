@@ -6,13 +6,18 @@ names what is missing."""
 
 from __future__ import annotations
 
+import logging
+
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
+from .._dialects._columns import column_warnings
 from .._dialects._statement import Statement
 from .._drivers._base import Connection
 from .._errors import DatabaseError, SchemaError, TrinboxError
 
 __all__ = ["check_columns", "prepare_statements"]
+
+logger = logging.getLogger("trinbox.app")
 
 # The fix a prepare failure asks for, by what the database says is missing.
 _ADVICE = {
@@ -45,7 +50,8 @@ async def check_columns(
     where: str, spec: TableSpec, dialect: Dialect, conn: Connection
 ) -> SchemaError | None:
     """Read the table's columns from the catalog and refuse the first role column whose type
-    (or default, or NULL) cannot play its role, naming the column, what was found and the fix.
+    (or default, or NULL) cannot play its role, naming the column, what was found and the fix;
+    warn of a RetryAfter default in the session's local time.
     A read that fails (SQLite's for a schema not attached) is returned, not raised: the
     caller raises it once the prepare, which names what is missing, has passed."""
     query = dialect.columns_query(spec)
@@ -59,7 +65,10 @@ async def check_columns(
         failed = SchemaError(msg, table=spec.qualified_name, statement=query.sql)
         failed.__cause__ = exc
         return failed
-    problem = dialect.check_columns(spec, dialect.read_columns(spec, records))
+    columns = dialect.read_columns(spec, records)
+    problem = dialect.check_columns(spec, columns)
     if problem is not None:
         raise SchemaError(f"{where}: {problem}", table=spec.qualified_name, statement=query.sql)
+    for warning in column_warnings(dialect, spec, columns):
+        logger.warning("%s: %s", where, warning)
     return None

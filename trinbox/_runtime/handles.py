@@ -27,6 +27,18 @@ Publisher = Callable[..., Awaitable[None]]
 D = TypeVar("D", bound=Serves[Any], covariant=True, default=Any)
 F = TypeVar("F", bound=Form)
 
+# What a kept Tx raises, by where its transaction came from.
+DELIVERY = (
+    "a delivery's transaction ends with its delivery, found keys.Tx used after the delivery "
+    "settled; do the work inside the handler, or use keys.Pool or broker.transaction() for "
+    "work that outlives it"
+)
+BLOCK = (
+    "a transaction from broker.transaction() ends with its async with block, found its Tx "
+    "used after the block; do the work inside the block, or open another transaction with "
+    "async with broker.transaction() as tx"
+)
+
 
 class _Runs:
     """Statements on one connection; SQL placeholders are the database driver's own
@@ -60,24 +72,22 @@ class Tx(_Runs, Generic[D]):
     a ``SqlBroker[Sqlite]`` yields a ``Tx[Sqlite]``, whose ``publish`` refuses a row lock row
     as the broker's does); a handler's ``keys.Tx`` is ``Tx[Any]``."""
 
-    def __init__(self, conn: Connection, publisher: Publisher) -> None:
+    def __init__(self, conn: Connection, publisher: Publisher, *, ended: str = DELIVERY) -> None:
         self._tx_conn: Connection | None = conn
         self._publisher = publisher
+        self._ended = ended
         self.published: list[tuple[str, str | None]] = []
 
     @property
     def _conn(self) -> Connection:  # type: ignore[override]
         if self._tx_conn is None:
-            msg = (
-                "a delivery's transaction ends with its delivery, found keys.Tx used after "
-                "the delivery settled; do the work inside the handler, or use keys.Pool or "
-                "broker.transaction() for work that outlives it"
-            )
-            raise TransactionHeld(msg)
+            raise TransactionHeld(self._ended)
         return self._tx_conn
 
     def end(self) -> None:
-        """The delivery settled: the transaction is over, and so is this handle."""
+        """The transaction is over (its delivery settled, its block ended), and so is this
+        handle: what a holder of it runs raises ``TransactionHeld``, never a statement on a
+        connection the pool has lent to another task."""
         self._tx_conn = None
 
     @overload

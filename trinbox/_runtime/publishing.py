@@ -99,14 +99,38 @@ async def write_row(
     await conn.execute(statement.sql, statement.bind(values))
     notify = dialect.notify_statement()
     if broker.listen_notify and notify is not None:
-        # Announce the row to other processes; a failure here is not a failed publish.
         group = group_of(spec, columns) or ""
+        # Read before the NOTIFY: a failed statement may end what it ran in.
+        in_transaction = conn.in_transaction
         try:
             await conn.execute(
                 notify.sql, notify.bind({"channel": spec.qualified_name, "group": group})
             )
-        except DatabaseError:
-            logger.warning("NOTIFY for %s failed; other processes poll", spec.label, exc_info=True)
+        except DatabaseError as exc:
+            if in_transaction:
+                raise _aborted_by_notify(spec, exc) from exc
+            # In autocommit the insert committed on its own: only the wake-up is lost.
+            logger.warning(
+                "NOTIFY for %s failed; the row is written, and other processes see it at "
+                "their next poll",
+                spec.label,
+                exc_info=True,
+            )
+
+
+def _aborted_by_notify(spec: TableSpec, exc: DatabaseError) -> DatabaseError:
+    """A NOTIFY that failed inside a transaction failed the transaction (PostgreSQL aborts it
+    at the first error): the publish failed, and so will everything after it. Logged as
+    that, and raised to the publisher."""
+    msg = (
+        f"publish into {spec.label}: the NOTIFY announcing the row failed inside the "
+        f"transaction ({exc}), and the database aborted the transaction: the publish failed, "
+        f"and nothing of the transaction will commit; let the error roll the transaction "
+        f"back, then fix what the database reports (the group is the NOTIFY's payload, "
+        f"under 8000 bytes) or drop listen_notify"
+    )
+    logger.warning("%s", msg)
+    return DatabaseError(msg, statement=exc.statement, code=exc.code)
 
 
 def row_values(

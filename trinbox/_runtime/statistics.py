@@ -1,14 +1,22 @@
 """``SubscriptionStatistics``: a frozen snapshot of one subscription's counters, as Trio's own
-``statistics()`` methods return, and the log-line fields every subscription event carries."""
+``statistics()`` methods return; ``SharedStatistics``, the snapshots a serving app publishes
+for readers on other threads; and the log-line fields every subscription event carries."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+
+import trio
 
 from .._errors import TrinboxError
 
-__all__ = ["SubscriptionStatistics", "Fields"]
+__all__ = ["SHARE_EVERY", "Fields", "SharedStatistics", "SubscriptionStatistics"]
+
+SHARE_EVERY = 1.0
+"""How often a serving app publishes its statistics for readers on other threads (seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,39 @@ class SubscriptionStatistics:
     """Row holds released by shutdown."""
     connections_closed: int
     """Sessions closed because their release was not confirmed."""
+
+
+class SharedStatistics:
+    """An app's statistics as its Trio side last published them, for a reader on another
+    thread (a metrics exporter's). ``latest`` is one tuple of frozen snapshots, taken in one
+    step of the Trio thread and replaced whole: every :data:`SHARE_EVERY` seconds while the
+    app serves, and once more when its subscriptions have stopped. A reader takes the
+    reference and reads what it holds; nothing it reaches is live or changes under it.
+    Before the first ``serve`` it is empty."""
+
+    __slots__ = ("latest",)
+
+    def __init__(self) -> None:
+        self.latest: tuple[SubscriptionStatistics, ...] = ()
+
+    @asynccontextmanager
+    async def published(
+        self, read: Callable[[], tuple[SubscriptionStatistics, ...]]
+    ) -> AsyncIterator[None]:
+        """Publish ``read()`` now and every :data:`SHARE_EVERY` seconds while the block
+        runs, and once more as it ends."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._refresh, read)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+                self.latest = read()
+
+    async def _refresh(self, read: Callable[[], tuple[SubscriptionStatistics, ...]]) -> None:
+        while True:
+            self.latest = read()
+            await trio.sleep(SHARE_EVERY)
 
 
 class Fields:

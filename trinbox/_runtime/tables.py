@@ -20,7 +20,7 @@ __all__ = ["create_tables"]
 async def create_tables(broker: SqlBroker[Any], row: type[Any], dead_letter: str | None) -> None:
     """Create ``row``'s table, claim index and dead letter table where missing, one
     statement at a time on one connection (autocommit: each ``IF NOT EXISTS`` stands alone,
-    and MySQL commits DDL anyway)."""
+    and MySQL commits DDL anyway), once the server is known to take them all."""
     spec = spec_of(row)
     statements = [
         render("ddl", sql, broker.dialect.style)
@@ -37,6 +37,10 @@ async def create_tables(broker: SqlBroker[Any], row: type[Any], dead_letter: str
         raise Closed(msg) from None
     conn = await pool.acquire()
     try:
+        version_query = broker.dialect.version_query
+        if version_query is not None:
+            rows = await conn.fetch(version_query)
+            broker.dialect.check_ddl_server([s.sql for s in statements], str(rows[0][0]))
         for statement in statements:
             await conn.execute(statement.sql, ())
     finally:

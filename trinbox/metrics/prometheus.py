@@ -6,8 +6,9 @@
     prometheus_client.start_http_server(9100)
 
 Every series is labelled by ``queue`` (the subscription's name) and ``table``; publishes by
-``table`` and ``group``. ``QueueDepthGauges.of_app(app)`` adds each queue's depth, read by
-``trinbox inspect``'s queries in a task of its own (scrapes never wait for a query).
+``table`` (and ``group`` with ``group_label=True``). ``QueueDepthGauges.of_app(app)`` adds
+each queue's depth, read by ``trinbox inspect``'s queries in a task of its own (scrapes never
+wait for a query).
 """
 
 from __future__ import annotations
@@ -56,24 +57,30 @@ _log = logging.getLogger("trinbox.metrics")
 class PrometheusMetrics(Events):
     """Counters, histograms and gauges of an app's queues, as an event hook.
 
-    ``PrometheusMetrics(app)`` registers itself on ``app`` and adds the in-work gauge, read
-    from ``app.statistics()`` at each scrape; without ``app``, register it yourself
-    (``App(events=[metrics])``) and the in-work gauge is left out. ``registry``: where the
-    metrics go (default: prometheus_client's global ``REGISTRY``); ``namespace`` prefixes
-    every name.
+    ``PrometheusMetrics(app)`` registers itself on ``app`` and adds the in-work gauge; without
+    ``app``, register it yourself (``App(events=[metrics])``) and the in-work gauge is left
+    out. ``registry``: where the metrics go (default: prometheus_client's global
+    ``REGISTRY``); ``namespace`` prefixes every name. ``group_label``: also label publishes
+    by their group. Off by default: a group per tenant, customer or account would make a
+    series of each, without bound.
 
     =========================================  =======================================
-    ``trinbox_published_total``                rows published, by table, group, result
+    ``trinbox_published_total``                rows published, by table, result (and
+                                               group, with ``group_label=True``)
     ``trinbox_claims_total``                   claims, by result (rows, empty, error)
     ``trinbox_claimed_total``                  deliveries claimed
-    ``trinbox_claim_duration_seconds``         claim round trips (histogram)
+    ``trinbox_claim_duration_seconds``         claim round trips (histogram), by
+                                               ``chained``: ``"false"`` for the claim
+                                               loop's, ``"true"`` for a claim run with a
+                                               settlement (its time includes it)
     ``trinbox_handler_duration_seconds``       handler runs, by result (ok, error)
     ``trinbox_handlers_running``               handlers running now (gauge)
     ``trinbox_settled_total``                  settlements that took effect, by outcome
     ``trinbox_settle_failures_total``          settlements that did not, by outcome
     ``trinbox_released_total``                 deliveries returned unsettled
     ``trinbox_lease_extensions_total``         lease extensions, by result (extended, lost)
-    ``trinbox_in_work``                        deliveries in work now (with ``app``)
+    ``trinbox_in_work``                        deliveries in work (with ``app``; as the
+                                               app published them, each second)
     =========================================  =======================================
     """
 
@@ -83,13 +90,15 @@ class PrometheusMetrics(Events):
         *,
         registry: CollectorRegistry | None = None,
         namespace: str = "trinbox",
+        group_label: bool = False,
     ) -> None:
         registry = REGISTRY if registry is None else registry
         ns = namespace
+        self._group_label = group_label
+        published = ("table", "group", "result") if group_label else ("table", "result")
         self._published = Counter(
-            "published", "Rows published.", ("table", "group", "result"), namespace=ns,
-            registry=registry,
-        )  # fmt: skip
+            "published", "Rows published.", published, namespace=ns, registry=registry
+        )
         self._claims = Counter(
             "claims", "Claims run.", (*QUEUE, "result"), namespace=ns, registry=registry
         )
@@ -99,7 +108,7 @@ class PrometheusMetrics(Events):
         self._claim_seconds = Histogram(
             "claim_duration_seconds",
             "Claim round trips (a chained claim's includes its settlement).",
-            QUEUE,
+            (*QUEUE, "chained"),
             namespace=ns,
             registry=registry,
             buckets=CLAIM_BUCKETS,
@@ -148,7 +157,10 @@ class PrometheusMetrics(Events):
 
     def published(self, event: PublishEvent) -> None:
         result = "ok" if event.error is None else "error"
-        self._published.labels(event.table, event.group or "", result).inc()
+        if self._group_label:
+            self._published.labels(event.table, event.group or "", result).inc()
+        else:
+            self._published.labels(event.table, result).inc()
 
     def claimed(self, event: ClaimEvent) -> None:
         queue = (event.source.subscription, event.source.table)
@@ -158,8 +170,8 @@ class PrometheusMetrics(Events):
             result = "rows" if event.count else "empty"
             self._claimed.labels(*queue).inc(event.count)
         self._claims.labels(*queue, result).inc()
-        if not event.chained:
-            self._claim_seconds.labels(*queue).observe(event.duration)
+        chained = "true" if event.chained else "false"
+        self._claim_seconds.labels(*queue, chained).observe(event.duration)
 
     def handle_started(self, event: HandleEvent) -> object:
         self._running.labels(event.source.subscription, event.source.table).inc()
@@ -184,18 +196,20 @@ class PrometheusMetrics(Events):
 
 
 class _InWork(Collector):
-    """``trinbox_in_work``: deliveries claimed and not yet settled or released, read from the
-    app's statistics at each scrape (exact, whatever ended each delivery)."""
+    """``trinbox_in_work``: deliveries claimed and not yet settled or released, from the
+    statistics the serving app last published (exact, whatever ended each delivery; at most
+    a second old). A scrape runs on the exporter's thread, so it reads only that published
+    snapshot, never the app's live counters, which belong to the Trio thread."""
 
     def __init__(self, app: App, namespace: str) -> None:
-        self._app = app
+        self._shared = app.share_statistics()
         self._name = f"{namespace}_in_work"
 
     def collect(self) -> Iterator[Metric]:
         gauge = GaugeMetricFamily(
             self._name, "Deliveries claimed and not yet settled or released.", labels=QUEUE
         )
-        for stats in self._app.statistics():
+        for stats in self._shared.latest:
             gauge.add_metric([stats.queue, stats.table], stats.in_work)
         yield gauge
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry
 
 import trinbox
-from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
+from trinbox import App, ClaimEvent, Events, HandlerOutcome, InboxQueue, keys, subscriber
+from trinbox._runtime.statistics import SHARE_EVERY
 from trinbox.metrics.otel import OpenTelemetryEvents
 from trinbox.metrics.prometheus import PrometheusMetrics, QueueDepthGauges
 from trinbox.testing import VirtualClock, settled
@@ -36,6 +38,13 @@ class Email:
 
 
 QUEUE = {"queue": "emails", "table": "email_jobs"}
+CHAINED = ("false", "true")
+
+
+async def app_published() -> None:
+    """Let the serving app publish its statistics for other threads once more (each
+    SHARE_EVERY seconds, on the test's virtual clock)."""
+    await trio.sleep(SHARE_EVERY * 1.5)
 
 
 @cells()
@@ -69,6 +78,7 @@ async def test_prometheus_counts_outcomes_durations_and_work(
         await broker.publish(case.email, Email("wait"), name="emails", customer="w")
         with trio.fail_after(60):
             await in_handler.wait()
+        await app_published()
         # One delivery in work, its handler running.
         assert value("trinbox_in_work") == 1
         assert value("trinbox_handlers_running") == 1
@@ -77,6 +87,7 @@ async def test_prometheus_counts_outcomes_durations_and_work(
             await broker.publish(case.email, Email(to), name="emails", customer=to)
         with trio.fail_after(60):
             await settled(app, send, 5)
+        await app_published()
         assert value("trinbox_in_work") == 0
     stats = app.statistics(send)
     assert value("trinbox_handlers_running") == 0
@@ -90,13 +101,141 @@ async def test_prometheus_counts_outcomes_durations_and_work(
     assert value("trinbox_handler_duration_seconds_sum", result="ok") is not None
     claims = sum(value("trinbox_claims_total", result=r) or 0 for r in ("rows", "empty", "error"))
     assert claims == stats.claims
-    # Claim latency: every claim of the loop (chained ones share their settlement's time).
-    observed = value("trinbox_claim_duration_seconds_count")
-    assert observed is not None and 1 <= observed <= claims
+    # Claim latency: every claim, the claim loop's and those chained to a settlement (whose
+    # time includes the settlement's), told apart by a label.
+    observed = [value("trinbox_claim_duration_seconds_count", chained=c) for c in CHAINED]
+    assert observed[0] is not None and observed[0] >= 1
+    assert sum(n or 0 for n in observed) == claims
     published = registry.get_sample_value(
-        "trinbox_published_total", {"table": "email_jobs", "group": "emails", "result": "ok"}
+        "trinbox_published_total", {"table": "email_jobs", "result": "ok"}
     )
     assert published == 4
+    # No group label unless asked for: a group per tenant would be a series each.
+    assert (
+        registry.get_sample_value(
+            "trinbox_published_total", {"table": "email_jobs", "group": "emails", "result": "ok"}
+        )
+        is None
+    )
+
+
+@cells(forms=["lease"])
+async def test_publishes_are_counted_by_group_only_when_asked(case: Case) -> None:
+    by_table, by_group = CollectorRegistry(), CollectorRegistry()
+    broker = case.stand.broker()
+    app = make_app()
+    app.add_broker(broker)
+    PrometheusMetrics(app, registry=by_table)
+    app.add_events(PrometheusMetrics(registry=by_group, group_label=True))
+    async with serving(app):
+        for tenant in ("t1", "t2", "t2"):
+            await broker.publish(case.email, Email("x"), name=tenant, customer="c")
+    assert {
+        tuple(sorted(sample.labels.items())): sample.value
+        for metric in by_table.collect()
+        if metric.name == "trinbox_published"
+        for sample in metric.samples
+        if sample.name == "trinbox_published_total"
+    } == {(("result", "ok"), ("table", "email_jobs")): 3.0}
+    for tenant, count in (("t1", 1), ("t2", 2)):
+        labels = {"table": "email_jobs", "group": tenant, "result": "ok"}
+        assert by_group.get_sample_value("trinbox_published_total", labels) == count
+
+
+def scraped_in_work(registry: CollectorRegistry) -> float | None:
+    """``trinbox_in_work`` as a scrape on a thread of its own reads it (the exporter's
+    thread). Joined at once, from the Trio thread: the Trio side stands still, exactly where
+    it is, while the other thread reads (and the test's virtual clock sees no wait)."""
+    scraped: list[float | None] = []
+    exporter = threading.Thread(
+        target=lambda: scraped.append(registry.get_sample_value("trinbox_in_work", QUEUE))
+    )
+    exporter.start()
+    exporter.join()
+    return scraped[0]
+
+
+class ScrapeMidClaim(Events):
+    """Scrapes while the Trio thread is halfway through a claim: its rows taken and counted
+    in work, their handlers not started."""
+
+    def __init__(self, app: App, registry: CollectorRegistry) -> None:
+        self.app = app
+        self.registry = registry
+        self.seen: list[tuple[int, float | None]] = []
+
+    def claimed(self, event: ClaimEvent) -> None:
+        if event.count:
+            (live,) = [s.in_work for s in self.app.statistics() if s.queue == "emails"]
+            self.seen.append((live, scraped_in_work(self.registry)))
+
+
+@cells(forms=["lease"])
+async def test_the_exporter_thread_reads_the_in_work_gauge_the_app_published(
+    case: Case, clock: VirtualClock
+) -> None:
+    registry = CollectorRegistry()
+    broker = case.stand.broker()
+    go_on = trio.Event()
+    in_handler = trio.Event()
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def send(email: Email) -> None:
+        in_handler.set()
+        await go_on.wait()
+
+    app = make_app()
+    app.include(broker, send)
+    PrometheusMetrics(app, registry=registry)
+    scraper = ScrapeMidClaim(app, registry)
+    app.add_events(scraper)
+
+    assert scraped_in_work(registry) is None  # nothing published before serve
+    async with serving(app):
+        await app_published()
+        assert scraped_in_work(registry) == 0
+        await broker.publish(case.email, Email("a"), name="emails", customer="c")
+        with trio.fail_after(60):
+            await in_handler.wait()
+        # Mid-claim, the row is in work on the Trio side; the exporter read what the app
+        # had published, not the claim half done.
+        assert scraper.seen == [(1, 0)]
+        await app_published()
+        assert scraped_in_work(registry) == 1
+        go_on.set()
+        with trio.fail_after(60):
+            await settled(app, send, 1)
+        await app_published()
+        assert scraped_in_work(registry) == 0
+    # Published once more as serve ended: the last word is the stopped app's.
+    assert app.share_statistics().latest == app.statistics()
+    assert scraped_in_work(registry) == 0
+
+
+@cells(forms=["lease"], stands=["sqlite"])
+async def test_a_cancelled_serve_publishes_its_last_statistics_too(
+    case: Case, clock: VirtualClock
+) -> None:
+    registry = CollectorRegistry()
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def send(email: Email) -> None:
+        pass
+
+    app = make_app()
+    app.include(case.stand.broker(), send)
+    PrometheusMetrics(app, registry=registry)
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.serve)
+            await app_published()
+            (serving,) = app.share_statistics().latest
+            assert serving.serving
+            scope.cancel()
+    (stopped,) = app.share_statistics().latest
+    assert not stopped.serving
+    assert app.share_statistics().latest == app.statistics()
+    assert scraped_in_work(registry) == 0
 
 
 @dataclass(frozen=True)

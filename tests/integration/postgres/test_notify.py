@@ -7,6 +7,7 @@ waits, which a virtual clock would skip past.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from trinbox import (
     App,
     AppInfo,
     Attempt,
+    DatabaseError,
     DeclarationError,
     Group,
     Id,
@@ -35,6 +37,7 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
+from trinbox._drivers.aio import asyncio_loop
 from trinbox.testing import idle
 
 from ..stands import PostgresStand, fresh_stand
@@ -271,6 +274,68 @@ def test_a_channel_over_63_bytes_stops_the_subscription_at_startup(pg: PostgresS
         f"at most 63 bytes, found {channel!r} (71 bytes); use a shorter table or schema "
         f"name, or drop listen_notify"
     )
+
+
+# pg_notify refuses a payload of 8000 bytes or more: a group that long fails the NOTIFY.
+UNANNOUNCEABLE = "g" * 9000
+
+
+async def test_a_notify_failing_inside_tx_publish_fails_the_publish_and_says_so(
+    pg: PostgresStand, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trinbox.publish")
+    _, broker = publisher(pg)
+    reached: list[str] = []
+    async with asyncio_loop(True):
+        await broker.open()
+        try:
+            with pytest.raises(DatabaseError) as caught:
+                async with broker.transaction() as tx:
+                    await tx.execute(
+                        "INSERT INTO email_jobs (name, payload) VALUES ('business', '')"
+                    )
+                    await tx.publish(Email, Note("lost"), name=UNANNOUNCEABLE)
+                    reached.append("after the publish")
+            # The broker still publishes.
+            await broker.publish(Email, Note("next"), name="emails")
+        finally:
+            await broker.aclose()
+    # The error reached the publisher at its publish, not later at the commit.
+    assert reached == []
+    says = (
+        "publish into email_jobs (Email): the NOTIFY announcing the row failed inside the "
+        "transaction (InvalidParameterValueError: payload string too long"
+    )
+    assert str(caught.value).startswith(says)
+    assert "the database aborted the transaction: the publish failed, and nothing of the " in (
+        str(caught.value)
+    )
+    assert caught.value.code == "22023"  # the server's own code, kept
+    # The log says the same, and nothing of the transaction was kept.
+    (logged,) = [r.getMessage() for r in caplog.records]
+    assert logged == str(caught.value)
+    assert "other processes" not in logged
+    assert pg.rows("SELECT name FROM email_jobs") == [("emails",)]
+
+
+async def test_a_notify_failing_after_a_pooled_publish_loses_only_the_wake_up(
+    pg: PostgresStand, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trinbox.publish")
+    _, broker = publisher(pg)
+    async with asyncio_loop(True):
+        await broker.open()
+        try:
+            await broker.publish(Email, Note("kept"), name=UNANNOUNCEABLE)
+        finally:
+            await broker.aclose()
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "NOTIFY for email_jobs (Email) failed; the row is written, and other processes see it "
+        "at their next poll"
+    )
+    assert record.exc_info is not None
+    assert pg.rows("SELECT length(name), payload FROM email_jobs") == [(9000, b'{"text":"kept"}')]
 
 
 class Posting(Inbox[Lease], table="postings"):

@@ -1,6 +1,6 @@
-"""README.md's "Observability" section stays true: its hook runs as written over a real SQLite
-queue and prints what the section shows, and the log line it shows is what a handler failure
-logs."""
+"""README.md's "Observability" section stays true: its hook and its Prometheus metrics run as
+written over a real SQLite queue and give what the section shows, and the log line it shows is
+what a handler failure logs."""
 
 from __future__ import annotations
 
@@ -62,11 +62,13 @@ def test_the_section_sits_right_before_databases() -> None:
     assert headings[headings.index("Observability") + 1] == "Databases"
 
 
-async def test_the_hook_and_the_log_line_are_what_the_readme_shows(
+async def test_the_hook_the_metrics_and_the_log_line_are_what_the_readme_shows(
     tmp_path: Path, clock: VirtualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (python, hook), (_, tallied), (_, logged) = blocks(section())
-    assert python == "python"
+    (python, hook), (_, tallied), (metrics_python, metrics), (_, scraped), (_, logged) = blocks(
+        section()
+    )
+    assert python == metrics_python == "python"
     path = tmp_path / "videos.db"
     with sqlite3.connect(path) as conn:
         conn.execute(
@@ -75,6 +77,7 @@ async def test_the_hook_and_the_log_line_are_what_the_readme_shows(
         )
     namespace: dict[str, Any] = {}
     exec(compile(hook, "README.md", "exec"), namespace)
+    exec(compile(metrics, "README.md", "exec"), namespace)  # on the hook's app
     app = namespace["app"]
     broker = SqlBroker.sqlite(f"sqlite:///{path}", poll_interval=0.05, clock=TrioClock())
 
@@ -94,6 +97,13 @@ async def test_the_hook_and_the_log_line_are_what_the_readme_shows(
             await settled(app, transcode, 4)
         app.shutdown()
     assert f"{sorted(namespace['tally'].outcomes.items())}\n" == tallied
+    exposition = namespace["generate_latest"](namespace["registry"]).decode()
+    shown = [
+        line
+        for line in exposition.splitlines()
+        if line.startswith(("trinbox_published_total", "trinbox_in_work"))
+    ]
+    assert "\n".join(shown) + "\n" == scraped
     (record,) = caplog.records
     formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
     assert formatter.format(record).splitlines()[0] + "\n" == logged
