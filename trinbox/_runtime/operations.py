@@ -299,6 +299,16 @@ async def redrive(
     moves ``chunk`` rows per statement. ``on_count`` hears how many rows will move before the
     first chunk, ``progress`` how many each chunk moved."""
     dead = _require_dead(q)
+    if dead.group is not None and _every_group(q):
+        # Each row left its own group for the dead letter group, which keeps no trace of it.
+        msg = (
+            f"queue {q.name!r} on {q.spec.label} serves every group, and a redrive returns "
+            f"its dead letters into the queue's group, found the dead letter group "
+            f"{dead.group!r}, which does not keep the group each row came from; move them "
+            f"back by hand (UPDATE {q.spec.qualified_name} SET <group> = ... WHERE <group> = "
+            f"{dead.group!r}), or redrive through a subscription to one group"
+        )
+        raise DeclarationError(msg)
     if ids is not None:
         ids = list(dict.fromkeys(ids))
     dialect = q.broker.dialect

@@ -25,6 +25,7 @@ from trinbox import (
     App,
     Attempt,
     Backoff,
+    DeclarationError,
     FifoAtSerializable,
     Group,
     HandlerOutcome,
@@ -42,7 +43,7 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
-from trinbox._runtime.operations import depths, opened, queues_of
+from trinbox._runtime.operations import depths, opened, queues_of, redrive
 from trinbox.schema import ddl
 from trinbox.testing import VirtualClock, idle, settled
 
@@ -939,3 +940,35 @@ async def test_every_group_leaves_unstamped_the_head_of_a_group_held_elsewhere(
             await postings.wait_finished(2)
     assert postings.by_group == {"free": [0], GROUP: [0]}
     assert not watch.failed
+
+
+@cells(forms=("lease",), stands=("sqlite",))
+async def test_every_group_refuses_a_redrive_into_no_group(case: Case) -> None:
+    """A redrive returns dead letters into its queue's group; over every group there is
+    none, and the dead letter group kept no row's own: refused, nothing moved."""
+    row = LEDGER[case.form]
+    case.stand.script(";\n".join(ddl(row, "sqlite")))
+    insert_rows(
+        case.stand,
+        TABLE,
+        [
+            {"account": "ledger_dead", "priority": 0, "retry_after": DUE, "attempt": 3}
+            | {"payload": b"{}"}
+        ],
+    )
+
+    @subscriber(InboxQueue(row, "ledger").every_group())
+    async def post(entry: Entry) -> None:
+        pass
+
+    app = make_app()
+    app.include(case.stand.broker(), post).max_attempts(3).dead_letter("ledger_dead")
+    async with opened(app.brokers):
+        (queue,) = queues_of(app)
+        with pytest.raises(DeclarationError) as caught:
+            await redrive(queue, None)
+    assert str(caught.value).startswith(
+        "queue 'ledger' on ledger (LedgerLease) serves every group, and a redrive returns its "
+        "dead letters into the queue's group, found the dead letter group 'ledger_dead', "
+    )
+    assert case.stand.rows(f"SELECT account FROM {TABLE}") == [("ledger_dead",)]
