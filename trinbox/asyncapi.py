@@ -113,7 +113,7 @@ class _Parts:
             where=where,
         )
         message = self._message(spec, plan, queue.codec_used)
-        channel = self._channel(mount.broker, spec, queue.name)
+        channel = self._channel(mount.broker, spec, queue.group, every=queue.serves_every_group)
         self.channels[channel]["messages"][message] = {"$ref": f"#/components/messages/{message}"}
         name = _safe(_handler_name(mount.subscriber.handler, qualified=False))
         self.operations[_unique(name, self.operations)] = _operation(mount, spec, channel, message)
@@ -134,15 +134,16 @@ class _Parts:
             self._message_of[key] = name
         return self._message_of[key]
 
-    def _channel(self, broker: SqlBroker[Any], spec: TableSpec, queue: str) -> str:
+    def _channel(
+        self, broker: SqlBroker[Any], spec: TableSpec, group: str | None, *, every: bool
+    ) -> str:
         """One channel per (broker, table, group): a group-less table is one queue, whatever
-        its subscriptions' labels."""
-        group = queue if spec.group is not None else None
+        its subscriptions' labels, and so is every group of a FIFO table."""
         key = (id(broker), spec.qualified_name, group)
         if key not in self._channel_of:
             base = spec.qualified_name if group is None else f"{spec.qualified_name}.{group}"
             name = _unique(_safe(base), self.channels)
-            self.channels[name] = _channel(spec, group, self.servers[id(broker)])
+            self.channels[name] = _channel(spec, group, self.servers[id(broker)], every=every)
             self._channel_of[key] = name
         return self._channel_of[key]
 
@@ -192,7 +193,7 @@ def _server(broker: SqlBroker[Any]) -> dict[str, Any]:
 # -- channels and operations ----------------------------------------------------------------------
 
 
-def _channel(spec: TableSpec, group: str | None, server: str) -> dict[str, Any]:
+def _channel(spec: TableSpec, group: str | None, server: str, *, every: bool) -> dict[str, Any]:
     binding: dict[str, Any] = {"bindingVersion": BINDING_VERSION, "table": spec.qualified_name}
     if group is not None:
         binding["group"] = group
@@ -203,8 +204,12 @@ def _channel(spec: TableSpec, group: str | None, server: str) -> dict[str, Any]:
         binding["advisoryLock"] = spec.key_template
     if spec.fifo:
         binding["fifo"] = True
+    if every:
+        binding["everyGroup"] = True
     binding["columns"] = {col.column: col.role or "data" for col in spec.columns}
     title = spec.qualified_name if group is None else f"{spec.qualified_name}, group {group}"
+    if every:
+        title = f"{spec.qualified_name}, every group"
     channel: dict[str, Any] = {"address": spec.qualified_name, "title": title}
     doc = _own_doc(spec.row_type)
     if doc:

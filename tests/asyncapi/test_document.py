@@ -406,3 +406,20 @@ def test_a_type_neither_library_describes_is_named() -> None:
     )
     assert message.endswith("use a dataclass, msgspec Struct, pydantic model or TypedDict")
     assert "\n" not in message  # one line, also on the command line
+
+
+def test_a_subscription_over_every_group_is_one_channel_of_its_table() -> None:
+    @subscriber(InboxQueue(apps.Locked, "ledger").every_group().workers(4))
+    async def post(entry: bytes) -> None:
+        pass
+
+    app = App(AppInfo("ledger"))
+    app.include(SqlBroker.postgres(apps.PG_URL), post)
+    doc = document(app)
+    assert problems(doc) == []
+    channel = doc["channels"]["locked_jobs"]
+    assert channel["title"] == "locked_jobs, every group"
+    binding = _binding(channel)
+    assert binding["fifo"] is True
+    assert binding["everyGroup"] is True
+    assert "group" not in binding

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from trinbox import App, AppInfo, SqlBroker
+from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
 from trinbox.asyncapi import document
 
 from . import apps
@@ -63,8 +63,15 @@ def _bindings(doc: dict[str, Any]) -> dict[str, set[str]]:
 def test_the_binding_table_names_every_field() -> None:
     pooled = App(AppInfo("pooled"))
     pooled.add_broker(SqlBroker.postgres(apps.PG_URL, pgbouncer="transaction"))
+
+    @subscriber(InboxQueue(apps.Locked, "ledger").every_group())
+    async def post(entry: bytes) -> None:
+        pass
+
+    ledger = App(AppInfo("ledger"))
+    ledger.include(SqlBroker.postgres(apps.PG_URL), post)
     seen: dict[str, set[str]] = {}
-    for app in (apps.app(), pooled):
+    for app in (apps.app(), pooled, ledger):
         for kind, fields in _bindings(document(app)).items():
             seen.setdefault(kind, set()).update(fields)
     table: dict[str, set[str]] = {}

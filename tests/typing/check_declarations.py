@@ -64,6 +64,12 @@ class Ledger(Inbox[RowLock], table="ledger"):
 
 assert_type(Group(fifo=True).fifo, bool)
 assert_type(InboxSpec("ledger", "id").group("account", fifo=True), InboxSpec[RowLock])
+# Ordered by due time: delayed rows move behind the rows due before them.
+assert_type(Group(fifo=True, delayed_rows_move_behind=True).delayed_rows_move_behind, bool)
+assert_type(
+    InboxSpec("ledger", "id").group("account", fifo=True, delayed_rows_move_behind=True),
+    InboxSpec[RowLock],
+)
 
 
 def fifo_takes_a_bool() -> None:

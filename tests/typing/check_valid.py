@@ -117,6 +117,12 @@ def check_queue_settings_keep_row_and_mode() -> None:
         InboxQueue[Locked, Plain, Batched],
     )
     assert_type(InboxQueue(Job, "jobs").lease(timedelta(seconds=30)), InboxQueue[Job, Plain])
+    # Over every group of a FIFO table (refused at runtime on other tables).
+    assert_type(
+        InboxQueue(Job, "ledger").every_group().transactional().workers(8),
+        InboxQueue[Job, Transactional],
+    )
+    assert_type(InboxQueue(Job, "ledger").every_group().group, str | None)
     assert_type(InboxQueue(Job, "jobs").transactional().lease(30), InboxQueue[Job, Transactional])
 
 

@@ -17,6 +17,7 @@ from trinbox import (
     Group,
     Id,
     Inbox,
+    InboxQueue,
     InboxSpec,
     KeyColumn,
     KeyLiteral,
@@ -31,6 +32,8 @@ from trinbox import (
     UnsupportedOpening,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects._base import DeadLetter
+from trinbox._dialects._fifo import fifo_order
 from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
@@ -137,9 +140,9 @@ def test_postgres_row_lock_fifo_guard_and_head_claim() -> None:
     (claim,) = st.claim
     assert claim.sql == (
         'SELECT "id", "account", "priority", "retry_after", "attempt", "payload" FROM '
-        '"bank"."ledger" WHERE "id" = (SELECT "id" FROM "bank"."ledger" WHERE "account" = $1 '
-        'ORDER BY "priority", "retry_after", "id" LIMIT 1) AND "retry_after" <= $2 FOR UPDATE '
-        "SKIP LOCKED"
+        '"bank"."ledger" WHERE "id" = (SELECT "id" FROM "bank"."ledger" WHERE "account" = $1 ORDER '
+        'BY "priority", "id" LIMIT 1) AND "account" = $1 AND "retry_after" <= $2 FOR UPDATE SKIP '
+        "LOCKED"
     )
     assert claim.params == ("group", "now")
     assert st.guard in st.all()
@@ -158,8 +161,8 @@ def test_mysql_row_lock_fifo_guard_and_head_claim() -> None:
     assert claim.sql == (
         "SELECT `id`, `account`, `priority`, `retry_after`, `attempt`, `payload` FROM "
         "`bank`.`ledger` WHERE `id` = (SELECT `id` FROM `bank`.`ledger` WHERE `account` = %s "
-        "ORDER BY `priority`, `retry_after`, `id` LIMIT 1) AND `retry_after` <= %s FOR UPDATE "
-        "SKIP LOCKED"
+        "ORDER BY `priority`, `id` LIMIT 1) AND `account` = %s AND `retry_after` "
+        "<= %s FOR UPDATE SKIP LOCKED"
     )
 
 
@@ -171,12 +174,13 @@ def test_postgres_lease_fifo_claim_waits_while_a_row_of_the_group_is_in_work() -
     assert claim.sql == (
         'WITH __claimed AS (SELECT "id", "account", "retry_after", "attempt", "locked_until", '
         '"processed_at", "payload" FROM "ledger" WHERE "id" = (SELECT "id" FROM "ledger" WHERE '
-        '"account" = $1 AND "processed_at" IS NULL ORDER BY "retry_after", "id" LIMIT 1) AND '
-        '"retry_after" <= $2 AND ("locked_until" IS NULL OR "locked_until" <= $2) AND NOT '
-        'EXISTS (SELECT 1 FROM "ledger" AS __work WHERE __work."account" = $1 AND '
-        '__work."locked_until" > $2) FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "ledger" AS '
-        '__row SET "locked_until" = $3, "attempt" = __row."attempt" + 1 FROM __claimed WHERE '
-        '__row."id" = __claimed."id") SELECT * FROM __claimed'
+        '"account" = $1 AND "processed_at" IS NULL ORDER BY "id" LIMIT 1) AND "account" = $1 '
+        'AND "processed_at" IS NULL AND "retry_after" <= $2 AND ("locked_until" IS NULL OR '
+        '"locked_until" <= $2) AND NOT EXISTS (SELECT 1 FROM "ledger" AS __work WHERE '
+        '__work."account" = $1 AND __work."locked_until" > $2) FOR UPDATE SKIP LOCKED), '
+        '__stamped AS (UPDATE "ledger" AS __row SET "locked_until" = $3, "attempt" = '
+        '__row."attempt" + 1 FROM __claimed WHERE __row."id" = __claimed."id") SELECT * FROM '
+        "__claimed"
     )
     assert claim.params == ("group", "now", "lease")
 
@@ -191,13 +195,13 @@ def test_mysql_lease_fifo_claim_selects_the_head_then_stamps_it() -> None:
     select, stamp = st.claim
     assert select.sql == (
         "SELECT `id`, `account`, `retry_after`, `attempt`, `locked_until`, `processed_at`, "
-        "`payload` FROM `ledger` WHERE `id` = (SELECT `id` FROM `ledger` WHERE `account` = %s "
-        "AND `processed_at` IS NULL ORDER BY `retry_after`, `id` LIMIT 1) AND `retry_after` <= "
-        "%s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT EXISTS (SELECT 1 FROM "
-        "`ledger` AS __work WHERE __work.`account` = %s AND __work.`locked_until` > %s) FOR "
-        "UPDATE SKIP LOCKED"
+        "`payload` FROM `ledger` WHERE `id` = (SELECT `id` FROM `ledger` WHERE `account` = %s AND "
+        "`processed_at` IS NULL ORDER BY `id` LIMIT 1) AND `account` = %s AND `processed_at` IS "
+        "NULL AND `retry_after` <= %s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT "
+        "EXISTS (SELECT 1 FROM `ledger` AS __work WHERE __work.`account` = %s AND "
+        "__work.`locked_until` > %s) FOR UPDATE SKIP LOCKED"
     )
-    assert select.params == ("group", "now", "now", "group", "now")
+    assert select.params == ("group", "group", "now", "now", "group", "now")
     assert stamp == MY.lease_claim(spec_of(FifoLease))[1]
 
 
@@ -208,7 +212,8 @@ def test_sqlite_lease_fifo_claim_is_one_statement_without_a_guard() -> None:
     assert claim.sql == (
         "UPDATE `ledger` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` = (SELECT "
         "`id` FROM `ledger` WHERE `account` = ? AND `processed_at` IS NULL ORDER BY "
-        "`retry_after`, `id` LIMIT 1) AND `retry_after` <= ? AND (`locked_until` IS NULL OR "
+        "`id` LIMIT 1) AND `account` = ? AND `processed_at` IS NULL AND "
+        "`retry_after` <= ? AND (`locked_until` IS NULL OR "
         "`locked_until` <= ?) AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
         "__work.`account` = ? AND __work.`locked_until` > ?) RETURNING `id`, `account`, "
         "`retry_after`, `attempt` - 1 AS `attempt`, `locked_until`, `processed_at`, `payload`"
@@ -277,7 +282,174 @@ def test_serializable_fifo_is_served_elsewhere() -> None:
 
 
 def test_the_claim_index_serves_the_head_select() -> None:
-    # The head's select: the group by equality, then the claim's order, as the index has it.
+    # The head's select: the group by equality, then the group's order, as the index has it.
     columns = [c.column for c in claim_index_columns(spec_of(FifoLock))]
+    assert columns == ["account", "priority", "id"]
+    assert fifo_order(PG, spec_of(FifoLock)) == '"priority", "id"'
+    columns = [c.column for c in claim_index_columns(spec_of(FifoBehind))]
     assert columns == ["account", "priority", "retry_after", "id"]
-    assert PG.order_by(spec_of(FifoLock)) == '"priority", "retry_after", "id"'
+    # A table without FIFO groups keeps the claim's order.
+    assert [c.column for c in claim_index_columns(spec_of(Grouped))] == ["account", "id"]
+
+
+# -- delayed rows that move behind ------------------------------------------------------------
+
+
+class FifoBehind(Inbox[RowLock], table="ledger"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True, delayed_rows_move_behind=True)]
+    priority: Annotated[int, Priority()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    payload: Annotated[bytes, Payload()]
+
+
+def test_a_fifo_group_orders_by_priority_then_id_and_by_due_time_only_when_asked() -> None:
+    assert not spec_of(FifoLock).delayed_rows_move_behind
+    assert spec_of(FifoBehind).delayed_rows_move_behind
+    (claim,) = PG.statements(spec_of(FifoBehind)).claim
+    assert claim.sql == (
+        'SELECT "id", "account", "priority", "retry_after", "payload" FROM "ledger" WHERE "id" '
+        '= (SELECT "id" FROM "ledger" WHERE "account" = $1 ORDER BY "priority", "retry_after", '
+        '"id" LIMIT 1) AND "account" = $1 AND "retry_after" <= $2 FOR UPDATE SKIP LOCKED'
+    )
+    assert fifo_order(MY, spec_of(FifoBehind)) == MY.order_by(spec_of(FifoBehind))
+
+
+def test_delayed_rows_move_behind_needs_a_fifo_group_and_a_retry_after() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class NotFifo(Inbox[RowLock], table="ledger"):
+            id: Annotated[int, Id(generated=True)]
+            account: Annotated[str, Group(delayed_rows_move_behind=True)]
+            retry_after: Annotated[datetime, RetryAfter()]
+
+    assert str(caught.value) == (
+        "class test_delayed_rows_move_behind_needs_a_fifo_group_and_a_retry_after.<locals>."
+        "NotFifo: delayed_rows_move_behind orders the rows of a FIFO group, found "
+        "Group(delayed_rows_move_behind=True) on 'account' without fifo=True; declare "
+        "Group(fifo=True, delayed_rows_move_behind=True), or drop it"
+    )
+    with pytest.raises(DeclarationError) as caught:
+
+        class Undated(Inbox[Lease], table="ledger"):
+            id: Annotated[int, Id(generated=True)]
+            account: Annotated[str, Group(fifo=True, delayed_rows_move_behind=True)]
+            locked_until: Annotated[datetime | None, LockedUntil()]
+
+    assert str(caught.value).endswith(
+        "Undated: delayed_rows_move_behind orders a FIFO group by each row's due time, its "
+        "RetryAfter field, found none; add one, like retry_after: Annotated[datetime, "
+        "RetryAfter()], or drop delayed_rows_move_behind=True"
+    )
+
+
+def test_the_manual_spec_moves_delayed_rows_behind() -> None:
+    spec = (
+        InboxSpec("ledger", "id")
+        .group("account", fifo=True, delayed_rows_move_behind=True)
+        .retry_after("retry_after")
+        .lease("locked_until")
+    )
+
+    class Manual(Inbox[Lease], spec=spec):
+        id: int
+        account: str
+        retry_after: datetime
+        locked_until: datetime | None
+
+    assert spec_of(Manual).fifo
+    assert spec_of(Manual).delayed_rows_move_behind
+    plain = InboxSpec("ledger", "id").group("account", fifo=True).lease("locked_until")
+
+    class Plain(Inbox[Lease], spec=plain):
+        id: int
+        account: str
+        locked_until: datetime | None
+
+    assert not spec_of(Plain).delayed_rows_move_behind
+
+
+# -- every group of the table ----------------------------------------------------------------
+
+
+def test_over_every_group_the_heads_are_read_then_claimed_as_a_group_s() -> None:
+    """Servers: the groups whose head is due, in the order of their heads, then each head by
+    the claim and guard of a subscription to its group."""
+    one = PG.statements(spec_of(FifoLock))
+    st = PG.statements(spec_of(FifoLock), every_group=True)
+    assert (st.claim, st.guard) == (one.claim, one.guard)
+    assert one.heads is None
+    assert st.heads is not None
+    assert st.heads.sql == (
+        'SELECT __head."account" FROM (SELECT DISTINCT "account" AS __group FROM '
+        '"bank"."ledger") AS __groups JOIN "bank"."ledger" AS __head ON __head."id" = (SELECT '
+        '__first."id" FROM "bank"."ledger" AS __first WHERE __first."account" = __groups.__group '
+        'ORDER BY __first."priority", __first."id" LIMIT 1) WHERE __head."retry_after" <= $1 '
+        'ORDER BY __head."priority", __head."id" LIMIT $2'
+    )
+    assert st.heads.params == ("now", "limit")
+    assert st.heads in st.all()
+
+
+def test_over_every_group_a_lease_head_is_read_while_no_row_of_its_group_is_in_work() -> None:
+    st = MY.statements(spec_of(FifoLease), every_group=True)
+    assert st.claim == MY.statements(spec_of(FifoLease)).claim
+    assert st.heads is not None
+    assert st.heads.sql == (
+        "SELECT __head.`account` FROM (SELECT DISTINCT `account` AS __group FROM `ledger` WHERE "
+        "`processed_at` IS NULL) AS __groups JOIN `ledger` AS __head ON __head.`id` = (SELECT "
+        "__first.`id` FROM `ledger` AS __first WHERE __first.`account` = __groups.__group AND "
+        "__first.`processed_at` IS NULL ORDER BY __first.`id` LIMIT 1) WHERE "
+        "__head.`retry_after` <= %s AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
+        "__work.`account` = __groups.__group AND __work.`locked_until` > %s) ORDER BY "
+        "__head.`id` LIMIT %s"
+    )
+
+
+def test_sqlite_claims_the_heads_of_every_group_in_one_statement() -> None:
+    st = LITE.statements(spec_of(FifoLease), every_group=True)
+    assert st.heads is None
+    assert st.guard is None
+    (claim,) = st.claim
+    assert claim.sql == (
+        "UPDATE `ledger` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` IN (SELECT "
+        "__head.`id` FROM (SELECT DISTINCT `account` AS __group FROM `ledger` WHERE "
+        "`processed_at` IS NULL) AS __groups JOIN `ledger` AS __head ON __head.`id` = (SELECT "
+        "__first.`id` FROM `ledger` AS __first WHERE __first.`account` = __groups.__group AND "
+        "__first.`processed_at` IS NULL ORDER BY __first.`id` LIMIT 1) WHERE "
+        "__head.`retry_after` <= ? AND NOT EXISTS (SELECT 1 FROM `ledger` AS __work WHERE "
+        "__work.`account` = __groups.__group AND __work.`locked_until` > ?) ORDER BY "
+        "__head.`id` LIMIT ?) RETURNING `id`, `account`, `retry_after`, `attempt` - 1 AS "
+        "`attempt`, `locked_until`, `processed_at`, `payload`"
+    )
+    assert claim.params == ("lease", "now", "now", "limit")
+
+
+def test_over_every_group_the_dead_letter_group_is_passed_over() -> None:
+    dest = DeadLetter(group="it's dead")
+    st = PG.statements(spec_of(FifoLock), dest, every_group=True)
+    assert st.heads is not None
+    assert 'FROM "bank"."ledger" WHERE "account" <> \'it\'\'s dead\') AS __groups' in st.heads.sql
+    (claim,) = LITE.statements(spec_of(FifoLease), dest, every_group=True).claim
+    assert "`processed_at` IS NULL AND `account` <> 'it''s dead') AS __groups" in claim.sql
+
+
+def test_every_group_serves_a_fifo_table_only() -> None:
+    assert InboxQueue(FifoLease, "ledger").every_group().serves_every_group
+    assert InboxQueue(FifoLease, "ledger").every_group().group is None
+    assert InboxQueue(FifoLease, "acct").group == "acct"
+    with pytest.raises(DeclarationError) as caught:
+        InboxQueue(Grouped, "ledger").every_group()
+    assert str(caught.value) == (
+        "grouped (Grouped): .every_group() serves every group of a FIFO table, found a Group "
+        "field without fifo=True; declare Group(fifo=True), or drop .every_group() (a "
+        "subscription names one group of a table with groups, and serves a table without them "
+        "whole)"
+    )
+
+    class Plain(Inbox[Lease], table="plain"):
+        id: Annotated[int, Id(generated=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+
+    with pytest.raises(DeclarationError, match="found no Group field; declare Group"):
+        InboxQueue(Plain, "plain").every_group()

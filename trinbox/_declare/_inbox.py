@@ -190,7 +190,7 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
         if name not in own or name.startswith("__"):
             continue
         roles, generated, column, python_type, is_classvar = _read_annotation(hint, where, name)
-        fifo = _fifo_of(hint)
+        group = _group_of(hint)
         if is_classvar:
             if roles or generated or column is not None:
                 msg = (
@@ -206,17 +206,18 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
                 roles=roles,
                 generated=generated,
                 python_type=python_type,
-                fifo=fifo,
+                fifo=group is not None and group.fifo,
+                delayed_rows_move_behind=group is not None and group.delayed_rows_move_behind,
             )
         )
     return decls
 
 
-def _fifo_of(hint: object) -> bool:
-    """Whether the field's ``Group`` says ``fifo=True``."""
+def _group_of(hint: object) -> Group | None:
+    """The field's ``Group``, if it has one."""
     if get_origin(hint) is not typing.Annotated:
-        return False
-    return any(isinstance(meta, Group) and meta.fifo for meta in get_args(hint)[1:])
+        return None
+    return next((meta for meta in get_args(hint)[1:] if isinstance(meta, Group)), None)
 
 
 def _own_annotation_names(cls: type) -> set[str]:

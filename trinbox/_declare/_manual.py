@@ -43,6 +43,7 @@ class _RoleColumn:
     field: str
     generated: bool
     fifo: bool = False
+    delayed_rows_move_behind: bool = False
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -72,13 +73,22 @@ class InboxSpec(Generic[F]):
     def within(self, schema: str) -> InboxSpec[F]:
         return evolve(self, schema=schema)
 
-    def group(self, column: str, *, fifo: bool = False, field: str | None = None) -> InboxSpec[F]:
-        """The group column; ``fifo=True`` makes each group a FIFO group (``Group(fifo=True)``)."""
+    def group(
+        self,
+        column: str,
+        *,
+        fifo: bool = False,
+        delayed_rows_move_behind: bool = False,
+        field: str | None = None,
+    ) -> InboxSpec[F]:
+        """The group column; ``fifo=True`` makes each group a FIFO group, and
+        ``delayed_rows_move_behind=True`` orders it by due time (as ``Group(..)`` does)."""
         spec = self._role("group", column, field, generated=False)
-        if not fifo:
+        if not fifo and not delayed_rows_move_behind:
             return spec
         *rest, group = spec.roles
-        return evolve(spec, roles=(*rest, evolve(group, fifo=True)))
+        marked = evolve(group, fifo=fifo, delayed_rows_move_behind=delayed_rows_move_behind)
+        return evolve(spec, roles=(*rest, marked))
 
     def priority(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("priority", column, field, generated=False)
@@ -162,6 +172,7 @@ class InboxSpec(Generic[F]):
                         generated=rc.generated,
                         python_type=python_type,
                         fifo=rc.fifo,
+                        delayed_rows_move_behind=rc.delayed_rows_move_behind,
                     )
                 )
         return compile_spec(

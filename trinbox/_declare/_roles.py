@@ -42,10 +42,16 @@ class Id(Role):
 @dataclass(frozen=True, slots=True)
 class Group(Role):
     """The subscription name selects rows whose group column equals it. ``fifo=True`` makes
-    each group a FIFO group: its rows are handled one at a time, strictly in claim order
-    (row lock and lease forms only; in the advisory form put the group in the key)."""
+    each group a FIFO group: its rows are handled one at a time, strictly in order (row lock
+    and lease forms only; in the advisory form put the group in the key).
+
+    A FIFO group's order is ``Priority``, then id: a row not yet due (a retry after a delay
+    or a backoff, a delayed publish) waits at its place and holds its group until it is due.
+    ``delayed_rows_move_behind=True`` orders the group by ``Priority``, then ``RetryAfter``,
+    then id instead: such a row moves behind the rows due before it, and they go on."""
 
     fifo: bool = False
+    delayed_rows_move_behind: bool = False
     role: ClassVar[str] = "group"
 
 

@@ -68,6 +68,7 @@ class FieldDecl:
     generated: bool = False
     python_type: object = None
     fifo: bool = False  # Group(fifo=True)
+    delayed_rows_move_behind: bool = False  # Group(fifo=True, delayed_rows_move_behind=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +83,10 @@ class TableSpec:
     key: tuple[KeyPart, ...] = ()
     key_template: str = ""
     row_type: type | None = field(default=None, compare=False)
-    # Group(fifo=True): each group's rows are handled one at a time, in claim order.
+    # Group(fifo=True): each group's rows are handled one at a time, in order: Priority,
+    # then id; with delayed_rows_move_behind, Priority, then RetryAfter, then id.
     fifo: bool = False
+    delayed_rows_move_behind: bool = False
     # Columns by role, looked up on every delivery.
     _by_role: dict[str, ColumnSpec] = field(init=False, repr=False, compare=False)
 
@@ -251,6 +254,7 @@ def compile_spec(
     opening_type = _check_opening(where, opening)
     columns = _check_fields(where, fields)
     fifo = any(decl.fifo for decl in fields)
+    behind = any(decl.delayed_rows_move_behind for decl in fields)
     spec = TableSpec(
         table=table,
         schema=schema,
@@ -259,8 +263,10 @@ def compile_spec(
         columns=columns,
         row_type=row_type,
         fifo=fifo,
+        delayed_rows_move_behind=behind,
     )
     _check_form_columns(where, spec, advisory_lock is not None or key is not None)
+    _check_fifo_order(where, spec, fields)
     if advisory_lock is not None:
         by_field = {c.field: c.column for c in columns}
         parts = parse_key_template(advisory_lock, by_field, where)
@@ -286,6 +292,7 @@ def compile_spec(
         key_template=template,
         row_type=row_type,
         fifo=fifo,
+        delayed_rows_move_behind=behind,
     )
 
 
@@ -423,6 +430,27 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
         )
         raise DeclarationError(msg)
     return tuple(columns)
+
+
+def _check_fifo_order(where: str, spec: TableSpec, fields: Sequence[FieldDecl]) -> None:
+    """``delayed_rows_move_behind`` orders a FIFO group by its due time: it needs both."""
+    if not spec.delayed_rows_move_behind:
+        return
+    field = next(decl.field for decl in fields if decl.delayed_rows_move_behind)
+    if not spec.fifo:
+        msg = (
+            f"{where}: delayed_rows_move_behind orders the rows of a FIFO group, found "
+            f"Group(delayed_rows_move_behind=True) on {field!r} without fifo=True; declare "
+            f"Group(fifo=True, delayed_rows_move_behind=True), or drop it"
+        )
+        raise DeclarationError(msg)
+    if spec.retry_after is None:
+        msg = (
+            f"{where}: delayed_rows_move_behind orders a FIFO group by each row's due time, "
+            f"its RetryAfter field, found none; add one, like retry_after: "
+            f"Annotated[datetime, RetryAfter()], or drop delayed_rows_move_behind=True"
+        )
+        raise DeclarationError(msg)
 
 
 def _check_priority(where: str, decl: FieldDecl) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 from uuid import UUID
 
@@ -32,7 +32,7 @@ from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, Unsu
 from ._clock import insert_slot, on_server_clock
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
-from ._fifo import head_claim
+from ._fifo import head_claim, heads
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
@@ -75,6 +75,10 @@ class Statements:
     # A FIFO group's guard, run first in the claim's transaction (_fifo.py); 1: the group is
     # this claim's.
     guard: Statement | None = None
+    # A subscription over every group of a FIFO table (_fifo.py): the read of the groups
+    # whose head is due, before the claim of each one's head (``claim`` and ``guard`` bound
+    # to that group). ``None``: the claim needs no such read.
+    heads: Statement | None = None
 
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
@@ -96,6 +100,7 @@ class Statements:
             self.lock,
             self.unlock,
             self.guard,
+            self.heads,
         ):
             if one is not None:
                 found.append(one)
@@ -240,15 +245,33 @@ class Dialect(ColumnRules):
 
     # -- statements -------------------------------------------------------------------------
 
-    def statements(self, spec: TableSpec, dead_letter: DeadLetter | None = None) -> Statements:
-        """Every statement a subscription to ``spec`` runs, for its form."""
+    def statements(
+        self, spec: TableSpec, dead_letter: DeadLetter | None = None, *, every_group: bool = False
+    ) -> Statements:
+        """Every statement a subscription to ``spec`` runs, for its form; ``every_group``: a
+        subscription over every group of a FIFO table."""
         self.check(spec, dead_letter)
         if spec.form is Lease:
-            return self.lease_statements(spec, dead_letter)
-        if spec.form is Advisory:
+            found = self.lease_statements(spec, dead_letter)
+        elif spec.form is Advisory:
             return self.advisory_statements(spec, dead_letter)
-        assert spec.form is RowLock
-        return self.row_lock_statements(spec, dead_letter)
+        else:
+            assert spec.form is RowLock
+            found = self.row_lock_statements(spec, dead_letter)
+        if every_group:
+            assert spec.fifo  # the queue refuses every_group() elsewhere
+            skip = dead_letter.group if dead_letter is not None else None
+            return self.every_group_statements(spec, found, skip)
+        return found
+
+    def every_group_statements(
+        self, spec: TableSpec, st: Statements, skip: str | None
+    ) -> Statements:
+        """A subscription over every group of a FIFO table (but ``skip``, its dead letter
+        group): read the groups whose head is due, then claim each head with the claim and
+        guard of a subscription to its group (SQLite, one writer, overrides this with one
+        claim over every group)."""
+        return replace(st, heads=heads(self, spec, skip))
 
     def r(self, event: str, sql: Frag) -> Statement:
         return render(event, on_server_clock(self, sql), self.style)

@@ -65,14 +65,16 @@ def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None
 
 
 def claim_index_columns(spec: TableSpec) -> tuple[ColumnSpec, ...]:
-    """The claim's order: its equality first, then its sort (``Dialect.order_by``). Empty
-    when the primary key alone serves it."""
+    """The claim's order: its equality first, then its sort (``Dialect.order_by``; a FIFO
+    group's head select sorts by priority and id alone unless delayed rows move behind).
+    Empty when the primary key alone serves it."""
     found: list[ColumnSpec] = []
     if spec.group is not None:
         found.append(spec.group)
     if spec.priority is not None:
         found.append(spec.priority)
-    if spec.retry_after is not None:
+    by_due = not spec.fifo or spec.delayed_rows_move_behind
+    if spec.retry_after is not None and by_due:
         found.append(spec.retry_after)
     if not found:
         return ()

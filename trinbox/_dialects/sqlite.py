@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import ClassVar
@@ -26,11 +26,11 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
-from ._base import Dialect
+from ._base import Dialect, Statements
 from ._clock import lease_at, lease_stamp, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
-from ._fifo import sqlite_lease_head_claim
+from ._fifo import sqlite_lease_head_claim, sqlite_lease_heads_claim
 from ._statement import P, ParamStyle, Statement
 
 __all__ = ["SqliteDialect"]
@@ -168,6 +168,12 @@ class SqliteDialect(Dialect):
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         return (sqlite_lease_head_claim(self, spec),)
+
+    def every_group_statements(
+        self, spec: TableSpec, st: Statements, skip: str | None
+    ) -> Statements:
+        """One writer: one statement stamps the heads of several groups at once."""
+        return replace(st, claim=(sqlite_lease_heads_claim(self, spec, skip),))
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.

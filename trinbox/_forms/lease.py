@@ -40,7 +40,7 @@ from ._base import (
     values_of,
 )
 from ._coalesce import SettleTogether
-from .lease_claims import guarded_claim, select_and_stamp
+from .lease_claims import guarded_claim, heads_claim, select_and_stamp
 
 __all__ = ["LeaseForm"]
 
@@ -119,7 +119,9 @@ class LeaseForm:
                 "lease_seconds": self._lease_seconds,
             }
             claim = ctx.statements.claim
-            if ctx.statements.guard is not None:
+            if ctx.statements.heads is not None:
+                records = await heads_claim(ctx, conn, values)
+            elif ctx.statements.guard is not None:
                 records = await guarded_claim(ctx, conn, values)
             elif len(claim) == 1:
                 records = await conn.fetch(claim[0].sql, claim[0].bind(values))

@@ -1,14 +1,20 @@
 """The lease claims that take more than one statement: MySQL's locking select and its
 per-row stamps, and a FIFO group's claim on a server, its guard first. Both run in one READ
-COMMITTED transaction on a connection the lease form lends, and return the rows they took."""
+COMMITTED transaction on a connection the lease form lends, and return the rows they took.
+Over every group of a FIFO table on a server, the groups whose head is due are read first,
+and each group's head is claimed so, in one transaction for them all."""
 
 from __future__ import annotations
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from ._base import FormContext, held, rollback_quietly
+from .heads import due_groups
 
-__all__ = ["guarded_claim", "select_and_stamp"]
+__all__ = ["GROUP_SAVEPOINT", "guarded_claim", "heads_claim", "select_and_stamp"]
+
+# Over every group of a FIFO table, each group's claim runs behind this savepoint.
+GROUP_SAVEPOINT = "trinbox_group"
 
 
 async def select_and_stamp(
@@ -80,6 +86,58 @@ async def guarded_claim(
             await conn.commit()
             return records
         return await _stamp(ctx, conn, claim[1], values, records)
+    except BaseException:
+        await rollback_quietly(conn)
+        raise
+
+
+async def heads_claim(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """Every group of a FIFO table on a server: read the groups whose head is due, then, in
+    one READ COMMITTED transaction, per group its guard and its head's claim (each claim's
+    snapshot taken once its guard is held), until ``limit`` heads are taken; then MySQL's
+    stamps, and one commit, so a claim cut short leaves nothing stamped. A group another
+    claim holds takes nothing: a head its claim stamped all the same (PostgreSQL's claim
+    stamps as it selects) is rolled back to the group's savepoint."""
+    limit = values["limit"]
+    assert isinstance(limit, int)
+    groups = await due_groups(ctx, conn, values["now"], limit)
+    if not groups:
+        return []
+    claim, guard = ctx.statements.claim, ctx.statements.guard
+    assert guard is not None
+    taken: list[Record] = []
+    ops = [Op("begin", ctx.dialect.lease_claim_begin().sql)]
+    try:
+        for group in groups:
+            if len(taken) >= limit:
+                break
+            bound = {**values, "group": group}
+            found = await conn.script(
+                [
+                    *ops,
+                    Op("execute", f"SAVEPOINT {GROUP_SAVEPOINT}"),
+                    Op("fetch", guard.sql, guard.bind(bound)),
+                    Op("fetch", claim[0].sql, claim[0].bind(bound)),
+                ]
+            )
+            records = found[-1]
+            assert isinstance(records, list)
+            ops = []
+            if held(found[-2]):
+                taken += records
+            elif records:
+                ops = [Op("execute", f"ROLLBACK TO SAVEPOINT {GROUP_SAVEPOINT}")]
+        if not taken:
+            await conn.rollback()
+            return []
+        if ops:
+            await conn.script(ops)
+        if len(claim) == 1:
+            await conn.commit()
+            return taken
+        return await _stamp(ctx, conn, claim[1], values, taken)
     except BaseException:
         await rollback_quietly(conn)
         raise

@@ -34,6 +34,7 @@ from ._base import (
     step_values,
     values_of,
 )
+from .heads import due_groups
 
 __all__ = ["RowLockForm"]
 
@@ -58,12 +59,15 @@ class _ClaimTransaction:
 class RowLockForm:
     """Claims and settles rows of one row lock table for one subscription."""
 
-    traits = FormTraits(holds_connections=True, feeds_every_worker=False, chains=True)
     closed = 0
 
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
+        # Over every group of a FIFO table, each claim reads the groups first: a settling
+        # worker does not chain its claim into its settlement.
+        chains = ctx.statements.heads is None
+        self.traits = FormTraits(holds_connections=True, feeds_every_worker=False, chains=chains)
 
     @property
     def in_work(self) -> int:
@@ -71,6 +75,8 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
+        if ctx.statements.heads is not None:
+            return await self._claim_a_head()
         conn = await ctx.pool.acquire()
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
@@ -81,12 +87,46 @@ class RowLockForm:
             raise
         return await self._claimed(conn, records, limit)
 
-    def _claim_ops(self, limit: int) -> list[Op]:
+    async def _claim_a_head(self) -> Claimed:
+        """Every group of a FIFO table: read the groups whose head is due, then claim the
+        head of the first one that no other claim holds, as a subscription to that group
+        claims it (its guard, then its head, in the transaction the delivery holds). A group
+        another claim took meanwhile takes nothing; its transaction rolls back and the next
+        group is tried."""
+        ctx = self._ctx
+        assert ctx.spec.group is not None
+        column = ctx.spec.group.column
+        conn = await ctx.pool.acquire()
+        records: list[Record] = []
+        try:
+            busy = {delivery.values[column] for delivery in self._in_work}
+            groups = await due_groups(ctx, conn, ctx.clock(), 1, busy)
+            if not groups:
+                await give_back(ctx.pool, conn)
+                return Claimed(exhausted=True)
+            for n, group in enumerate(groups):
+                if n:
+                    await conn.rollback()  # the group before took nothing
+                records = self._taken(await conn.script(self._claim_ops(1, group)), 0)
+                if records:
+                    break
+        except BaseException:
+            await end_transaction(ctx.pool, conn)
+            raise
+        return await self._claimed(conn, records, 1)
+
+    def _claim_ops(self, limit: int, group: object = None) -> list[Op]:
+        """The claim's transaction: begin, the guard of a FIFO group, the select; ``group``
+        the group claimed over every group of a FIFO table, else the subscription's."""
         ctx = self._ctx
         st = ctx.statements
         assert st.begin is not None
         claim = st.claim[0]
-        values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
+        values: dict[str, object] = {
+            "group": ctx.group if group is None else group,
+            "now": ctx.clock(),
+            "limit": limit,
+        }
         ops = [Op("begin", st.begin.sql)]
         if st.guard is not None:
             # A FIFO group: the guard first; the transaction holds it until the row settles.

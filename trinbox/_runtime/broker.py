@@ -314,9 +314,11 @@ class SqlBroker(Generic[D]):
                 await pool.aclose()
 
     def register_queue(self, spec: TableSpec, group: str | None) -> bool:
-        """Claim (table, group) for one subscription; False if it is taken."""
+        """Claim (table, group) for one subscription; False if it is taken. ``None``, the
+        whole table (a table without groups, or every group of a FIFO table), overlaps every
+        group of the table."""
         key = (spec.qualified_name, group)
-        if key in self._queues:
+        if any(t == key[0] and (g == group or g is None or group is None) for t, g in self._queues):
             return False
         self._queues.add(key)
         return True

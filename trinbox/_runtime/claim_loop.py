@@ -161,6 +161,10 @@ class ClaimLoop:
             self._dry_at = None
             self._set_idle(False)
 
+    def wake(self) -> None:
+        """End the wait for rows now (or the next one, if none runs): rows may be claimable."""
+        self._permit.set()
+
     def due_in(self, seconds: float) -> None:
         """A row this subscription retried comes due in ``seconds``: the wait for rows ends
         then, not a poll interval later."""

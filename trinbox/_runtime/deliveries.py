@@ -166,6 +166,10 @@ class DeliveryRunner:
                         self._finished_changed.set()
                         self._finished_changed = trio.Event()
                         self._finished_wanted = math.inf
+                    if self._queue.serves_every_group and self.claims is not None:
+                        # Over every group of a FIFO table, its group is free now: a claim
+                        # that ran dry while the row was in work may take the group's next.
+                        self.claims.wake()
                 if chained and self.stopping:
                     await self.drop(chained)  # claimed as the subscription began to stop
                     chained = None

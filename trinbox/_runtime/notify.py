@@ -2,7 +2,8 @@
 
 The broker keeps one connection of its own listening on the channel of every subscribed table
 (the table's qualified name). A notification's payload is a group: it wakes that group's
-subscription, and an empty payload wakes every subscription of the table. A lost listening
+subscription (and one over every group of the table), and an empty payload wakes every
+subscription of the table. A lost listening
 connection is opened again every second; once it listens again, every subscription is woken
 once, because notifications sent meanwhile are gone. Polling stays the floor either way.
 """

@@ -108,8 +108,7 @@ def queue_of(mount: Mount) -> Queue:
     spec = spec_of(queue.row)
     where = f"{queue.name} on {spec.label}"
     dead = _dead_letter(where, spec, mount.attempts, mount.dead_letter_to)
-    group = queue.name if spec.group is not None else None
-    return Queue(mount.broker, spec, queue.name, group, dead)
+    return Queue(mount.broker, spec, queue.name, queue.group, dead)
 
 
 def queues_of(app: App) -> list[Queue]:
@@ -162,6 +161,8 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
             for g in (q.group, q.dead_letter.group if q.dead_letter else None):
                 if g is not None and g not in groups:
                     groups.append(g)
+        if any(_every_group(q) for q in same):
+            groups = []  # every group of the table is read
         statement, columns = sql.depth(first.broker.dialect, first.spec, len(groups))
         values = {f"g{n}": g for n, g in enumerate(groups)}
         rows = await first.broker.database.fetch(statement.sql, *statement.bind(values))
@@ -173,7 +174,10 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
     for q in queues:
         key = (id(q.broker), q.spec)
         # A group without rows has no row in the result: nothing of it is counted.
-        counts: tuple[object, ...] = by_group.get((*key, q.group)) or (0, 0, 0, 0, None)
+        if _every_group(q):
+            counts = _summed(q, by_group)
+        else:
+            counts = by_group.get((*key, q.group)) or (0, 0, 0, 0, None)
         due, scheduled = counts[1], counts[2]
         in_work = _int(counts[3]) if q.spec.locked_until is not None else None
         age = _float(counts[-1])
@@ -190,6 +194,30 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
             )
         )
     return found
+
+
+def _every_group(q: Queue) -> bool:
+    """A subscription over every group of a FIFO table."""
+    return q.group is None and q.spec.group is not None
+
+
+def _summed(
+    q: Queue, by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]]
+) -> tuple[object, ...]:
+    """The counts of every group of the queue's table but its dead letter group, added up;
+    the oldest due row's age is the oldest of any group."""
+    dest = q.dead_letter.group if q.dead_letter is not None else None
+    found = [
+        rest
+        for (broker, spec, group), rest in by_group.items()
+        if broker == id(q.broker) and spec == q.spec and group != dest
+    ]
+    if not found:
+        return (0, 0, 0, 0, None)
+    # The counts, then the age: (total, due, scheduled[, in work], age).
+    sums = [sum(_int(rest[i]) for rest in found) for i in range(len(found[0]) - 1)]
+    ages = [a for a in (_float(rest[-1]) for rest in found) if a is not None]
+    return (*sums, max(ages) if ages else None)
 
 
 async def _dead_count(
@@ -271,6 +299,16 @@ async def redrive(
     moves ``chunk`` rows per statement. ``on_count`` hears how many rows will move before the
     first chunk, ``progress`` how many each chunk moved."""
     dead = _require_dead(q)
+    if dead.group is not None and _every_group(q):
+        # Each row left its own group for the dead letter group, which keeps no trace of it.
+        msg = (
+            f"queue {q.name!r} on {q.spec.label} serves every group, and a redrive returns "
+            f"its dead letters into the queue's group, found the dead letter group "
+            f"{dead.group!r}, which does not keep the group each row came from; move them "
+            f"back by hand (UPDATE {q.spec.qualified_name} SET <group> = ... WHERE <group> = "
+            f"{dead.group!r}), or redrive through a subscription to one group"
+        )
+        raise DeclarationError(msg)
     if ids is not None:
         ids = list(dict.fromkeys(ids))
     dialect = q.broker.dialect

@@ -82,7 +82,8 @@ class InboxQueue(Generic[R, M, B]):
     """A subscription to the queue ``name`` of ``row``'s table.
 
     With a ``Group`` field the name selects the group; without one the table is a single queue
-    and the name is a label. The per-subscription settings return a new queue.
+    and the name is a label. ``.every_group()`` serves every group of a FIFO table, the name a
+    label. The per-subscription settings return a new queue.
     """
 
     row: type[R]
@@ -96,6 +97,7 @@ class InboxQueue(Generic[R, M, B]):
     failure: OnFailure
     backoff_policy: Backoff | None
     attempt_at_claim: bool
+    serves_every_group: bool
 
     def __init__(self: InboxQueue[R, Plain, Single], row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -110,6 +112,15 @@ class InboxQueue(Generic[R, M, B]):
         object.__setattr__(self, "failure", OnFailure())
         object.__setattr__(self, "backoff_policy", None)
         object.__setattr__(self, "attempt_at_claim", False)
+        object.__setattr__(self, "serves_every_group", False)
+
+    @property
+    def group(self) -> str | None:
+        """The group the subscription reads: its name on a table with a ``Group`` field;
+        ``None`` on a table without one (one queue) and over every group."""
+        if self.serves_every_group or spec_of(self.row).group is None:
+            return None
+        return self.name
 
     @overload
     def transactional(self: InboxQueue[R, Any, Single]) -> InboxQueue[R, Transactional, Single]: ...
@@ -213,6 +224,22 @@ class InboxQueue(Generic[R, M, B]):
         """How long a row whose handler raised (or returned no outcome) waits before it is
         claimable again (exponential from 1 s, at most 5 min, unless set)."""
         return evolve(self, backoff_policy=require_backoff(policy))
+
+    def every_group(self) -> InboxQueue[R, M, B]:
+        """Serve every group of a FIFO table (``Group(fifo=True)``), groups published into
+        later included: each group in order and one row of it in work at a time, up to
+        ``workers(n)`` groups side by side. The queue's name is then a label."""
+        spec = spec_of(self.row)
+        if not spec.fifo:
+            found = "no Group field" if spec.group is None else "a Group field without fifo=True"
+            msg = (
+                f"{spec.label}: .every_group() serves every group of a FIFO table, found "
+                f"{found}; declare Group(fifo=True), or drop .every_group() (a subscription "
+                f"names one group of a table with groups, and serves a table without them "
+                f"whole)"
+            )
+            raise DeclarationError(msg)
+        return evolve(self, serves_every_group=True)
 
     def count_attempt_at_claim(self) -> InboxQueue[R, M, B]:
         """Row lock tables: count each delivery's attempt at claim, in a committed statement

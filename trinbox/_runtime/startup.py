@@ -73,7 +73,7 @@ def check(
     if queue.attempt_at_claim:  # the row lock form's opt-in (checked by the queue)
         statements = counted_statements(broker.dialect, spec, dest)
     else:
-        statements = broker.dialect.statements(spec, dest)
+        statements = broker.dialect.statements(spec, dest, every_group=queue.serves_every_group)
     if transactional and queue.batch_size is not None:
         msg = (
             f"{where}: batches never run in transactional mode, found .batch("
@@ -184,12 +184,15 @@ def worker_cap(
     *,
     workers: int,
     transactional: bool,
+    every_group: bool = False,
 ) -> int:
     """How many deliveries may be in work at once. A delivery that holds a connection holds
     it from its claim to its settlement, so such a subscription never takes the pool's last
-    connection: the claims, the lease keeper, ``keys.Pool`` and publishes need it."""
+    connection: the claims, the lease keeper, ``keys.Pool`` and publishes need it. A
+    subscription to one FIFO group has one row in work; one over every group, a row of each
+    of ``workers`` groups."""
     pool = broker.pool
-    if spec.fifo and workers > 1:
+    if spec.fifo and workers > 1 and not every_group:
         # A FIFO group has one row in work at a time: more workers would only wait.
         logger.info(
             "%s: %s is a FIFO group, handled one row at a time; workers(%d) serves as workers(1)",

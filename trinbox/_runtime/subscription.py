@@ -97,7 +97,7 @@ class Subscription:
         self.queue = subscriber.queue
         self.spec = spec_of(self.queue.row)
         self.name = self.queue.name
-        self.group = self.name if self.spec.group is not None else None
+        self.group = self.queue.group
         self.max_attempts = max_attempts
         self.dead_letter_name = dead_letter
         self.grace = grace
@@ -144,11 +144,18 @@ class Subscription:
         """Register the queue, prepare every statement against the database, and set up the
         form, the delivery runner and the claim loop."""
         if not self.broker.register_queue(self.spec, self.group):
-            queue = f"group {self.group!r} of " if self.group is not None else ""
+            if self.queue.serves_every_group:
+                queue = "every group of "
+            elif self.group is not None:
+                queue = f"group {self.group!r} of "
+            else:
+                queue = ""
+            # A FIFO table's queues overlap: one over every group serves each group.
+            every = ", and one over every group serves each group," if self.spec.fifo else ","
             msg = (
-                f"{self.where}: one queue has one subscription per process, found a second "
-                f"subscription to {queue}{self.spec.label}; scale one subscription with "
-                f".workers(n)"
+                f"{self.where}: one queue has one subscription per process{every} found a "
+                f"second subscription to {queue}{self.spec.label}; scale one subscription "
+                f"with .workers(n)"
             )
             raise AlreadySubscribed(msg)
         checked = self._checked
@@ -186,6 +193,7 @@ class Subscription:
             self.form.traits,
             workers=self.queue.worker_count,
             transactional=transactional,
+            every_group=self.queue.serves_every_group,
         )
         self.held_connections = workers if self.form.traits.holds_connections else 0
         slots = trio.Semaphore(workers)

@@ -30,7 +30,8 @@ class Permit:
 
 
 class WakeBoard:
-    """One permit per (table, group) a subscription reads; ``None`` group = the whole table."""
+    """One permit per (table, group) a subscription reads; ``None`` group = the whole table (a
+    table without groups, or every group of a FIFO table): a wake of any group wakes it."""
 
     def __init__(self) -> None:
         self._permits: dict[tuple[str, str | None], Permit] = {}

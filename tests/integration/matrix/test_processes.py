@@ -49,10 +49,13 @@ class Worker(worker_kit.Worker):
 
 
 async def run_workers(
-    case: Case, count: int, module: str = "tests.integration.matrix.worker_process"
+    case: Case,
+    count: int,
+    module: str = "tests.integration.matrix.worker_process",
+    *extra: str,
 ) -> list[Handled]:
-    """Start two workers (``python -m module``), let them serve together, and return what
-    each handled."""
+    """Start two workers (``python -m module``, with ``extra`` arguments), let them serve
+    together, and return what each handled."""
     command = [
         sys.executable,
         "-m",
@@ -61,6 +64,7 @@ async def run_workers(
         case.form,
         case.stand.url,
         str(count),
+        *extra,
     ]
     workers: list[Worker] = []
     with trio.fail_after(90):

@@ -336,3 +336,38 @@ async def test_a_notify_failing_after_a_pooled_publish_loses_only_the_wake_up(
     )
     assert record.exc_info is not None
     assert pg.rows("SELECT length(name), payload FROM email_jobs") == [(9000, b'{"text":"kept"}')]
+
+
+class Posting(Inbox[Lease], table="postings"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+async def test_a_notification_of_any_group_wakes_a_subscription_over_every_group(
+    pg: PostgresStand,
+) -> None:
+    """Another process publishes into an account that did not exist: its notification names
+    the account, and the subscription over every account of the table claims at once."""
+    broker = SqlBroker.postgres(pg.url, poll_interval=HOUR, listen_notify=True)
+    got: list[str] = []
+    arrived = trio.Event()
+
+    @subscriber(InboxQueue(Posting, "ledger").every_group())
+    async def post(note: Note) -> None:
+        got.append(note.text)
+        arrived.set()
+
+    consumer = App(AppInfo("consumer"))
+    consumer.include(broker, post)
+    consumer.on_startup(lambda: broker.create_tables(Posting))
+    producer, other = publisher(pg)
+    async with serving(consumer, producer):
+        await idle(consumer, post)  # past the first claim: only a wake claims again
+        await other.publish(Posting, Note("opened later"), account="acct-new")
+        with trio.fail_after(10):
+            await arrived.wait()
+    assert got == ["opened later"]
