@@ -54,6 +54,15 @@ PRELUDES: dict[tuple[str, str], str] = {
     ),
     ("readme_gauges", "gauges.py"): "from transcoder import app\n",
     ("readme_prometheus", "prometheus.py"): "from tally import app\n",
+    ("readme_fifo_every", "fifo_every.py"): (
+        "from dataclasses import dataclass\n\n"
+        "from fifo import Posting\n\nfrom trinbox import InboxQueue, subscriber\n\n\n"
+    ),
+    ("readme_fifo_advisory", "fifo_advisory.py"): (
+        "from datetime import datetime\nfrom typing import Annotated\n\n"
+        "from fifo_every import Posted\n\n"
+        "from trinbox import Attempt, Id, Inbox, InboxQueue, Payload, RetryAfter, subscriber\n"
+    ),
 }
 
 LEFT_OUT = {"readme_static_checks"}
