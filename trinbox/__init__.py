@@ -46,6 +46,7 @@ from ._declare._roles import Generated as Generated
 from ._declare._roles import Group as Group
 from ._declare._roles import Id as Id
 from ._declare._roles import LockedUntil as LockedUntil
+from ._declare._roles import OriginGroup as OriginGroup
 from ._declare._roles import Payload as Payload
 from ._declare._roles import Priority as Priority
 from ._declare._roles import ProcessedAt as ProcessedAt
@@ -157,6 +158,7 @@ __all__ = [
     "KeyLiteral",
     "Id",
     "Group",
+    "OriginGroup",
     "Priority",
     "RetryAfter",
     "Attempt",

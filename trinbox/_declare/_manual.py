@@ -80,6 +80,10 @@ class InboxSpec(Generic[F]):
         *rest, group = spec.roles
         return evolve(spec, roles=(*rest, evolve(group, fifo=True)))
 
+    def origin_group(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        """The column a dead letter keeps its group in (``OriginGroup()``)."""
+        return self._role("origin_group", column, field, generated=False)
+
     def priority(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("priority", column, field, generated=False)
 

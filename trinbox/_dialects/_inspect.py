@@ -5,8 +5,10 @@ Times are read in the database's own clock (``now()``, ``UTC_TIMESTAMP(6)``, SQL
 ``'now'`` written as trinbox writes its times), so the numbers do not depend on the clock of
 the host that asks. Every name is quoted by the dialect, every value is a parameter.
 
-Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``group`` the
-group a redrive returns rows to, ``i0, i1, ...`` the ids of a chunk, ``limit`` rows listed.
+Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``origin`` the
+queue's own group (its dead letters in ``dest`` are the rows whose OriginGroup holds it),
+``group`` the group a redrive returns rows to, ``i0, i1, ...`` the ids of a chunk, ``limit``
+rows listed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "count_rows",
     "bind_ids",
     "dead_ids",
+    "dead_origins",
     "deliveries_made",
     "depth",
     "list_dead",
@@ -137,10 +140,15 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
     return dialect.r("depth", sql), columns
 
 
-def _dest(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> tuple[str, list[Frag]]:
-    """The table that holds a destination's rows, and the conditions that pick them."""
+def _dest(
+    dialect: Dialect, spec: TableSpec, dead: DeadLetter, *, own: bool = True
+) -> tuple[str, list[Frag]]:
+    """The table that holds a destination's rows, and the conditions that pick them: in a
+    dead letter group, those that came from the queue's group (``own``), or every one."""
     if dead.group is not None:
         conds: list[Frag] = [dialect.c(spec.group) + " = " + P("dest")]
+        if own and spec.origin_group is not None:
+            conds.append(dialect.c(spec.origin_group) + " = " + P("origin"))
         if spec.processed_at is not None:
             conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
         return dialect.table(spec), conds
@@ -184,13 +192,27 @@ def dead_ids(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int | N
     )
 
 
+def dead_origins(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int) -> Statement:
+    """The id and OriginGroup of the rows among ``i0``... in the dead letter group, whatever
+    queue they came from (a redrive names those that are another queue's)."""
+    assert dead.group is not None and spec.origin_group is not None
+    table, conds = _dest(dialect, spec, dead, own=False)
+    return dialect.r(
+        "dead_origins",
+        f"SELECT {dialect.c(spec.id)}, {dialect.c(spec.origin_group)} FROM {table}"
+        + dialect.where([*conds, _in_ids(dialect, spec, count)])
+        + f" ORDER BY {dialect.c(spec.id)}",
+    )
+
+
 def _reset(dialect: Dialect, col: ColumnSpec) -> str | None:
-    """What a redriven row's column becomes: the first delivery's attempt, due now, free."""
+    """What a redriven row's column becomes: the first delivery's attempt, due now, free, no
+    longer a dead letter."""
     if col.role == "attempt":
         return "1"
     if col.role == "retry_after":
         return clock_of(dialect).now
-    if col.role in ("locked_until", "processed_at"):
+    if col.role in ("locked_until", "processed_at", "origin_group"):
         return "NULL"
     return None
 
@@ -199,8 +221,9 @@ def redrive(
     dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int
 ) -> tuple[Statement, ...]:
     """Return ``count`` rows (ids ``i0``...) to their queue as a first delivery due now: a
-    dead letter group's rows by one update of their group (to ``group``); a dead letter
-    table's by a copy into the queue's table and a delete. Run in one transaction."""
+    dead letter group's rows (those from ``origin``) by one update of their group (to
+    ``group``); a dead letter table's by a copy into the queue's table and a delete. Run in
+    one transaction."""
     ids = _in_ids(dialect, spec, count)
     if dead.group is not None:
         table, conds = _dest(dialect, spec, dead)

@@ -30,6 +30,7 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     Priority,
     RetryAfter,
@@ -55,6 +56,7 @@ GROUP = "acct"
 class LedgerLock(Inbox[RowLock], table=TABLE):
     id: Annotated[int, Id(generated=True)]
     account: Annotated[str, Group(fifo=True)]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     priority: Annotated[int, Priority()]
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -64,6 +66,7 @@ class LedgerLock(Inbox[RowLock], table=TABLE):
 class LedgerLease(Inbox[Lease], table=TABLE):
     id: Annotated[int, Id(generated=True)]
     account: Annotated[str, Group(fifo=True)]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     priority: Annotated[int, Priority()]
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -225,7 +228,7 @@ async def test_a_dead_letter_moves_a_poison_head_out(case: Case, clock: VirtualC
     # Three attempts hold the group; then the head moves to the dead letter group and the
     # rows behind it run in order.
     assert ledger.started == [1, 1, 1, 2, 3]
-    assert case.stand.rows(f"SELECT account FROM {TABLE}") == [("acct_dead",)]
+    assert case.stand.rows(f"SELECT account, dead_from FROM {TABLE}") == [("acct_dead", GROUP)]
 
 
 @asynccontextmanager
