@@ -1,7 +1,7 @@
 """Golden tests of a dead letter group's OriginGroup (``OriginGroup()``): the move into the group
 writes the row's group first, and the statements of ``trinbox dead-letters`` pick a queue's own
-dead letters by it, per dialect. Each statement also runs on the three databases
-(tests/integration/cli/test_dead_letters.py,
+dead letters by it, per dialect; the deliveries a dead letter reports, per way of counting.
+Each statement also runs on the three databases (tests/integration/cli/test_dead_letters.py,
 tests/integration/matrix/test_dead_letter_origin.py)."""
 
 from __future__ import annotations
@@ -142,3 +142,14 @@ def test_a_redrive_moves_only_its_queues_rows_and_clears_the_origin(dialect: Dia
 
 def _slot(dialect: Dialect, n: int) -> str:
     return {"dollar": f"${n}", "format": "%s", "qmark": "?"}[dialect.style]
+
+
+def test_deliveries_of_a_dead_letter_by_how_its_attempt_was_counted() -> None:
+    # Counted when a failed delivery settles (the row lock form), the column is the
+    # deliveries; counted at the claim (lease, advisory, and the row lock form's
+    # count_attempt_at_claim()), it reads one ahead.
+    locked, leased = spec_of(LockedPosting), spec_of(Posting)
+    assert sql.deliveries_made(locked, 3) == 3
+    assert sql.deliveries_made(locked, 4, counted_at_claim=True) == 3
+    assert sql.deliveries_made(leased, 4) == 3
+    assert sql.deliveries_made(leased, 0) == 0

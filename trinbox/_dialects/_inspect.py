@@ -257,11 +257,14 @@ def redrive_begin(dialect: Dialect) -> str:
     return clock_of(dialect).begin or dialect.plain_begin().sql
 
 
-def deliveries_made(spec: TableSpec, attempt: int) -> int:
+def deliveries_made(spec: TableSpec, attempt: int, *, counted_at_claim: bool = False) -> int:
     """The deliveries a row has had, from its Attempt column: the row lock form counts a
-    failed delivery when it settles; the lease and advisory forms count at the claim, so
-    their column reads one ahead."""
-    return attempt if spec.form is RowLock else max(0, attempt - 1)
+    failed delivery when it settles; the lease and advisory forms, and the row lock form
+    with ``count_attempt_at_claim()`` (``counted_at_claim``), count at the claim, so their
+    column reads one ahead."""
+    if spec.form is RowLock and not counted_at_claim:
+        return attempt
+    return max(0, attempt - 1)
 
 
 def bind_ids(ids: Sequence[object]) -> dict[str, object]:

@@ -48,13 +48,16 @@ CHUNK = 500  # ids per statement of a redrive
 @dataclass(frozen=True, slots=True)
 class Queue:
     """A mounted queue as the operations see it: its broker, table, group (``None``: the
-    table is one queue), subscriber's queue name and dead letter destination."""
+    table is one queue), subscriber's queue name and dead letter destination.
+    ``counts_at_claim``: its Attempt column is counted at the claim (the row lock form's
+    ``count_attempt_at_claim()``), as the lease and advisory forms count it."""
 
     broker: SqlBroker[Any]
     spec: TableSpec
     name: str
     group: str | None
     dead_letter: DeadLetter | None
+    counts_at_claim: bool = False
 
     @property
     def table(self) -> str:
@@ -115,7 +118,7 @@ def queue_of(mount: Mount) -> Queue:
     where = f"{queue.name} on {spec.label}"
     dead = _dead_letter(where, spec, mount.attempts, mount.dead_letter_to)
     group = queue.name if spec.group is not None else None
-    return Queue(mount.broker, spec, queue.name, group, dead)
+    return Queue(mount.broker, spec, queue.name, group, dead, queue.attempt_at_claim)
 
 
 def queues_of(app: App) -> list[Queue]:
@@ -236,7 +239,9 @@ async def dead_rows(q: Queue, *, limit: int = 100) -> tuple[list[DeadRow], int]:
             DeadRow(
                 queue=q.name,
                 id=by_field[q.spec.id.field],
-                attempts=None if attempt is None else sql.deliveries_made(q.spec, _int(attempt)),
+                attempts=None
+                if attempt is None
+                else sql.deliveries_made(q.spec, _int(attempt), counted_at_claim=q.counts_at_claim),
                 retry_after=due,
                 values=by_field,
             )

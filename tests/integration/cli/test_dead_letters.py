@@ -2,15 +2,19 @@
 queue as first deliveries, gone from the dead letters, then handled by a served app), large
 moves in chunks with a progress bar, and the refusals; queues sharing a dead letter group each
 list and redrive only the rows that came from them (a served app's moves keep each row's
-group)."""
+group), and the deliveries listed where the row lock form counts the attempt at claim."""
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 import trio
 
-from .kit import Service, start_run
+from ..stands import SERVER_STANDS, fresh_stand
+from .kit import Service, service, start_run
 
 
 def _dead(svc: Service) -> None:
@@ -325,3 +329,62 @@ async def test_queues_sharing_a_dead_letter_group_keep_their_own(svc: Service) -
         "postings:acct-2: 0 dead letters in acct_dead",
         "postings:acct-3: 0 dead letters in acct_dead",
     ]
+
+
+# The row lock form counting the attempt at claim (PostgreSQL and MariaDB only): its column
+# reads one ahead of the deliveries, as the lease form's does.
+COUNTED = """
+import os
+from typing import Annotated
+
+from trinbox import (
+    App, AppInfo, Attempt, Backoff, HandlerOutcome, Id, Inbox, InboxQueue, Payload, RowLock,
+    SqlBroker, keys, subscriber,
+)
+
+
+class Task(Inbox[RowLock], table="tasks"):
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+@subscriber(InboxQueue(Task, "tasks").poll_interval(0.05).count_attempt_at_claim())
+async def work(body: bytes, attempt: keys.Attempt) -> HandlerOutcome:
+    print("task", body.decode(), attempt, flush=True)
+    return HandlerOutcome.retry()
+
+
+broker = getattr(SqlBroker, os.environ["SVC_KIND"])(os.environ["SVC_URL"])
+app = App(AppInfo("counted"))
+app.include(broker, work).max_attempts(2).dead_letter("tasks_dead").backoff(Backoff.none())
+"""
+
+
+@pytest.fixture(params=SERVER_STANDS)
+def server_svc(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]:
+    with fresh_stand(request.param, tmp_path) as stand:
+        yield service(stand, tmp_path)
+
+
+async def test_deliveries_of_a_queue_counting_at_claim(server_svc: Service) -> None:
+    svc = server_svc
+    (svc.dir / "counted.py").write_text(COUNTED)
+    dialect = {"postgres": "postgres", "mariadb": "mysql"}[svc.stand.name]
+    made = svc.trinbox(
+        "schema", "counted:Task", "--dialect", dialect, "--dead-letter", "tasks_dead"
+    )
+    assert made.returncode == 0, made.stderr
+    svc.stand.script(made.stdout)
+    svc.stand.execute("INSERT INTO tasks (attempt, payload) VALUES (1, ?)", b"t")
+    async with trio.open_nursery() as nursery:
+        running = await start_run(nursery, svc, ["counted:app"])
+        await running.wait_lines("task t 1", "task t 2")
+        await running.wait_for("moving it to tasks_dead")
+        running.process.send_signal(signal.SIGINT)
+        assert await running.ended() == 0
+    # Two deliveries, each counted at its claim: the column reads one ahead of them.
+    assert svc.stand.rows("SELECT id, attempt FROM tasks_dead") == [(1, 3)]
+    listed = svc.trinbox("dead-letters", "counted:app", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split()[:3] == ["tasks:tasks", "1", "2"]

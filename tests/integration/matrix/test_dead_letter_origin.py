@@ -3,7 +3,8 @@ letter group writes the row's group into its OriginGroup field, so queues sharin
 letter group each count, list and redrive only their own rows through the operations API
 (``trinbox inspect`` and ``trinbox dead-letters`` are built on it); a redrive returns each row
 to its own group unless told another, and never moves another queue's row. A grouped table
-without an OriginGroup field cannot dead-letter into a group: serve refuses it."""
+without an OriginGroup field cannot dead-letter into a group: serve refuses it. The deliveries
+a dead letter reports follow how its queue counts the attempt."""
 
 from __future__ import annotations
 
@@ -161,3 +162,39 @@ async def test_a_dead_letter_group_needs_an_origin_group(case: Case) -> None:
     with trio.fail_after(10), pytest.raises(DeclarationError, match=f"^{re.escape(expected)}$"):
         await app.serve()
     assert _rows(case) == [(1, "emails", None, 1)]
+
+
+@cells(forms=("row_lock",))
+async def test_deliveries_of_a_queue_counting_at_claim(case: Case) -> None:
+    # The row lock form counting at claim reads its column one ahead, as the lease form does;
+    # without the opt-in it counts when the retry settles.
+    broker = case.stand.broker(poll_interval=0.05)  # polled, as above
+    attempts: list[int] = []
+
+    @subscriber(InboxQueue(case.email, "emails").count_attempt_at_claim())
+    async def send(email: Email, attempt: keys.Attempt) -> HandlerOutcome:
+        attempts.append(attempt)
+        return HandlerOutcome.retry()
+
+    @subscriber(InboxQueue(case.email, "alerts"))
+    async def alert(email: Email, attempt: keys.Attempt) -> HandlerOutcome:
+        attempts.append(attempt)
+        return HandlerOutcome.retry()
+
+    app = make_app()
+    for handler in (send, alert):
+        app.include(broker, handler).max_attempts(2).dead_letter("emails.dead")
+    async with serving(app):
+        await broker.publish(case.email, Email("a@x"), name="emails", customer="c1")
+        with trio.fail_after(10):
+            await settled(app, send, 2)
+        await broker.publish(case.email, Email("b@x"), name="alerts", customer="c2")
+        with trio.fail_after(10):
+            await settled(app, alert, 2)
+    assert attempts == [1, 2, 1, 2]
+    assert _rows(case) == [(1, "emails.dead", "emails", 3), (2, "emails.dead", "alerts", 2)]
+    emails, alerts = queues_of(app)
+    async with opened(app.brokers):
+        for q in (emails, alerts):
+            listed, _ = await dead_rows(q)
+            assert [r.attempts for r in listed] == [2]
