@@ -1,7 +1,9 @@
 """An email sender with retries and a dead letter group (lease form, SQLite).
 
 A failed send returns ``retry_after`` with a backoff computed from the attempt; after five
-attempts the row moves to the ``emails.failed`` group, where nothing claims it.
+attempts the row moves to the ``emails.failed`` group, where nothing claims it; its
+``dead_from`` column keeps the group it came from, for ``trinbox dead-letters`` to list it
+under its queue and redrive it there.
 
     python -m examples.mailer [path/to/mail.db]
 """
@@ -28,6 +30,7 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     RetryAfter,
     SqlBroker,
@@ -42,6 +45,8 @@ class SendEmail(Inbox[Lease], table="email_jobs"):
 
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    # NULL until the row moves to the dead letter group, which writes its group here.
+    dead_from: Annotated[str | None, OriginGroup()] = None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
     locked_until: Annotated[datetime | None, LockedUntil()]
@@ -94,7 +99,8 @@ async def main(path: Path) -> int:
         with trio.fail_after(30):
             while True:
                 failed = await broker.database.fetchval(
-                    "SELECT COUNT(*) FROM email_jobs WHERE name = 'emails.failed'"
+                    "SELECT COUNT(*) FROM email_jobs WHERE name = 'emails.failed' "
+                    "AND dead_from = 'emails'"
                 )
                 if len(outbox.sent) == 2 and failed == 1:
                     break

@@ -27,6 +27,7 @@ from trinbox import (
     Inbox,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     ProcessedAt,
     RetryAfter,
@@ -189,8 +190,19 @@ RULES = {d: NameRules(d) for d in ("postgres", "mariadb", "sqlite")}
 # -- a row class of drawn names ----------------------------------------------------------------
 
 FORMS = ("row_lock", "lease", "advisory")
-FIELDS = ("id", "grp", "data", "retry_after", "attempt", "locked_until", "processed_at", "payload")
-"""The fields a drawn row class may have, in declaration order; each holds a drawn column."""
+FIELDS = (
+    "id",
+    "grp",
+    "origin",
+    "data",
+    "retry_after",
+    "attempt",
+    "locked_until",
+    "processed_at",
+    "payload",
+)
+"""The fields a drawn row class may have, in declaration order; each holds a drawn column. A
+grouped table has an ``origin`` (its OriginGroup, kept by the move into a dead letter group)."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +256,8 @@ def shapes(draw: st.DrawFn, form: str, dialect: Dialect) -> Shape:
     for optional in ("grp", "retry_after", "processed_at", "payload"):
         if draw(st.booleans()):
             fields.append(optional)
+    if "grp" in fields:
+        fields.append("origin")
     if form == "lease":
         fields.append("locked_until")
     fields.sort(key=FIELDS.index)
@@ -267,6 +281,7 @@ _FORM_TYPES: dict[str, type] = {"row_lock": RowLock, "lease": Lease, "advisory":
 _TYPES: dict[str, Any] = {
     "id": Annotated[int, Id(generated=True)],
     "grp": Annotated[str, Group()],
+    "origin": Annotated[str | None, OriginGroup()],
     "data": str,
     "retry_after": Annotated[datetime, RetryAfter()],
     "attempt": Annotated[int, Attempt()],

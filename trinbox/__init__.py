@@ -47,6 +47,7 @@ from ._declare._roles import Generated as Generated
 from ._declare._roles import Group as Group
 from ._declare._roles import Id as Id
 from ._declare._roles import LockedUntil as LockedUntil
+from ._declare._roles import OriginGroup as OriginGroup
 from ._declare._roles import Payload as Payload
 from ._declare._roles import Priority as Priority
 from ._declare._roles import ProcessedAt as ProcessedAt
@@ -158,6 +159,7 @@ __all__ = [
     "KeyLiteral",
     "Id",
     "Group",
+    "OriginGroup",
     "Priority",
     "RetryAfter",
     "Attempt",

@@ -341,12 +341,12 @@ class _SchemaBook:
         return schema
 
     def row(self, spec: TableSpec) -> dict[str, Any]:
-        """Row mode: the row's columns (generated ones read-only); a nullable column is there
-        with a null value."""
+        """Row mode: the row's columns (those the publish leaves out read-only: the generated
+        ones and an OriginGroup); a nullable column is there with a null value."""
         properties: dict[str, Any] = {}
         for col in spec.columns:
             column = _BINARY if col.python_type is bytes else self._schema(col.python_type)
-            if col.generated:
+            if col.generated or col.role == "origin_group":
                 # Draft 7 ignores the siblings of a $ref, so a referenced type is wrapped.
                 column = (
                     {"allOf": [column], "readOnly": True}

@@ -48,7 +48,8 @@ def dialect_named(name: str) -> Dialect:
 def ddl(row: type[Any], dialect: DialectName, *, dead_letter: str | None = None) -> list[str]:
     """The statements (without their ``;``) that create ``row``'s table and its claim index,
     and, given ``dead_letter`` as the mount names it (``.dead_letter("jobs_dead")``), its dead
-    letter table (a table with a ``Group`` field moves spent rows to a group: no table).
+    letter table (a table with a ``Group`` field moves spent rows to a group: no table, and
+    its ``OriginGroup`` field keeps each row's group; without one ``DeclarationError``).
 
     ``dialect`` is ``"postgres"``, ``"mysql"`` (MySQL and MariaDB) or ``"sqlite"``. A field
     whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``."""

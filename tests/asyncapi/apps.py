@@ -26,6 +26,7 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     RawCodec,
     RetryAfter,
@@ -65,6 +66,7 @@ class Job(Inbox[Lease], table="jobs", schema="work"):
 
     id: Annotated[int, Id(generated=True)]
     queue: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
     locked_until: Annotated[datetime | None, LockedUntil()]
@@ -74,6 +76,7 @@ class Job(Inbox[Lease], table="jobs", schema="work"):
 class Locked(Inbox[RowLock], table="locked_jobs"):
     id: Annotated[int, Id(generated=True)]
     queue: Annotated[str, Group(fifo=True)]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     attempt: Annotated[int, Attempt()]
     payload: Annotated[bytes, Payload()]
 

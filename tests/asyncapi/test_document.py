@@ -12,6 +12,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, make_dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -25,11 +26,13 @@ from trinbox import (
     App,
     AppInfo,
     DeclarationError,
+    Group,
     Id,
     Inbox,
     InboxQueue,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     SqlBroker,
     Sqlite,
@@ -153,6 +156,7 @@ def test_bindings_name_table_group_form_and_settings() -> None:
         "columns": {
             "id": "id",
             "queue": "group",
+            "dead_from": "origin_group",
             "retry_after": "retry_after",
             "attempt": "attempt",
             "locked_until": "locked_until",
@@ -293,6 +297,32 @@ def test_pydantic_describes_what_msgspec_cannot_and_codecs_name_their_type() -> 
     assert schemas["Payment"]["properties"]["amount"] == {"$ref": "#/components/schemas/Money"}
     assert schemas["Money"]["required"] == ["cents"]
     assert doc["components"]["messages"]["Payment"]["contentType"] == "application/msgpack"
+
+
+class Ticket(Inbox[Lease], table="tickets"):
+    """A row mode table of groups, its dead letters keeping their group."""
+
+    id: Annotated[int, Id(generated=True)]
+    desk: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    subject: str
+
+
+def test_a_row_shows_what_the_publish_leaves_out_read_only() -> None:
+    @subscriber(InboxQueue(Ticket, "help"))
+    async def answer(ticket: Ticket) -> None:
+        pass
+
+    app = App(AppInfo("desk"))
+    app.include(SqlBroker.sqlite(apps.SQLITE_URL), answer).max_attempts(2).dead_letter("dead")
+    doc = document(app)
+    assert problems(doc) == []
+    properties = doc["components"]["schemas"]["Ticket"]["properties"]
+    read_only = {name for name, s in properties.items() if s.get("readOnly")}
+    # The OriginGroup is written by the move into the dead letter group, never by a publish.
+    assert read_only == {"id", "dead_from"}
+    assert _binding(doc["channels"]["tickets.help"])["columns"]["dead_from"] == "origin_group"
 
 
 def test_a_handler_the_app_refuses_is_refused_here() -> None:

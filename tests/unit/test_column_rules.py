@@ -12,7 +12,16 @@ import pytest
 
 from trinbox._declare._inbox import Inbox, spec_of
 from trinbox._declare._markers import Lease
-from trinbox._declare._roles import Attempt, Id, LockedUntil, Payload, ProcessedAt, RetryAfter
+from trinbox._declare._roles import (
+    Attempt,
+    Group,
+    Id,
+    LockedUntil,
+    OriginGroup,
+    Payload,
+    ProcessedAt,
+    RetryAfter,
+)
 from trinbox._dialects._base import Dialect
 from trinbox._dialects._columns import FoundColumn, default_value
 from trinbox._dialects._statement import Statement
@@ -358,3 +367,32 @@ def test_a_prepare_failure_says_what_is_missing(
 )
 def test_sqlite_says_what_is_missing_in_its_message(message: str, missing: str | None) -> None:
     assert LITE.missing("SQLITE_ERROR", message) == missing
+
+
+class Posting(Inbox[Lease], table="postings"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
+    locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "fix"),
+    [
+        (PG, 'allow NULL: ALTER TABLE "postings" ALTER COLUMN "dead_from" DROP NOT NULL'),
+        (MY, "allow NULL: ALTER TABLE `postings` MODIFY `dead_from` VARCHAR(191) NULL"),
+        (LITE, "declare `dead_from` without NOT NULL"),
+    ],
+    ids=["pg", "my", "lite"],
+)
+def test_an_origin_group_takes_null(dialect: Dialect, fix: str) -> None:
+    # NULL until the row is a dead letter: the publish leaves it out, a redrive writes NULL.
+    type_ = {"PostgreSQL": "text", "MySQL": "varchar(191)", "SQLite": "TEXT"}[dialect.name]
+    assert dialect.check_columns(spec_of(Posting), [col("dead_from", type_)]) is None
+    problem = dialect.check_columns(spec_of(Posting), [col("dead_from", type_, nullable=False)])
+    assert problem is not None
+    assert problem.startswith(
+        "the OriginGroup column of postings (Posting) is NULL until the row moves into a dead "
+        "letter group (the publish leaves it out, a redrive writes NULL), found column "
+        f"'dead_from' NOT NULL; {fix}"
+    )

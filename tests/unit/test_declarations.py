@@ -31,6 +31,7 @@ from trinbox import (
     KeyLiteral,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     ProcessedAt,
     RetryAfter,
@@ -399,6 +400,46 @@ def test_row_lock_takes_no_locked_until() -> None:
         class Job(Inbox[RowLock], table="jobs"):
             id: Annotated[int, Id()]
             locked_until: Annotated[datetime | None, LockedUntil()]
+
+
+def test_origin_group_needs_a_group() -> None:
+    with refused(
+        "class test_origin_group_needs_a_group.<locals>.Job: an OriginGroup field keeps the "
+        "group a dead letter came from, found OriginGroup on 'dead_from' of a table without a "
+        "Group field (its dead letters move to a table, which keeps every column); add a Group "
+        "field or drop the OriginGroup field"
+    ):
+
+        class Job(Inbox[RowLock], table="jobs"):
+            id: Annotated[int, Id()]
+            dead_from: Annotated[str | None, OriginGroup()] = None
+
+
+def test_origin_group_is_not_generated() -> None:
+    with refused(
+        "class test_origin_group_is_not_generated.<locals>.Job: an OriginGroup field is "
+        "written by the move into a dead letter group (NULL until then), found "
+        "OriginGroup(generated=True) on 'dead_from'; drop generated=True"
+    ):
+
+        class Job(Inbox[RowLock], table="jobs"):
+            id: Annotated[int, Id()]
+            queue: Annotated[str, Group()]
+            dead_from: Annotated[str | None, OriginGroup(generated=True)] = None
+
+
+def test_origin_group_is_never_published() -> None:
+    class Job(Inbox[RowLock], table="jobs"):
+        id: Annotated[int, Id()]
+        queue: Annotated[str, Group()]
+        dead_from: Annotated[str | None, OriginGroup()] = None
+
+    spec = spec_of(Job)
+    assert spec.origin_group == ColumnSpec(
+        "dead_from", "dead_from", "origin_group", False, str | None
+    )
+    assert [c.column for c in spec.insert_columns] == ["id", "queue"]
+    assert Job(id=1, queue="q").dead_from is None
 
 
 def test_row_lock_takes_no_advisory_lock() -> None:

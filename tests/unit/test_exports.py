@@ -71,6 +71,14 @@ def test_clocks_are_exported() -> None:
     assert repr(trinbox.SystemClock()) == "SystemClock()"
 
 
+def test_every_role_is_exported() -> None:
+    # A role is declared by its class in an annotation: each must be importable as trinbox.X.
+    from trinbox._declare._roles import ROLE_CLASSES
+
+    assert set(ROLE_CLASSES.values()) <= set(trinbox.__all__)
+    assert "OriginGroup" in ROLE_CLASSES.values()
+
+
 def test_errors_pickle_by_their_public_name() -> None:
     error = trinbox.DeclarationError("class Job: a queue table names its table")
     data = pickle.dumps(error)

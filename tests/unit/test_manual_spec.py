@@ -22,6 +22,7 @@ from trinbox import (
     KeyLiteral,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     ProcessedAt,
     RetryAfter,
@@ -36,6 +37,7 @@ from trinbox._declare._inbox import spec_of
 class LeaseDeclared(Inbox[Lease, Serializable], table="email_jobs", schema="app"):
     id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt(generated=True)]
@@ -48,6 +50,7 @@ LEASE = (
     InboxSpec("email_jobs", "id", generated=True)
     .within("app")
     .group("name")
+    .origin_group("dead_from")
     .retry_after("retry_after")
     .attempt("attempt", generated=True)
     .lease("locked_until")
@@ -59,6 +62,7 @@ LEASE = (
 class LeaseBuilt(Inbox[Lease, Serializable], spec=LEASE):
     id: int
     name: str
+    dead_from: str | None = None
     customer: str
     retry_after: datetime
     attempt: int

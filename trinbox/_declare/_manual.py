@@ -90,6 +90,10 @@ class InboxSpec(Generic[F]):
         marked = evolve(group, fifo=fifo, delayed_rows_move_behind=delayed_rows_move_behind)
         return evolve(spec, roles=(*rest, marked))
 
+    def origin_group(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        """The column a dead letter keeps its group in (``OriginGroup()``)."""
+        return self._role("origin_group", column, field, generated=False)
+
     def priority(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("priority", column, field, generated=False)
 

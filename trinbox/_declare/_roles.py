@@ -16,6 +16,7 @@ __all__ = [
     "Group",
     "Id",
     "LockedUntil",
+    "OriginGroup",
     "Payload",
     "Priority",
     "ProcessedAt",
@@ -53,6 +54,17 @@ class Group(Role):
     fifo: bool = False
     delayed_rows_move_behind: bool = False
     role: ClassVar[str] = "group"
+
+
+@dataclass(frozen=True, slots=True)
+class OriginGroup(Role):
+    """The group a dead letter came from: moving a spent row into a dead letter group writes
+    its group here first, ``trinbox dead-letters`` lists it under that queue and a redrive
+    returns it there. NULL while the row is not a dead letter: the publish leaves it out and
+    a redrive clears it. A table with a ``Group`` field needs one to dead-letter into a group;
+    declare it ``Annotated[str | None, OriginGroup()] = None``."""
+
+    role: ClassVar[str] = "origin_group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,7 @@ class Column:
 ROLE_NAMES = (
     "id",
     "group",
+    "origin_group",
     "priority",
     "retry_after",
     "attempt",
@@ -125,6 +138,16 @@ ROLE_NAMES = (
 )
 ROLE_CLASSES: dict[str, str] = {
     cls.role: cls.__name__
-    for cls in (Id, Group, Priority, RetryAfter, Attempt, LockedUntil, ProcessedAt, Payload)
+    for cls in (
+        Id,
+        Group,
+        OriginGroup,
+        Priority,
+        RetryAfter,
+        Attempt,
+        LockedUntil,
+        ProcessedAt,
+        Payload,
+    )
 }
 """How messages name a role: by the class a declaration writes (``attempt`` -> ``Attempt``)."""

@@ -111,6 +111,10 @@ class TableSpec:
         return self.role("group")
 
     @property
+    def origin_group(self) -> ColumnSpec | None:
+        return self.role("origin_group")
+
+    @property
     def priority(self) -> ColumnSpec | None:
         return self.role("priority")
 
@@ -140,8 +144,9 @@ class TableSpec:
 
     @property
     def insert_columns(self) -> tuple[ColumnSpec, ...]:
-        """Every column the generated insert writes: roles first, then data columns."""
-        roles = [c for c in self.columns if c.role and not c.generated]
+        """Every column the generated insert writes: roles first, then data columns. The
+        OriginGroup is the dead letter step's to write, NULL before."""
+        roles = [c for c in self.columns if c.role and not c.generated and c.role != "origin_group"]
         roles.sort(key=lambda c: ROLE_NAMES.index(c.role))
         return (*roles, *(c for c in self.data if not c.generated))
 
@@ -411,6 +416,13 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
             raise DeclarationError(msg)
         if role == "priority":
             _check_priority(where, decl)
+        if role == "origin_group" and decl.generated:
+            msg = (
+                f"{where}: an OriginGroup field is written by the move into a dead letter "
+                f"group (NULL until then), found OriginGroup(generated=True) on "
+                f"{decl.field!r}; drop generated=True"
+            )
+            raise DeclarationError(msg)
         if role:
             role_owner[role] = decl.field
         column_owner[decl.column] = decl.field
@@ -477,6 +489,15 @@ def _check_priority(where: str, decl: FieldDecl) -> None:
 
 def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:
     form = spec.form
+    origin = spec.origin_group
+    if origin is not None and spec.group is None:
+        msg = (
+            f"{where}: an OriginGroup field keeps the group a dead letter came from, found "
+            f"OriginGroup on {origin.field!r} of a table without a Group field (its dead "
+            f"letters move to a table, which keeps every column); add a Group field or drop "
+            f"the OriginGroup field"
+        )
+        raise DeclarationError(msg)
     has_lease = spec.locked_until is not None
     if form is Lease and not has_lease:
         msg = (

@@ -380,7 +380,11 @@ class Dialect(ColumnRules):
                     f"column, found no Group field; add one or name a dead letter table"
                 )
                 raise DeclarationError(msg)
-            sets = [self.c(spec.group) + " = " + P("dest")]
+            sets: list[Frag] = []
+            if spec.origin_group is not None:
+                # First: MySQL assigns left to right, each reading the values set before it.
+                sets.append(f"{self.c(spec.origin_group)} = {self.c(spec.group)}")
+            sets.append(self.c(spec.group) + " = " + P("dest"))
             return (self.update("dead_letter", spec, sets, token=token),)
         return self.move_to_table(spec, dead_letter, token=token)
 

@@ -13,6 +13,7 @@ A prepared statement proves the names; the catalog proves the types. What each r
   default is refused, and no default at all where the publish leaves the column to the
   database (``Attempt(generated=True)``).
 * ``Priority``: an integer (the publish writes it, 0 when left out: any default will do).
+* ``OriginGroup``: NULL until the row moves into a dead letter group, so it takes NULL.
 * ``Payload``: bytes (PostgreSQL ``bytea``, MySQL/MariaDB a BLOB or VARBINARY).
 * A generated ``Id`` read as ``int``: an integer the database fills.
 
@@ -237,6 +238,12 @@ def _refusal(d: ColumnRules, spec: TableSpec, col: ColumnSpec, have: FoundColumn
         return (
             f"{head} orders the claim by an integer, {d.count_rule}, {found}; "
             f"{d.retype(spec, have, 'count')}"
+        )
+    if role == "origin_group" and not have.nullable:
+        return (
+            f"{head} is NULL until the row moves into a dead letter group (the publish "
+            f"leaves it out, a redrive writes NULL), found column {have.name!r} NOT NULL; "
+            f"{d.allow_null(spec, have)}"
         )
     if role == "payload" and not d.holds_bytes(have):
         return (

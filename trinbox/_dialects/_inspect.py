@@ -5,8 +5,10 @@ Times are read in the database's own clock (``now()``, ``UTC_TIMESTAMP(6)``, SQL
 ``'now'`` written as trinbox writes its times), so the numbers do not depend on the clock of
 the host that asks. Every name is quoted by the dialect, every value is a parameter.
 
-Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``group`` the
-group a redrive returns rows to, ``i0, i1, ...`` the ids of a chunk, ``limit`` rows listed.
+Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``origin`` the
+queue's own group (its dead letters in ``dest`` are the rows whose OriginGroup holds it),
+``group`` the group a redrive returns rows to, ``i0, i1, ...`` the ids of a chunk, ``limit``
+rows listed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "count_rows",
     "bind_ids",
     "dead_ids",
+    "dead_origins",
     "deliveries_made",
     "depth",
     "list_dead",
@@ -137,10 +140,22 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
     return dialect.r("depth", sql), columns
 
 
-def _dest(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> tuple[str, list[Frag]]:
-    """The table that holds a destination's rows, and the conditions that pick them."""
+def _dest(
+    dialect: Dialect,
+    spec: TableSpec,
+    dead: DeadLetter,
+    *,
+    own: bool = True,
+    every_group: bool = False,
+) -> tuple[str, list[Frag]]:
+    """The table that holds a destination's rows, and the conditions that pick them: in a
+    dead letter group, those that came from the queue's group (``own``), from any group
+    (``every_group``: a queue over every group of a FIFO table), or every one."""
     if dead.group is not None:
         conds: list[Frag] = [dialect.c(spec.group) + " = " + P("dest")]
+        if own and spec.origin_group is not None:
+            origin = dialect.c(spec.origin_group)
+            conds.append(f"{origin} IS NOT NULL" if every_group else origin + " = " + P("origin"))
         if spec.processed_at is not None:
             conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
         return dialect.table(spec), conds
@@ -151,15 +166,19 @@ def _in_ids(dialect: Dialect, spec: TableSpec, count: int) -> Sql:
     return dialect.c(spec.id) + " IN (" + join(", ", (P(f"i{n}") for n in range(count))) + ")"
 
 
-def count_rows(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> Statement:
+def count_rows(
+    dialect: Dialect, spec: TableSpec, dead: DeadLetter, *, every_group: bool = False
+) -> Statement:
     """The rows of a dead letter destination."""
-    table, conds = _dest(dialect, spec, dead)
+    table, conds = _dest(dialect, spec, dead, every_group=every_group)
     return dialect.r("dead_count", f"SELECT COUNT(*) FROM {table}" + dialect.where(conds))
 
 
-def list_dead(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> Statement:
+def list_dead(
+    dialect: Dialect, spec: TableSpec, dead: DeadLetter, *, every_group: bool = False
+) -> Statement:
     """The first ``limit`` rows of a destination by id, every declared column."""
-    table, conds = _dest(dialect, spec, dead)
+    table, conds = _dest(dialect, spec, dead, every_group=every_group)
     return dialect.r(
         "dead_list",
         f"SELECT {dialect.select_list(spec)} FROM {table}"
@@ -169,10 +188,17 @@ def list_dead(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> Statement:
     )
 
 
-def dead_ids(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int | None) -> Statement:
+def dead_ids(
+    dialect: Dialect,
+    spec: TableSpec,
+    dead: DeadLetter,
+    count: int | None,
+    *,
+    every_group: bool = False,
+) -> Statement:
     """Inside a redrive's transaction, the ids of the destination's rows (``count`` None:
     all of them; else those among ``i0``...), locked where the database locks rows."""
-    table, conds = _dest(dialect, spec, dead)
+    table, conds = _dest(dialect, spec, dead, every_group=every_group)
     if count is not None:
         conds = [*conds, _in_ids(dialect, spec, count)]
     return dialect.r(
@@ -184,27 +210,52 @@ def dead_ids(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int | N
     )
 
 
+def dead_origins(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int) -> Statement:
+    """The id and OriginGroup of the rows among ``i0``... in the dead letter group, whatever
+    queue they came from (a redrive names those that are another queue's)."""
+    assert dead.group is not None and spec.origin_group is not None
+    table, conds = _dest(dialect, spec, dead, own=False)
+    return dialect.r(
+        "dead_origins",
+        f"SELECT {dialect.c(spec.id)}, {dialect.c(spec.origin_group)} FROM {table}"
+        + dialect.where([*conds, _in_ids(dialect, spec, count)])
+        + f" ORDER BY {dialect.c(spec.id)}",
+    )
+
+
 def _reset(dialect: Dialect, col: ColumnSpec) -> str | None:
-    """What a redriven row's column becomes: the first delivery's attempt, due now, free."""
+    """What a redriven row's column becomes: the first delivery's attempt, due now, free, no
+    longer a dead letter."""
     if col.role == "attempt":
         return "1"
     if col.role == "retry_after":
         return clock_of(dialect).now
-    if col.role in ("locked_until", "processed_at"):
+    if col.role in ("locked_until", "processed_at", "origin_group"):
         return "NULL"
     return None
 
 
 def redrive(
-    dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int
+    dialect: Dialect,
+    spec: TableSpec,
+    dead: DeadLetter,
+    count: int,
+    *,
+    every_group: bool = False,
 ) -> tuple[Statement, ...]:
     """Return ``count`` rows (ids ``i0``...) to their queue as a first delivery due now: a
-    dead letter group's rows by one update of their group (to ``group``); a dead letter
-    table's by a copy into the queue's table and a delete. Run in one transaction."""
+    dead letter group's rows (those from ``origin``) by one update of their group (to
+    ``group``; over every group of a FIFO table, each row to the group it came from unless
+    ``group`` names one); a dead letter table's by a copy into the queue's table and a
+    delete. Run in one transaction."""
     ids = _in_ids(dialect, spec, count)
     if dead.group is not None:
-        table, conds = _dest(dialect, spec, dead)
-        sets: list[Frag] = [dialect.c(spec.group) + " = " + P("group")]
+        table, conds = _dest(dialect, spec, dead, every_group=every_group)
+        into: Frag = P("group")
+        if every_group and spec.origin_group is not None:
+            # First in the SET list: MySQL assigns left to right, and the origin is reset.
+            into = "COALESCE(" + P("group") + f", {dialect.c(spec.origin_group)})"
+        sets: list[Frag] = [dialect.c(spec.group) + " = " + into]
         for col in spec.columns:
             value = _reset(dialect, col)
             if value is not None:
@@ -234,11 +285,14 @@ def redrive_begin(dialect: Dialect) -> str:
     return clock_of(dialect).begin or dialect.plain_begin().sql
 
 
-def deliveries_made(spec: TableSpec, attempt: int) -> int:
+def deliveries_made(spec: TableSpec, attempt: int, *, counted_at_claim: bool = False) -> int:
     """The deliveries a row has had, from its Attempt column: the row lock form counts a
-    failed delivery when it settles; the lease and advisory forms count at the claim, so
-    their column reads one ahead."""
-    return attempt if spec.form is RowLock else max(0, attempt - 1)
+    failed delivery when it settles; the lease and advisory forms, and the row lock form
+    with ``count_attempt_at_claim()`` (``counted_at_claim``), count at the claim, so their
+    column reads one ahead."""
+    if spec.form is RowLock and not counted_at_claim:
+        return attempt
+    return max(0, attempt - 1)
 
 
 def bind_ids(ids: Sequence[object]) -> dict[str, object]:

@@ -10,8 +10,8 @@ Three kinds of statement, each idempotent (``IF NOT EXISTS``):
   table a ``ProcessedAt`` field, so finished rows drop out of it; inline in the CREATE TABLE
   on MySQL, which has no ``CREATE INDEX IF NOT EXISTS``;
 * the dead letter table, when the mount names one and the table has no group (a grouped table
-  moves spent rows to another group of itself): the same columns, its id a plain primary key,
-  since the move inserts each row with its id.
+  moves spent rows to another group of itself, its OriginGroup column keeping their own): the
+  same columns, its id a plain primary key, since the move inserts each row with its id.
 
 Names are quoted as the dialect quotes them in every other statement. The text is plain SQL,
 as a database client runs it; ``render`` turns it into a statement for trinbox's drivers.
@@ -89,6 +89,17 @@ def dead_letter_of(
     if name is None:
         return None
     if spec.group is not None:
+        if spec.origin_group is None:
+            # The move overwrites the row's group: without its origin, no listing or
+            # redrive could tell one queue's dead letters from another's.
+            on = "" if where is None else f" on {spec.label}"
+            msg = (
+                f"{where or spec.label}: a dead letter group keeps the group each row came "
+                f"from in an OriginGroup field, for its queue to list and redrive it, found "
+                f"dead_letter({name!r}){on} without one; add one, like "
+                f"origin_group: Annotated[str | None, OriginGroup()] = None"
+            )
+            raise DeclarationError(msg)
         return DeadLetter(group=name)
     parts = name.split(".")
     if len(parts) > 2 or not all(parts):
@@ -160,7 +171,8 @@ def _column(
     """One column's line. In the dead letter table the id is a plain primary key (the move
     writes it) and nothing is generated."""
     role = col.role
-    indexed = role in ("id", "group")
+    # The origin compares as the group does (MySQL: byte for byte).
+    indexed = role in ("id", "group", "origin_group")
     if dead and col.generated and role not in ("id", "attempt"):
         # The move copies every column; the dead letter table needs no default of its own.
         col = ColumnSpec(col.field, col.column, role, False, col.python_type)
@@ -172,6 +184,8 @@ def _column(
         return f"{name} {sql_type} PRIMARY KEY"
     if role == "attempt":
         return f"{name} {sql_type} NOT NULL DEFAULT 1"
+    if role == "origin_group":
+        return f"{name} {sql_type}"  # NULL while the row is not a dead letter
     if role == "priority":
         # The publish writes 0 when left out; the default serves hand-written inserts.
         return f"{name} {sql_type} NOT NULL DEFAULT 0"

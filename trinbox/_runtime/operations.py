@@ -9,7 +9,7 @@ starts); the statistics are read-only statements, one per table for the depths.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,6 +19,7 @@ from .._declare._inbox import spec_of
 from .._declare._spec import TableSpec
 from .._dialects import _inspect as sql
 from .._dialects._base import DeadLetter
+from .._drivers._base import Connection
 from .._drivers.aio import asyncio_loop
 from .._errors import DeclarationError
 from .._forms._base import give_back, rollback_quietly
@@ -38,6 +39,7 @@ __all__ = [
     "queue_of",
     "queues_of",
     "redrive",
+    "redrive_group",
 ]
 
 CHUNK = 500  # ids per statement of a redrive
@@ -46,13 +48,16 @@ CHUNK = 500  # ids per statement of a redrive
 @dataclass(frozen=True, slots=True)
 class Queue:
     """A mounted queue as the operations see it: its broker, table, group (``None``: the
-    table is one queue), subscriber's queue name and dead letter destination."""
+    table is one queue), subscriber's queue name and dead letter destination.
+    ``counts_at_claim``: its Attempt column is counted at the claim (the row lock form's
+    ``count_attempt_at_claim()``), as the lease and advisory forms count it."""
 
     broker: SqlBroker[Any]
     spec: TableSpec
     name: str
     group: str | None
     dead_letter: DeadLetter | None
+    counts_at_claim: bool = False
 
     @property
     def table(self) -> str:
@@ -81,9 +86,9 @@ class QueueDepth:
 
 @dataclass(frozen=True, slots=True)
 class DeadRow:
-    """A row of a dead letter destination: its id, the deliveries it had (from its Attempt
-    field), its RetryAfter (where the table has one) and every column's value by field
-    name."""
+    """A dead letter of ``queue`` (in a dead letter group, a row that came from its group):
+    its id, the deliveries it had (from its Attempt field), its RetryAfter (where the table
+    has one) and every column's value by field name."""
 
     queue: str
     id: object
@@ -94,12 +99,16 @@ class DeadRow:
 
 @dataclass(frozen=True, slots=True)
 class Redriven:
-    """What a redrive moved back into its queue, and the ids asked for that it did not find
-    among the dead letters."""
+    """What a redrive moved (into ``group``: the queue's own, or the one it was told; ``None``
+    for a table that is one queue); the ids asked for that are dead letters of other queues
+    of the same dead letter group, each with the group it came from (``None``: the row keeps
+    none), left where they are; and the ids asked for that it found nowhere among them."""
 
     queue: str
     moved: tuple[object, ...]
     missing: tuple[object, ...]
+    elsewhere: tuple[tuple[object, str | None], ...] = ()
+    group: str | None = None
 
 
 def queue_of(mount: Mount) -> Queue:
@@ -108,7 +117,7 @@ def queue_of(mount: Mount) -> Queue:
     spec = spec_of(queue.row)
     where = f"{queue.name} on {spec.label}"
     dead = _dead_letter(where, spec, mount.attempts, mount.dead_letter_to)
-    return Queue(mount.broker, spec, queue.name, queue.group, dead)
+    return Queue(mount.broker, spec, queue.name, queue.group, dead, queue.attempt_at_claim)
 
 
 def queues_of(app: App) -> list[Queue]:
@@ -148,7 +157,7 @@ def _float(value: object) -> float | None:
 
 async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
     """The depth of each queue (brokers open), in the order given: one statement per table
-    and broker for the queues and their dead letter groups, one per dead letter table."""
+    and broker for the queues, one per queue for its dead letters."""
     # By broker and table as declared (two row classes of one table's shape read it once).
     tables: dict[tuple[int, TableSpec], list[Queue]] = {}
     for q in queues:
@@ -158,9 +167,8 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
         first = same[0]
         groups: list[str] = []
         for q in same:
-            for g in (q.group, q.dead_letter.group if q.dead_letter else None):
-                if g is not None and g not in groups:
-                    groups.append(g)
+            if q.group is not None and q.group not in groups:
+                groups.append(q.group)
         if any(_every_group(q) for q in same):
             groups = []  # every group of the table is read
         statement, columns = sql.depth(first.broker.dialect, first.spec, len(groups))
@@ -189,7 +197,7 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
                 due=_int(due),
                 scheduled=_int(scheduled),
                 in_work=in_work,
-                dead=await _dead_count(q, by_group),
+                dead=await _dead_count(q),
                 oldest_due_age_seconds=age,
             )
         )
@@ -220,17 +228,14 @@ def _summed(
     return (*sums, max(ages) if ages else None)
 
 
-async def _dead_count(
-    q: Queue, by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]]
-) -> int | None:
+async def _dead_count(q: Queue) -> int | None:
+    """The queue's dead letters: in a dead letter group, those that came from its group."""
     dead = q.dead_letter
     if dead is None:
         return None
-    if dead.group is not None:
-        rest = by_group.get((id(q.broker), q.spec, dead.group))
-        return 0 if rest is None else _int(rest[0])
-    statement = sql.count_rows(q.broker.dialect, q.spec, dead)
-    return _int(await q.broker.database.fetchval(statement.sql))
+    statement = sql.count_rows(q.broker.dialect, q.spec, dead, every_group=_every_group(q))
+    values = {"dest": dead.group, "origin": q.group}
+    return _int(await q.broker.database.fetchval(statement.sql, *statement.bind(values)))
 
 
 def _require_dead(q: Queue) -> DeadLetter:
@@ -244,12 +249,14 @@ def _require_dead(q: Queue) -> DeadLetter:
 
 
 async def dead_rows(q: Queue, *, limit: int = 100) -> tuple[list[DeadRow], int]:
-    """The first ``limit`` dead letters of a queue by id, and how many there are."""
+    """The first ``limit`` dead letters of a queue by id, and how many there are. In a dead
+    letter group they are the rows that came from the queue's group."""
     dead = _require_dead(q)
     dialect = q.broker.dialect
-    count = sql.count_rows(dialect, q.spec, dead)
-    listing = sql.list_dead(dialect, q.spec, dead)
-    values = {"dest": dead.group, "limit": limit}
+    every = _every_group(q)
+    count = sql.count_rows(dialect, q.spec, dead, every_group=every)
+    listing = sql.list_dead(dialect, q.spec, dead, every_group=every)
+    values = {"dest": dead.group, "origin": q.group, "limit": limit}
     total = _int(await q.broker.database.fetchval(count.sql, *count.bind(values)))
     rows = await q.broker.database.fetch(listing.sql, *listing.bind(values))
     found = []
@@ -261,7 +268,9 @@ async def dead_rows(q: Queue, *, limit: int = 100) -> tuple[list[DeadRow], int]:
             DeadRow(
                 queue=q.name,
                 id=by_field[q.spec.id.field],
-                attempts=None if attempt is None else sql.deliveries_made(q.spec, _int(attempt)),
+                attempts=None
+                if attempt is None
+                else sql.deliveries_made(q.spec, _int(attempt), counted_at_claim=q.counts_at_claim),
                 retry_after=due,
                 values=by_field,
             )
@@ -290,49 +299,48 @@ async def redrive(
     q: Queue,
     ids: Sequence[object] | None,
     *,
+    to_group: str | None = None,
     chunk: int = CHUNK,
     progress: Callable[[int], None] | None = None,
     on_count: Callable[[int], None] | None = None,
 ) -> Redriven:
     """Move dead letters of ``q`` back into its queue as first deliveries due now (attempt 1,
     RetryAfter now, lease cleared), ``ids`` or every one (``None``), in one transaction that
-    moves ``chunk`` rows per statement. ``on_count`` hears how many rows will move before the
-    first chunk, ``progress`` how many each chunk moved."""
+    moves ``chunk`` rows per statement. In a dead letter group the queue's dead letters are
+    the rows that came from its group; they go back to it, or into ``to_group`` when given,
+    and ids of other queues' rows are left where they are and reported. ``on_count`` hears
+    how many rows will move before the first chunk, ``progress`` how many each chunk moved."""
     dead = _require_dead(q)
-    if dead.group is not None and _every_group(q):
-        # Each row left its own group for the dead letter group, which keeps no trace of it.
-        msg = (
-            f"queue {q.name!r} on {q.spec.label} serves every group, and a redrive returns "
-            f"its dead letters into the queue's group, found the dead letter group "
-            f"{dead.group!r}, which does not keep the group each row came from; move them "
-            f"back by hand (UPDATE {q.spec.qualified_name} SET <group> = ... WHERE <group> = "
-            f"{dead.group!r}), or redrive through a subscription to one group"
-        )
-        raise DeclarationError(msg)
+    into = redrive_group(q, to_group)
+    # Over every group of a FIFO table: each row goes back to the group it came from.
+    every = _every_group(q)
     if ids is not None:
         ids = list(dict.fromkeys(ids))
     dialect = q.broker.dialect
-    base = {"dest": dead.group, "group": q.group}
+    base = {"dest": dead.group, "origin": q.group, "group": into}
     pool = q.broker.pool
     conn = await pool.acquire()
+    elsewhere: list[tuple[object, str | None]] = []
     try:
         await conn.begin(sql.redrive_begin(dialect))
         found: list[object] = []
         if ids is None:
-            st = sql.dead_ids(dialect, q.spec, dead, None)
+            st = sql.dead_ids(dialect, q.spec, dead, None, every_group=every)
             found = [r[0] for r in await conn.fetch(st.sql, st.bind(base))]
         else:
             for start in range(0, len(ids), chunk):
                 part = list(ids[start : start + chunk])
-                st = sql.dead_ids(dialect, q.spec, dead, len(part))
+                st = sql.dead_ids(dialect, q.spec, dead, len(part), every_group=every)
                 values = {**base, **sql.bind_ids(part)}
                 found += [r[0] for r in await conn.fetch(st.sql, st.bind(values))]
+            if dead.group is not None and q.spec.origin_group is not None:
+                elsewhere = await _of_other_queues(conn, q, dead, ids, found, base, chunk)
         if on_count is not None:
             on_count(len(found))
         for start in range(0, len(found), chunk):
             part = found[start : start + chunk]
             values = {**base, **sql.bind_ids(part)}
-            for st in sql.redrive(dialect, q.spec, dead, len(part)):
+            for st in sql.redrive(dialect, q.spec, dead, len(part), every_group=every):
                 await conn.execute(st.sql, st.bind(values))
             if progress is not None:
                 progress(len(part))
@@ -342,9 +350,55 @@ async def redrive(
         raise
     finally:
         await give_back(pool, conn)
-    present = {_key(v) for v in found}
+    present = {_key(v) for v in found} | {_key(v) for v, _ in elsewhere}
     missing = () if ids is None else tuple(i for i in ids if _key(i) not in present)
-    return Redriven(q.name, tuple(found), missing)
+    return Redriven(q.name, tuple(found), missing, tuple(elsewhere), into)
+
+
+def redrive_group(q: Queue, to_group: str | None) -> str | None:
+    """The group a redrive of ``q`` moves rows into: the queue's own, or ``to_group``
+    (``DeclarationError`` for one that names no queue's group)."""
+    dead = _require_dead(q)
+    if to_group is None:
+        return q.group
+    where = f"redrive of queue {q.name!r} on {q.spec.label}"
+    if dead.group is None:
+        msg = (
+            f"{where}: a redrive into another group moves rows within a table's group column, "
+            f"found to_group={to_group!r} for a table without a Group field (its dead letters "
+            f"go back into the table, which is one queue); leave to_group out"
+        )
+        raise DeclarationError(msg)
+    if not to_group or to_group == dead.group:
+        msg = (
+            f"{where}: a redrive moves rows into a queue's group, found to_group={to_group!r}"
+            + (" (the dead letter group itself)" if to_group else "")
+            + "; name the group of the queue that should take them"
+        )
+        raise DeclarationError(msg)
+    return to_group
+
+
+async def _of_other_queues(
+    conn: Connection,
+    q: Queue,
+    dead: DeadLetter,
+    ids: Sequence[object],
+    found: Sequence[object],
+    base: Mapping[str, object],
+    chunk: int,
+) -> list[tuple[object, str | None]]:
+    """Those of ``ids`` not among ``found`` (the queue's own) that are dead letters of the
+    same dead letter group from another queue, with the group each came from."""
+    own = {_key(v) for v in found}
+    rest = [i for i in ids if _key(i) not in own]
+    others: list[tuple[object, str | None]] = []
+    for start in range(0, len(rest), chunk):
+        part = rest[start : start + chunk]
+        st = sql.dead_origins(q.broker.dialect, q.spec, dead, len(part))
+        rows = await conn.fetch(st.sql, st.bind({**base, **sql.bind_ids(part)}))
+        others += [(r[0], None if r[1] is None else str(r[1])) for r in rows]
+    return others
 
 
 def _key(value: object) -> str:

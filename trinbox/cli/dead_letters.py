@@ -1,10 +1,12 @@
 """``trinbox dead-letters MODULE:APP list|redrive``: show a queue's dead letters, or move
 chosen ones back into their queue.
 
-A redrive makes each row a first delivery again (attempt 1, as a publish writes it), due now,
-lease cleared, in one transaction: a dead letter group's rows go back by an update of their
-group, a dead letter table's by a copy into the queue's table and a delete. Large moves run
-in chunks inside that one transaction, with a progress bar on stderr.
+A queue's dead letters in a dead letter group are the rows that came from its group (their
+OriginGroup field holds it); in a dead letter table, every row. A redrive makes each row a
+first delivery again (attempt 1, as a publish writes it), due now, lease cleared, in one
+transaction: a dead letter group's rows go back by an update of their group (to the queue's
+own, or ``--to-group``), a dead letter table's by a copy into the queue's table and a delete.
+Large moves run in chunks inside that one transaction, with a progress bar on stderr.
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ from typing import Any
 
 import click
 
-from .._errors import TrinboxError
-from .._runtime.operations import CHUNK, DeadRow, Queue, Redriven, dead_rows, parse_id, redrive
+from .._errors import DeclarationError, TrinboxError
+from .._runtime.operations import (
+    CHUNK,
+    DeadRow,
+    Queue,
+    Redriven,
+    dead_rows,
+    parse_id,
+    redrive,
+    redrive_group,
+)
 from ._queues import app_queues, choose, label, run_open, table
 from .run import one_line
 
@@ -116,6 +127,11 @@ def _ids(q: Queue, text: str) -> list[object]:
 @click.option("--ids", metavar="ID,ID,...", help="redrive: these dead letters.")
 @click.option("--all", "every", is_flag=True, help="redrive: every dead letter of the queue.")
 @click.option(
+    "--to-group",
+    metavar="GROUP",
+    help="redrive: into this group of the table, not the queue's own.",
+)
+@click.option(
     "--limit", default=50, show_default=True, type=click.IntRange(min=1), help="list: rows shown."
 )
 @click.option("--chunk-size", default=CHUNK, type=click.IntRange(min=1), hidden=True)
@@ -125,20 +141,25 @@ def command(
     queue_name: str | None,
     ids: str | None,
     every: bool,
+    to_group: str | None,
     limit: int,
     chunk_size: int,
 ) -> None:
     """List the dead letters of MODULE:APP's queues, or redrive chosen ones back into their
     queue (--ids 12,13 or --all; with several dead-lettering queues, name one with --queue).
 
-    A redriven row is a first delivery again (attempt 1), due now, in one transaction; ids
-    not found among the dead letters are reported (exit status 1)."""
+    In a dead letter group, a queue's dead letters are the rows that came from its group,
+    and a redrive returns them there (or into --to-group). A redriven row is a first
+    delivery again (attempt 1), due now, in one transaction; ids not found among the queue's
+    dead letters, or found among another queue's, are reported and left (exit status 1)."""
     app, queues = app_queues(target)
     with_dead = [q for q in queues if q.dead_letter is not None]
     chosen = choose(with_dead, queue_name, what=f"{app.info.name} (with a dead letter destination)")
     if action == "list":
-        if ids is not None or every:
-            raise click.UsageError("--ids and --all choose what redrive moves; list takes neither")
+        if ids is not None or every or to_group is not None:
+            raise click.UsageError(
+                "--ids, --all and --to-group say what redrive moves; list takes none of them"
+            )
 
         async def read() -> list[tuple[list[DeadRow], int]]:
             return [await dead_rows(q, limit=limit) for q in chosen]
@@ -160,22 +181,44 @@ def command(
             f"letter destination ({names}); name one with --queue"
         )
     q = chosen[0]
+    try:
+        redrive_group(q, to_group)
+    except DeclarationError as exc:
+        raise click.UsageError(one_line(exc)) from None
     wanted = None if every else _ids(q, str(ids))
     bar = _Bar(chunk_size)
 
     async def move() -> Redriven:
         try:
-            return await redrive(q, wanted, chunk=chunk_size, progress=bar.step, on_count=bar.start)
+            return await redrive(
+                q,
+                wanted,
+                to_group=to_group,
+                chunk=chunk_size,
+                progress=bar.step,
+                on_count=bar.start,
+            )
         finally:
             bar.close()
 
     done = run_open(app, move)
     moved = ", ".join(str(i) for i in done.moved)
+    into = "back into the queue" if to_group is None else f"into the group {to_group}"
     click.echo(
-        f"redrove {_letters(len(done.moved))} of {label(q)} back into the queue"
+        f"redrove {_letters(len(done.moved))} of {label(q)} {into}"
         + (f": {moved}" if moved else "")
     )
+    if done.elsewhere:
+        others = ", ".join(
+            f"{i} ({'no group recorded' if g is None else 'from ' + g})" for i, g in done.elsewhere
+        )
+        click.echo(
+            f"Error: dead letters of another queue, not of {label(q)}, left where they are: "
+            f"{others}; redrive each with --queue naming the queue it came from",
+            err=True,
+        )
     if done.missing:
         missing = ", ".join(str(i) for i in done.missing)
         click.echo(f"Error: not found among the dead letters of {label(q)}: {missing}", err=True)
+    if done.elsewhere or done.missing:
         sys.exit(1)

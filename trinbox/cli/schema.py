@@ -28,7 +28,7 @@ from ._load import load_row
     help=(
         "The dead letter destination as the mount names it (.dead_letter(NAME)): "
         "[schema.]table also creates that table; a table with a Group field moves spent "
-        "rows to the group NAME and needs none."
+        "rows to the group NAME and needs none (its OriginGroup field keeps their group)."
     ),
 )
 def command(target: str, dialect: str, dead_letter: str | None) -> None:

@@ -22,8 +22,9 @@ from ..stands import Stand
 ROOT = Path(trinbox.__file__).resolve().parents[1]
 
 # The service the commands are pointed at: ``svc:app``. A lease table with a dead letter
-# group (``email_jobs``, rows marked processed when handled) and an advisory table with a
-# dead letter table (``plain_jobs``, rows deleted when handled). Each handler prints its
+# group (``email_jobs``, rows marked processed when handled, a dead letter's group kept in
+# ``dead_from``) and an advisory table with a dead letter table (``plain_jobs``, rows deleted
+# when handled). Each handler prints its
 # queue and payload on stdout; SVC_MODE=hang makes the email handler never return, and
 # SVC_MODE=crash makes it raise under the fail-fast policy.
 SERVICE = """
@@ -35,7 +36,8 @@ import trio
 
 from trinbox import (
     Advisory, App, AppInfo, Attempt, FailurePolicy, Group, Id, Inbox, InboxQueue, Lease,
-    LockedUntil, OnFailure, Payload, ProcessedAt, RetryAfter, SqlBroker, subscriber,
+    LockedUntil, OnFailure, OriginGroup, Payload, ProcessedAt, RetryAfter, SqlBroker,
+    subscriber,
 )
 
 URL = os.environ["SVC_URL"]
@@ -46,6 +48,7 @@ MODE = os.environ.get("SVC_MODE", "ack")
 class Email(Inbox[Lease], table="email_jobs"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -136,11 +139,22 @@ class Service:
         processed: bool = False,
         payload: bytes = b"{}",
         job_id: int | None = None,
+        origin: str | None = None,
     ) -> None:
-        """A row of ``email_jobs``: due ``due`` seconds from now, leased ``locked`` seconds."""
-        cols = ["name", "retry_after", "attempt", "locked_until", "processed_at", "payload"]
+        """A row of ``email_jobs``: due ``due`` seconds from now, leased ``locked`` seconds;
+        ``origin``: a dead letter's group of origin."""
+        cols = [
+            "name",
+            "dead_from",
+            "retry_after",
+            "attempt",
+            "locked_until",
+            "processed_at",
+            "payload",
+        ]
         values: list[object] = [
             group,
+            origin,
             self.time(due),
             attempt,
             None if locked is None else self.time(locked),

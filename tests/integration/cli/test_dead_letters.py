@@ -1,20 +1,27 @@
 """``trinbox dead-letters``: listing, redriving by ids and all of them (rows back in their
 queue as first deliveries, gone from the dead letters, then handled by a served app), large
-moves in chunks with a progress bar, and the refusals."""
+moves in chunks with a progress bar, and the refusals; queues sharing a dead letter group each
+list and redrive only the rows that came from them (a served app's moves keep each row's
+group), and the deliveries listed where the row lock form counts the attempt at claim."""
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 import trio
 
-from .kit import Service, start_run
+from ..stands import SERVER_STANDS, fresh_stand
+from .kit import Service, service, start_run
 
 
 def _dead(svc: Service) -> None:
     """Three dead letters in the group emails_dead (ids 11-13), two in plain_jobs_dead."""
     for n in (11, 12, 13):
-        svc.email("emails_dead", due=-600.0, attempt=4, payload=f'{{"n":{n}}}'.encode(), job_id=n)
+        body = f'{{"n":{n}}}'.encode()
+        svc.email("emails_dead", due=-600.0, attempt=4, payload=body, job_id=n, origin="emails")
     svc.plain(table="plain_jobs_dead", id=21, attempt=4, payload=b'{"to": "ann@example.com"}')
     svc.plain(table="plain_jobs_dead", id=22, attempt=4, payload=b"x" * 200)
 
@@ -135,7 +142,17 @@ def test_refusals(svc: Service) -> None:
         (["redrive", "--queue", "plain"], "--ids 12,13,... names, or --all of them; give one"),
         (["redrive", "--queue", "plain", "--all", "--ids", "21"], "give one, not both"),
         (["redrive", "--all"], "found 2 with a dead letter destination"),
-        (["list", "--all"], "list takes neither"),
+        (["list", "--all"], "list takes none of them"),
+        (["list", "--to-group", "x"], "list takes none of them"),
+        (
+            ["redrive", "--queue", "plain", "--all", "--to-group", "x"],
+            "a redrive into another group moves rows within a table's group column, found "
+            "to_group='x' for a table without a Group field",
+        ),
+        (
+            ["redrive", "--queue", "emails", "--all", "--to-group", "emails_dead"],
+            "found to_group='emails_dead' (the dead letter group itself)",
+        ),
         (
             ["redrive", "--queue", "emails", "--ids", "x"],
             "the ids of email_jobs (Email) are int, found 'x'",
@@ -149,6 +166,11 @@ def test_refusals(svc: Service) -> None:
         assert "Traceback" not in done.stderr
     # Nothing moved.
     assert svc.stand.value("SELECT COUNT(*) FROM plain_jobs_dead") == 2
+    assert _attempts(svc, "name = 'emails_dead'") == [
+        (11, "emails_dead", 4),
+        (12, "emails_dead", 4),
+        (13, "emails_dead", 4),
+    ]
 
 
 def test_help_of_every_command(svc: Service) -> None:
@@ -159,3 +181,210 @@ def test_help_of_every_command(svc: Service) -> None:
     assert "--log-format [text|json]" in svc.trinbox("run", "--help").stdout
     assert "--json" in svc.trinbox("inspect", "--help").stdout
     assert "--ids" in svc.trinbox("dead-letters", "--help").stdout
+
+
+# A per-account ledger (the queues acct-2 and acct-3 of one table) whose spent postings share
+# one dead letter group; a posting whose payload is "poison" always fails.
+LEDGER = """
+import os
+from datetime import datetime
+from typing import Annotated
+
+from trinbox import (
+    App, AppInfo, Attempt, Backoff, Group, HandlerOutcome, Id, Inbox, InboxQueue, Lease,
+    LockedUntil, OriginGroup, Payload, SqlBroker, keys, subscriber,
+)
+
+
+class Posting(Inbox[Lease], table="postings"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+def post(account: str, body: bytes, attempt: int) -> HandlerOutcome:
+    print(account, body.decode(), attempt, flush=True)
+    return HandlerOutcome.retry() if body == b"poison" else HandlerOutcome.ack()
+
+
+@subscriber(InboxQueue(Posting, "acct-2").poll_interval(0.05))
+async def acct_2(body: bytes, attempt: keys.Attempt) -> HandlerOutcome:
+    return post("acct-2", body, attempt)
+
+
+@subscriber(InboxQueue(Posting, "acct-3").poll_interval(0.05))
+async def acct_3(body: bytes, attempt: keys.Attempt) -> HandlerOutcome:
+    return post("acct-3", body, attempt)
+
+
+URL, KIND = os.environ["SVC_URL"], os.environ["SVC_KIND"]
+broker = getattr(SqlBroker, KIND)(URL)
+app = App(AppInfo("ledger"))
+for handler in (acct_2, acct_3):
+    app.include(broker, handler).max_attempts(2).dead_letter("acct_dead").backoff(Backoff.none())
+"""
+
+
+def _ledger(svc: Service) -> None:
+    """The ledger's module beside the service, its table made by ``trinbox schema``."""
+    (svc.dir / "ledger.py").write_text(LEDGER)
+    dialect = {"sqlite": "sqlite", "postgres": "postgres", "mariadb": "mysql"}[svc.stand.name]
+    made = svc.trinbox(
+        "schema", "ledger:Posting", "--dialect", dialect, "--dead-letter", "acct_dead"
+    )
+    assert made.returncode == 0, made.stderr
+    svc.stand.script(made.stdout)
+
+
+def _postings(svc: Service) -> list[tuple[int, str, str | None, int]]:
+    found = svc.stand.rows("SELECT id, account, dead_from, attempt FROM postings ORDER BY id")
+    return [(int(i), str(a), None if d is None else str(d), int(n)) for i, a, d, n in found]
+
+
+async def _serve_until_spent(svc: Service, spent: int, *handled: str) -> None:
+    """``trinbox run ledger:app`` until ``handled`` were printed and ``spent`` rows moved to
+    the dead letter group (the moves are logged before they run: the shutdown waits for them)."""
+    async with trio.open_nursery() as nursery:
+        running = await start_run(nursery, svc, ["ledger:app"])
+        await running.wait_for("2 subscriptions serving")
+        await running.wait_lines(*handled)
+        with trio.fail_after(60):
+            while running.err.count(b"moving it to acct_dead") < spent:
+                running.grew = trio.Event()
+                await running.grew.wait()
+        running.process.send_signal(signal.SIGINT)
+        assert await running.ended() == 0
+
+
+async def test_queues_sharing_a_dead_letter_group_keep_their_own(svc: Service) -> None:
+    _ledger(svc)
+    for account, body in (("acct-2", b"ok"), ("acct-2", b"poison"), ("acct-3", b"poison")):
+        svc.stand.execute(
+            "INSERT INTO postings (account, attempt, payload) VALUES (?, 1, ?)", account, body
+        )
+    await _serve_until_spent(svc, 2, "acct-2 ok 1", "acct-2 poison 2", "acct-3 poison 2")
+    # The served app's moves kept each row's group.
+    assert _postings(svc) == [(2, "acct_dead", "acct-2", 3), (3, "acct_dead", "acct-3", 3)]
+    # A row moved into the dead letter group before the table had its OriginGroup: no queue's.
+    svc.stand.execute(
+        "INSERT INTO postings (account, attempt, payload) VALUES ('acct_dead', 3, ?)", b"old"
+    )
+    old = (4, "acct_dead", None, 3)
+
+    # Each queue lists the dead letters that came from it, and only those.
+    listed = svc.trinbox("dead-letters", "ledger:app", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert [line.split()[:3] for line in lines[1:3]] == [
+        ["postings:acct-2", "2", "2"],
+        ["postings:acct-3", "3", "2"],
+    ]
+    assert lines[3:] == [
+        "postings:acct-2: 1 dead letter in acct_dead",
+        "postings:acct-3: 1 dead letter in acct_dead",
+    ]
+
+    # acct-2's posting is never moved into acct-3's queue: refused and reported.
+    done = svc.trinbox(
+        "dead-letters", "ledger:app", "redrive", "--queue", "acct-3", "--ids", "2,4,9"
+    )
+    assert done.returncode == 1
+    assert done.stdout.strip() == "redrove 0 dead letters of postings:acct-3 back into the queue"
+    assert done.stderr.splitlines() == [
+        "Error: dead letters of another queue, not of postings:acct-3, left where they are: "
+        "2 (from acct-2), 4 (no group recorded); redrive each with --queue naming the queue it "
+        "came from",
+        "Error: not found among the dead letters of postings:acct-3: 9",
+    ]
+    assert _postings(svc) == [(2, "acct_dead", "acct-2", 3), (3, "acct_dead", "acct-3", 3), old]
+
+    # --all of acct-3 moves its own row back, as a first delivery, no longer a dead letter.
+    done = svc.trinbox("dead-letters", "ledger:app", "redrive", "--queue", "acct-3", "--all")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "redrove 1 dead letter of postings:acct-3 back into the queue: 3"
+    assert _postings(svc) == [(2, "acct_dead", "acct-2", 3), (3, "acct-3", None, 1), old]
+
+    # Told otherwise, a redrive moves rows into another group.
+    done = svc.trinbox(
+        "dead-letters",
+        "ledger:app",
+        "redrive",
+        "--queue",
+        "acct-2",
+        "--ids",
+        "2",
+        "--to-group",
+        "acct-3",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "redrove 1 dead letter of postings:acct-2 into the group acct-3: 2"
+    )
+    assert _postings(svc) == [(2, "acct-3", None, 1), (3, "acct-3", None, 1), old]
+    listed = svc.trinbox("dead-letters", "ledger:app", "list")
+    assert listed.stdout.splitlines() == [
+        "postings:acct-2: 0 dead letters in acct_dead",
+        "postings:acct-3: 0 dead letters in acct_dead",
+    ]
+
+
+# The row lock form counting the attempt at claim (PostgreSQL and MariaDB only): its column
+# reads one ahead of the deliveries, as the lease form's does.
+COUNTED = """
+import os
+from typing import Annotated
+
+from trinbox import (
+    App, AppInfo, Attempt, Backoff, HandlerOutcome, Id, Inbox, InboxQueue, Payload, RowLock,
+    SqlBroker, keys, subscriber,
+)
+
+
+class Task(Inbox[RowLock], table="tasks"):
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+@subscriber(InboxQueue(Task, "tasks").poll_interval(0.05).count_attempt_at_claim())
+async def work(body: bytes, attempt: keys.Attempt) -> HandlerOutcome:
+    print("task", body.decode(), attempt, flush=True)
+    return HandlerOutcome.retry()
+
+
+broker = getattr(SqlBroker, os.environ["SVC_KIND"])(os.environ["SVC_URL"])
+app = App(AppInfo("counted"))
+app.include(broker, work).max_attempts(2).dead_letter("tasks_dead").backoff(Backoff.none())
+"""
+
+
+@pytest.fixture(params=SERVER_STANDS)
+def server_svc(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]:
+    with fresh_stand(request.param, tmp_path) as stand:
+        yield service(stand, tmp_path)
+
+
+async def test_deliveries_of_a_queue_counting_at_claim(server_svc: Service) -> None:
+    svc = server_svc
+    (svc.dir / "counted.py").write_text(COUNTED)
+    dialect = {"postgres": "postgres", "mariadb": "mysql"}[svc.stand.name]
+    made = svc.trinbox(
+        "schema", "counted:Task", "--dialect", dialect, "--dead-letter", "tasks_dead"
+    )
+    assert made.returncode == 0, made.stderr
+    svc.stand.script(made.stdout)
+    svc.stand.execute("INSERT INTO tasks (attempt, payload) VALUES (1, ?)", b"t")
+    async with trio.open_nursery() as nursery:
+        running = await start_run(nursery, svc, ["counted:app"])
+        await running.wait_lines("task t 1", "task t 2")
+        await running.wait_for("moving it to tasks_dead")
+        running.process.send_signal(signal.SIGINT)
+        assert await running.ended() == 0
+    # Two deliveries, each counted at its claim: the column reads one ahead of them.
+    assert svc.stand.rows("SELECT id, attempt FROM tasks_dead") == [(1, 3)]
+    listed = svc.trinbox("dead-letters", "counted:app", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split()[:3] == ["tasks:tasks", "1", "2"]

@@ -11,8 +11,9 @@ from .kit import Service
 
 def _fill(svc: Service) -> None:
     """emails: 4 due (the oldest due 60 s ago; one with an expired lease), 2 scheduled, 1
-    leased, 2 processed (not counted); 2 dead letters in the group emails_dead; a row of
-    another group. plain (advisory, no RetryAfter): 2 rows, 3 dead letters in its table."""
+    leased, 2 processed (not counted); 2 dead letters in the group emails_dead, and one there
+    that came from another queue (not counted); a row of another group. plain (advisory, no
+    RetryAfter): 2 rows, 3 dead letters in its table."""
     for due in (-60.0, -30.0, -10.0):
         svc.email("emails", due=due)
     svc.email("emails", due=-20.0, locked=-3600.0)  # a lease that ran out: due again
@@ -21,8 +22,9 @@ def _fill(svc: Service) -> None:
     svc.email("emails", due=-5.0, locked=3600.0)
     svc.email("emails", due=-500.0, processed=True)
     svc.email("emails", due=-400.0, processed=True)
-    svc.email("emails_dead", due=-900.0, attempt=4)
-    svc.email("emails_dead", due=-800.0, attempt=4)
+    svc.email("emails_dead", due=-900.0, attempt=4, origin="emails")
+    svc.email("emails_dead", due=-800.0, attempt=4, origin="emails")
+    svc.email("emails_dead", due=-700.0, attempt=4, origin="others")
     svc.email("others", due=-1000.0)
     svc.plain()
     svc.plain(tenant="u")

@@ -23,6 +23,7 @@ GROUPED = Shape(
     columns={
         "id": "⟩ 'd",
         "grp": 'g`r"p',
+        "origin": "o'r{g}",
         "data": "{t}",
         "retry_after": "%s ra",
         "attempt": "$1",
@@ -79,6 +80,8 @@ async def test_operations_on_hostile_names(stand_name: StandName, tmp_path: Path
 
         def email(group: str, due: int, **more: str) -> None:
             values = {"grp": f"'{group}'", "retry_after": ago(stand_name, due)}
+            if "dead" in group:
+                values["origin"] = "'jobs'"
             values |= {"attempt": "4" if "dead" in group else "1", "payload": blob(stand_name)}
             insert(stand, grouped, g_table, values | more)
 

@@ -24,6 +24,7 @@ DDL = """
 CREATE TABLE emails (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     queue TEXT NOT NULL,
+    dead_from TEXT,
     retry_after TEXT NOT NULL,
     attempt INTEGER NOT NULL DEFAULT 1,
     locked_until TEXT,
@@ -95,10 +96,13 @@ def prepare(work: Path, *, table: bool, rows: bool) -> None:
         leased = stored(now + timedelta(seconds=30))
         due = stored(now - timedelta(seconds=5))
         conn.execute(insert, ("outbox", due, 2, leased, b'{"to": "ed@example.com"}'))
-        for to in ("eve", "mallory"):
+        # Two dead letters of the outbox, and one that came from another queue (digest).
+        dead = insert.replace("(queue, ", "(dead_from, queue, ").replace("(?, ", "(?, ?, ")
+        for origin, to in (("outbox", "eve"), ("outbox", "mallory"), ("digest", "flo")):
             conn.execute(
-                insert,
+                dead,
                 (
+                    origin,
                     "outbox.dead",
                     "2026-11-30 09:15:00.000000",
                     4,

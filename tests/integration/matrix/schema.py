@@ -1,6 +1,7 @@
 """The matrix's tables in each dialect, and their row classes in each form (REFERENCE.md
-§10.1): ``email_jobs`` (every role, grouped) with its dead letter table, and ``plain_jobs``
-(group-less, no retry_after) with its dead letter table."""
+§10.1): ``email_jobs`` (every role, grouped, ``dead_from`` keeping a dead letter's group) with
+its dead letter table, and ``plain_jobs`` (group-less, no retry_after) with its dead letter
+table."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from trinbox import (
     Inbox,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     ProcessedAt,
     RepeatableRead,
@@ -30,6 +32,7 @@ EMAIL_JOBS: dict[StandName, str] = {
         CREATE TABLE email_jobs (
             job_id INTEGER PRIMARY KEY AUTOINCREMENT,
             name TEXT NOT NULL,
+            dead_from TEXT,
             customer TEXT,
             retry_after TEXT NOT NULL,
             attempt INTEGER NOT NULL DEFAULT 1,
@@ -44,6 +47,7 @@ EMAIL_JOBS: dict[StandName, str] = {
         CREATE TABLE email_jobs (
             job_id BIGSERIAL PRIMARY KEY,
             name TEXT NOT NULL,
+            dead_from TEXT,
             customer TEXT,
             retry_after TIMESTAMPTZ NOT NULL DEFAULT now(),
             attempt SMALLINT NOT NULL DEFAULT 1,
@@ -59,6 +63,7 @@ EMAIL_JOBS: dict[StandName, str] = {
         CREATE TABLE email_jobs (
             job_id BIGINT AUTO_INCREMENT PRIMARY KEY,
             name VARCHAR(191) NOT NULL,
+            dead_from VARCHAR(191),
             customer VARCHAR(191),
             retry_after DATETIME(6) NOT NULL,
             attempt INT NOT NULL DEFAULT 1,
@@ -108,6 +113,7 @@ PLAIN_JOBS: dict[StandName, str] = {
 class RowLockedEmail(Inbox[RowLock], table="email_jobs"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -117,6 +123,7 @@ class RowLockedEmail(Inbox[RowLock], table="email_jobs"):
 class LeasedEmail(Inbox[Lease], table="email_jobs"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -127,6 +134,7 @@ class LeasedEmail(Inbox[Lease], table="email_jobs"):
 class LockedEmail(Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs-{customer}"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -136,6 +144,7 @@ class LockedEmail(Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs
 class RowLockedFinished(Inbox[RowLock], table="email_jobs"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -146,6 +155,7 @@ class RowLockedFinished(Inbox[RowLock], table="email_jobs"):
 class LeasedFinished(Inbox[Lease], table="email_jobs"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -157,6 +167,7 @@ class LeasedFinished(Inbox[Lease], table="email_jobs"):
 class LockedFinished(Inbox[Advisory], table="email_jobs", advisory_lock="email_jobs-{job_id}"):
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -334,6 +345,7 @@ class RepeatableLeasedEmail(Inbox[Lease, RepeatableRead], table="email_jobs"):
 
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -346,6 +358,7 @@ class SerializableLeasedEmail(Inbox[Lease, Serializable], table="email_jobs"):
 
     job_id: Annotated[int, Id(generated=True)]
     name: Annotated[str, Group()]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     customer: str | None
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]

@@ -25,7 +25,6 @@ from trinbox import (
     App,
     Attempt,
     Backoff,
-    DeclarationError,
     FifoAtSerializable,
     Group,
     HandlerOutcome,
@@ -34,6 +33,7 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    OriginGroup,
     Payload,
     Priority,
     RetryAfter,
@@ -61,6 +61,7 @@ GROUP = "acct"
 class LedgerLock(Inbox[RowLock], table=TABLE):
     id: Annotated[int, Id(generated=True)]
     account: Annotated[str, Group(fifo=True)]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     priority: Annotated[int, Priority()]
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -70,6 +71,7 @@ class LedgerLock(Inbox[RowLock], table=TABLE):
 class LedgerLease(Inbox[Lease], table=TABLE):
     id: Annotated[int, Id(generated=True)]
     account: Annotated[str, Group(fifo=True)]
+    dead_from: Annotated[str | None, OriginGroup()] = None
     priority: Annotated[int, Priority()]
     retry_after: Annotated[datetime, RetryAfter()]
     attempt: Annotated[int, Attempt()]
@@ -346,7 +348,7 @@ async def test_a_dead_letter_moves_a_poison_head_out(case: Case, clock: VirtualC
     # Three attempts hold the group; then the head moves to the dead letter group and the
     # rows behind it run in order.
     assert ledger.started == [1, 1, 1, 2, 3]
-    assert case.stand.rows(f"SELECT account FROM {TABLE}") == [("acct_dead",)]
+    assert case.stand.rows(f"SELECT account, dead_from FROM {TABLE}") == [("acct_dead", GROUP)]
 
 
 @asynccontextmanager
@@ -864,13 +866,23 @@ async def test_the_depth_of_every_group_adds_up_its_groups(case: Case) -> None:
         case.stand,
         TABLE,
         [
-            {"account": account, "priority": 0, "retry_after": due, "attempt": 1, "payload": b"{}"}
-            for account, due in [
-                ("a0", DUE),
-                ("a0", DUE),
-                ("a1", DUE),
-                ("a1", later),
-                ("ledger_dead", DUE),
+            {
+                "account": account,
+                "priority": 0,
+                "retry_after": due,
+                "attempt": 1,
+                "payload": b"{}",
+                "dead_from": origin,
+            }
+            for account, due, origin in [
+                ("a0", DUE, None),
+                ("a0", DUE, None),
+                ("a1", DUE, None),
+                ("a1", later, None),
+                # A dead letter of a1's: every group's are this queue's.
+                ("ledger_dead", DUE, "a1"),
+                # Moved before the table had an origin: no queue's.
+                ("ledger_dead", DUE, None),
             ]
         ],
     )
@@ -942,18 +954,21 @@ async def test_every_group_leaves_unstamped_the_head_of_a_group_held_elsewhere(
     assert not watch.failed
 
 
-@cells(forms=("lease",), stands=("sqlite",))
-async def test_every_group_refuses_a_redrive_into_no_group(case: Case) -> None:
-    """A redrive returns dead letters into its queue's group; over every group there is
-    none, and the dead letter group kept no row's own: refused, nothing moved."""
+@fifo_cells
+async def test_every_group_redrives_each_row_to_its_own_group(case: Case) -> None:
+    """Over every group, the dead letter group's rows are the queue's whatever group they
+    came from: a redrive returns each to its own (its OriginGroup), or all into the group
+    it is told; a row with no origin recorded is no queue's and stays."""
     row = LEDGER[case.form]
-    case.stand.script(";\n".join(ddl(row, "sqlite")))
+    dialect = "mysql" if case.name == "mariadb" else case.name
+    case.stand.script(";\n".join(ddl(row, dialect)))
     insert_rows(
         case.stand,
         TABLE,
         [
             {"account": "ledger_dead", "priority": 0, "retry_after": DUE, "attempt": 3}
-            | {"payload": b"{}"}
+            | {"payload": b"{}", "dead_from": origin}
+            for origin in ("a0", "a1", None, "a1")
         ],
     )
 
@@ -965,10 +980,16 @@ async def test_every_group_refuses_a_redrive_into_no_group(case: Case) -> None:
     app.include(case.stand.broker(), post).max_attempts(3).dead_letter("ledger_dead")
     async with opened(app.brokers):
         (queue,) = queues_of(app)
-        with pytest.raises(DeclarationError) as caught:
-            await redrive(queue, None)
-    assert str(caught.value).startswith(
-        "queue 'ledger' on ledger (LedgerLease) serves every group, and a redrive returns its "
-        "dead letters into the queue's group, found the dead letter group 'ledger_dead', "
-    )
-    assert case.stand.rows(f"SELECT account FROM {TABLE}") == [("ledger_dead",)]
+        first = await redrive(queue, [1, 2, 3])
+        rest = await redrive(queue, None, to_group="a9")
+    assert (list(first.moved), first.group) == ([1, 2], None)
+    # Asked for and left: a dead letter of no queue (no origin recorded).
+    assert (list(first.elsewhere), list(first.missing)) == ([(3, None)], [])
+    assert (list(rest.moved), rest.group) == ([4], "a9")
+    found = case.stand.rows(f"SELECT id, account, dead_from, attempt FROM {TABLE} ORDER BY id")
+    assert [tuple(r) for r in found] == [
+        (1, "a0", None, 1),
+        (2, "a1", None, 1),
+        (3, "ledger_dead", None, 3),
+        (4, "a9", None, 1),
+    ]

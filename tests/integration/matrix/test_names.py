@@ -51,6 +51,7 @@ TYPES: dict[StandName, dict[str, str]] = {
     "sqlite": {
         "id": "INTEGER PRIMARY KEY AUTOINCREMENT",
         "grp": "TEXT NOT NULL",
+        "origin": "TEXT",
         "data": "TEXT",
         "retry_after": "TEXT NOT NULL",
         "attempt": "INTEGER NOT NULL DEFAULT 1",
@@ -61,6 +62,7 @@ TYPES: dict[StandName, dict[str, str]] = {
     "postgres": {
         "id": "BIGSERIAL PRIMARY KEY",
         "grp": "TEXT NOT NULL",
+        "origin": "TEXT",
         "data": "TEXT",
         "retry_after": "TIMESTAMPTZ NOT NULL",
         "attempt": "INT NOT NULL DEFAULT 1",
@@ -71,6 +73,7 @@ TYPES: dict[StandName, dict[str, str]] = {
     "mariadb": {
         "id": "BIGINT AUTO_INCREMENT PRIMARY KEY",
         "grp": "VARCHAR(191) NOT NULL",
+        "origin": "VARCHAR(191)",
         "data": "VARCHAR(191)",
         "retry_after": "DATETIME(6) NOT NULL",
         "attempt": "INT NOT NULL DEFAULT 1",
