@@ -71,7 +71,7 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("row lock delivery")
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
             results = await conn.script(self._claim_ops(limit))

@@ -322,7 +322,7 @@ class SqlBroker(Generic[D]):
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits."""
-        conn = await self.pool.acquire()
+        conn = await self.pool.acquire("broker.transaction")
         tx = Tx(conn, self._publish_in)
         try:
             await conn.begin(self.dialect.plain_begin().sql)

@@ -276,7 +276,7 @@ async def redrive(
     dialect = q.broker.dialect
     base = {"dest": dead.group, "group": q.group}
     pool = q.broker.pool
-    conn = await pool.acquire()
+    conn = await pool.acquire("dead letter redrive")
     try:
         await conn.begin(sql.redrive_begin(dialect))
         found: list[object] = []

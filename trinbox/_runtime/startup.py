@@ -143,7 +143,7 @@ async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: State
     """Check the server's version, the types of the table's role columns in its catalog, and
     prepare every statement against the database."""
     pool = broker.pool
-    conn = await pool.acquire()
+    conn = await pool.acquire("startup check")
     try:
         version_query = broker.dialect.version_query
         if version_query is not None:
