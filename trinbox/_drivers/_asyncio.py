@@ -217,12 +217,12 @@ class AsyncioPool(ABC, Generic[C]):
         """Connections a caller could take now without waiting: idle ones and room to grow."""
         return self._slots.value
 
-    async def acquire(self, holder: str = "other") -> C:
+    async def acquire(self, holder: str = "caller") -> C:
         self._check_open()
         await self._holders.wait(self._slots, holder, self._out)
         return await self._take(holder)
 
-    async def try_acquire(self, holder: str = "other") -> C | None:
+    async def try_acquire(self, holder: str = "caller") -> C | None:
         self._check_open()
         try:
             self._slots.acquire_nowait()

@@ -38,7 +38,7 @@ class Holders:
 
     def held(self, out: Collection[object]) -> Counter[str]:
         """How many of the connections handed out each holder has."""
-        return Counter(self._by_conn.get(conn, "other") for conn in out)
+        return Counter(self._by_conn.get(conn, "caller") for conn in out)
 
     async def wait(self, slots: trio.Semaphore, holder: str, out: Collection[object]) -> None:
         """Take one of ``slots`` for ``holder``, waiting ``POOL_WAIT`` at most."""
@@ -54,11 +54,12 @@ class Holders:
             held["connecting"] += connecting
         found = ", ".join(f"{n} by {label}" for label, n in sorted(held.items(), key=_most))
         return (
-            f"a {holder} waits at most {POOL_WAIT:g} s for a connection of the "
-            f"{self._identity} pool, found all {self._max_size} of its connections held for "
-            f"that long ({found or 'none handed out'}); give the broker a larger pool_size, "
-            f"lower the workers(n) of subscriptions whose deliveries hold a connection each, "
-            f"or give connections back sooner (a handler's keys.Pool block, a transaction)"
+            f"the {holder} waited {POOL_WAIT:g} s for a connection of the {self._identity} "
+            f"pool, the most it waits, and found all {self._max_size} of its connections held "
+            f"all that time ({found or 'none handed out'}); give the broker a larger "
+            f"pool_size, lower the workers(n) of subscriptions whose deliveries hold a "
+            f"connection each, or give connections back sooner (a handler's keys.Pool block, "
+            f"a transaction)"
         )
 
 

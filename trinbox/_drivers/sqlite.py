@@ -406,7 +406,7 @@ class SqlitePool:
         conn = await self.acquire()
         await self.release(conn)
 
-    async def acquire(self, holder: str = "other") -> SqliteConnection:
+    async def acquire(self, holder: str = "caller") -> SqliteConnection:
         # A free slot is taken without a trip through Trio's scheduler (a cancel still
         # raises here, and no slot is taken).
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -420,7 +420,7 @@ class SqlitePool:
             self._slots.release()
             raise
 
-    async def try_acquire(self, holder: str = "other") -> SqliteConnection | None:
+    async def try_acquire(self, holder: str = "caller") -> SqliteConnection | None:
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:

@@ -102,11 +102,13 @@ class LeaseForm:
 
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
-        # In transactional mode each delivery holds its transaction's connection.
+        # In transactional mode each delivery holds its transaction's connection; the
+        # keeper's round takes one more.
         self.traits = FormTraits(
             holds_connections=ctx.transactional,
             feeds_every_worker=True,
             chains=self.claims_in_one_statement,
+            upkeep_connections=1,
         )
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)
@@ -540,6 +542,8 @@ class LeaseForm:
                 if taken:
                     moved = await self._extend(conn, taken)
                     for delivery in taken:
+                        if delivery.settled:
+                            continue  # acked in its transaction while the round ran
                         if delivery.id in moved:
                             delivery.token = moved[delivery.id]
                             ctx.extended(delivery, True)

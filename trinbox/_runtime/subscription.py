@@ -187,7 +187,7 @@ class Subscription:
             workers=self.queue.worker_count,
             transactional=transactional,
         )
-        self.held_connections = workers if self.form.traits.holds_connections else 0
+        self.held_connections = startup.held_connections(self.form.traits, workers)
         slots = trio.Semaphore(workers)
         runner = DeliveryRunner(
             broker,

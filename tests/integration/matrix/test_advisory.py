@@ -789,10 +789,10 @@ class GatedPool:
     def identity(self) -> str:
         return self.inner.identity
 
-    async def acquire(self, holder: str = "other") -> Connection:
+    async def acquire(self, holder: str = "caller") -> Connection:
         return GatedConnection(await self.inner.acquire(holder), self.gate)
 
-    async def try_acquire(self, holder: str = "other") -> Connection | None:
+    async def try_acquire(self, holder: str = "caller") -> Connection | None:
         conn = await self.inner.try_acquire(holder)
         return None if conn is None else GatedConnection(conn, self.gate)
 

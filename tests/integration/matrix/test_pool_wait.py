@@ -28,11 +28,11 @@ class Job:
 def exhausted(holder: str, size: int, held: str) -> str:
     """The message of a ``holder`` that found every connection of a pool held."""
     return (
-        f"^a {re.escape(holder)} waits at most 30 s for a connection of the .+ pool, found "
-        f"all {size} of its connections held for that long \\({re.escape(held)}\\); give the "
-        f"broker a larger pool_size, lower the workers\\(n\\) of subscriptions whose "
-        f"deliveries hold a connection each, or give connections back sooner \\(a handler's "
-        f"keys\\.Pool block, a transaction\\)$"
+        f"^the {re.escape(holder)} waited 30 s for a connection of the .+ pool, the most it "
+        f"waits, and found all {size} of its connections held all that time "
+        f"\\({re.escape(held)}\\); give the broker a larger pool_size, lower the workers\\(n\\) "
+        f"of subscriptions whose deliveries hold a connection each, or give connections back "
+        f"sooner \\(a handler's keys\\.Pool block, a transaction\\)$"
     )
 
 
