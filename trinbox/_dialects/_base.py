@@ -502,10 +502,10 @@ class Dialect(ColumnRules):
     def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
         """The lease keeper's round over ``count`` deliveries, in one statement: every lease
         its token still holds moves to the new expiry (``lease``; on the database clock the
-        server's now plus ``lease_seconds``), and the ids it moved come back, each with the
-        expiry it holds now (on the database clock: the token the server wrote). The ids and
-        their tokens are bound as two lists, ``ids`` and ``tokens``, in the same order, so
-        the text is the same for every round. MySQL overrides it (no RETURNING)."""
+        server's now plus ``lease_seconds``), and the ids it moved come back (on the database
+        clock each with the token the server wrote). The ids and their tokens are bound as
+        two lists, ``ids`` and ``tokens``, in the same order, so the text is the same for
+        every round. MySQL overrides it (no RETURNING)."""
         locked = self.c(spec.locked_until)
         return (
             self.r(

@@ -238,7 +238,7 @@ class AsyncioPool(ABC, Generic[C]):
                 conn = self._idle.pop()
                 if self._alive(conn) and not self._ended(conn):
                     self._out.add(conn)
-                    self._holders.took(conn, holder, self._out)
+                    self._holders.took(conn, holder)
                     return conn
                 # Lost, or ended by the server while idle (restart, wait_timeout, KILL):
                 # never handed out, so no caller sees its ConnectionLost.
@@ -249,7 +249,7 @@ class AsyncioPool(ABC, Generic[C]):
             raise
         # No checkpoint between the connect and here: a cancel cannot lose the connection.
         self._out.add(conn)
-        self._holders.took(conn, holder, self._out)
+        self._holders.took(conn, holder)
         return conn
 
     async def release(self, conn: Connection) -> None:

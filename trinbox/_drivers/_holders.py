@@ -8,6 +8,7 @@ pool is an error that says why, never a silent wait.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Collection
 
@@ -27,14 +28,13 @@ class Holders:
     def __init__(self, identity: str, max_size: int) -> None:
         self._identity = identity
         self._max_size = max_size
-        self._by_conn: dict[object, str] = {}
+        # Weak: a connection closed and dropped is forgotten (nothing to do on release; a
+        # connection back in the pool keeps its last holder until its next one, unread).
+        self._by_conn: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 
-    def took(self, conn: object, holder: str, out: Collection[object]) -> None:
-        """``conn`` left the pool with ``holder`` (``out``: the connections handed out)."""
+    def took(self, conn: object, holder: str) -> None:
+        """``conn`` left the pool with ``holder``."""
         self._by_conn[conn] = holder
-        if len(self._by_conn) > 2 * self._max_size:
-            # Forget the connections given back since (no bookkeeping on the release path).
-            self._by_conn = {c: h for c, h in self._by_conn.items() if c in out}
 
     def held(self, out: Collection[object]) -> Counter[str]:
         """How many of the connections handed out each holder has."""

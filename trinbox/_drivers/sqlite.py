@@ -443,7 +443,7 @@ class SqlitePool:
                 raise ConnectError(msg, statement="connect") from exc
             conn = SqliteConnection(raw, self._writes)
         self._out.add(conn)
-        self._holders.took(conn, holder, self._out)
+        self._holders.took(conn, holder)
         return conn
 
     def _give_slot(self, conn: SqliteConnection) -> bool:

@@ -2,9 +2,9 @@
 the expiry is the delivery's token, and every settlement holds only while the token does.
 
 While a handler runs, the keeper moves every in-work lease forward, a round every third of the
-lease; a round that fails is tried again within a second, so a lease in work outlives two
-failed rounds. A delivery dropped unsettled clears its lease at once; after a crash the row
-returns when the lease ends.
+lease; a round that fails is tried again within a second, so a lease of more than three
+seconds outlives two failed rounds in a row. A delivery dropped unsettled clears its lease at
+once; after a crash the row returns when the lease ends.
 
 Rows settled alike go to the database together (a batch's rows, and single settlements that
 finish at the same time), each still conditioned on its own token; where the claim is one
@@ -542,14 +542,15 @@ class LeaseForm:
                 if taken:
                     moved = await self._extend(conn, taken)
                     for delivery in taken:
-                        if delivery.settled:
-                            continue  # acked in its transaction while the round ran
+                        # A delivery settled meanwhile (acked in its transaction, or released:
+                        # the release waits for this token) is not reported on.
+                        report = not delivery.settled
                         if delivery.id in moved:
                             delivery.token = moved[delivery.id]
-                            ctx.extended(delivery, True)
                         else:
                             delivery.lease_lost = True
-                            ctx.extended(delivery, False)  # logs it, with its fields
+                        if report:
+                            ctx.extended(delivery, not delivery.lease_lost)  # logs a loss
             finally:
                 for delivery in taken:
                     self._tokens.give(delivery)
@@ -566,7 +567,7 @@ class LeaseForm:
         values: dict[str, object] = {
             "lease": new,
             "lease_seconds": self._lease_seconds,
-            "ids": [delivery.id for delivery in deliveries],
+            "ids": [ctx.dialect.driver_value(delivery.id) for delivery in deliveries],
             "tokens": tokens,
         }
         if len(ctx.statements.extend) == 1:
