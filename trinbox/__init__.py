@@ -70,6 +70,7 @@ from ._errors import IntegrityError as IntegrityError
 from ._errors import LeaseLost as LeaseLost
 from ._errors import LockNotAvailable as LockNotAvailable
 from ._errors import MissingDriver as MissingDriver
+from ._errors import PoolExhausted as PoolExhausted
 from ._errors import SchemaError as SchemaError
 from ._errors import ServerTooOld as ServerTooOld
 from ._errors import SettlementError as SettlementError
@@ -236,6 +237,7 @@ __all__ = [
     "AlreadySubscribed",
     "DatabaseError",
     "ConnectError",
+    "PoolExhausted",
     "IntegrityError",
     "LockNotAvailable",
     "ConnectionLost",

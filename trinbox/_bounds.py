@@ -21,8 +21,10 @@ __all__ = [
     "CLAIM_ERROR_WAIT",
     "CLEANUP",
     "CONNECT",
+    "EXTEND_ERROR_WAIT",
     "GRACE",
     "HOOK",
+    "POOL_WAIT",
     "RELEASE",
     "SETTLE",
     "cleanup_scope",
@@ -43,6 +45,13 @@ after its stamps committed would leave rows leased that no handler saw); past th
 
 CLAIM_ERROR_WAIT = 1.0
 """A failed claim waits this long before the next one, whatever the poll interval."""
+
+EXTEND_ERROR_WAIT = 1.0
+"""A failed lease extension round is tried again this long after, not a round later."""
+
+POOL_WAIT = 30.0
+"""A wait for a pooled connection; past it the acquire fails with ``PoolExhausted``, which
+names the pool's size and what holds its connections."""
 
 CLEANUP = 5.0
 """A clean-up outside any bound of the runtime (a publish or a handler's statement cancelled

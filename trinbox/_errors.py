@@ -12,6 +12,7 @@
     │   └── AlreadySubscribed   a second subscription to one queue in one process
     ├── DatabaseError           a statement failed while running
     │   ├── ConnectError        no connection could be opened
+    │   ├── PoolExhausted       no pooled connection came free in time (names what holds them)
     │   ├── IntegrityError      a constraint refused a write
     │   ├── LockNotAvailable    a lock or serialization conflict (safe to retry)
     │   └── ConnectionLost      the connection broke mid-statement
@@ -44,6 +45,7 @@ __all__ = [
     "LeaseLost",
     "LockNotAvailable",
     "MissingDriver",
+    "PoolExhausted",
     "SchemaError",
     "ServerTooOld",
     "SettlementError",
@@ -124,6 +126,11 @@ class DatabaseError(TrinboxError):
 
 class ConnectError(DatabaseError):
     """No connection to the database could be opened."""
+
+
+class PoolExhausted(DatabaseError):
+    """No connection of the pool came free within ``POOL_WAIT``: every one was held (the
+    message says by what)."""
 
 
 class IntegrityError(DatabaseError):

@@ -140,6 +140,6 @@ def test_mysql_prints_a_generated_retry_after_defaulting_to_the_utc_now(tmp_path
         "    `attempt` INT NOT NULL DEFAULT 1,\n"
         "    `locked_until` DATETIME(6),\n"
         "    `payload` LONGBLOB NOT NULL,\n"
-        "    INDEX `ledger_claim` (`account`, `priority`, `retry_after`, `id`)\n"
+        "    INDEX `ledger_claim` (`account`, `priority`, `id`)\n"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n"
     )

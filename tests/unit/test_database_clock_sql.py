@@ -19,7 +19,7 @@ import pytest
 from trinbox import Id, Inbox, Lease, LockedUntil, Payload, RetryAfter
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import Dialect
-from trinbox._dialects._clock import expiry_select, on_server_clock
+from trinbox._dialects._clock import lease_at, on_server_clock
 from trinbox._dialects._statement import P, Statement
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
@@ -175,11 +175,39 @@ def test_the_publish_writes_a_left_out_due_time_as_the_servers_now_plus_the_dela
     assert PG.insert(spec_of(LeasedEmail)) == PostgresDialect().insert(spec_of(LeasedEmail))
 
 
-def test_the_keepers_expiry_read() -> None:
-    assert expiry_select(PG) == Statement(
-        "clock", "SELECT " + PG_EXPIRY.replace("$3", "$1"), ("lease_seconds",)
+def test_a_keeper_round_writes_the_servers_expiry_and_returns_it() -> None:
+    spec = spec_of(LeasedEmail)
+    # PostgreSQL and SQLite: one statement writes it, and returns each row moved with it.
+    assert PG.statements(spec).extend == (
+        Statement(
+            "extend",
+            'UPDATE "email_jobs" SET "locked_until" = '
+            + PG_EXPIRY.replace("$3", "$1")
+            + ' WHERE "job_id" = ANY($2) AND "locked_until" = ANY($3) AND ("job_id", '
+            '"locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "job_id", '
+            '"locked_until" AS "__token"',
+            ("lease_seconds", "ids", "tokens"),
+        ),
     )
-    assert expiry_select(MY) == Statement("clock", "SELECT " + MY_EXPIRY, ("lease_seconds",))
+    (lite,) = LITE.statements(spec).extend
+    assert lite.sql.startswith("UPDATE `email_jobs` SET `locked_until` = (strftime(")
+    assert lite.sql.endswith(" RETURNING `job_id`, `locked_until` AS `__token`")
+    assert lite.params == ("lease_seconds", "ids", "ids", "tokens")
+    # MySQL: the locking select reads it, and the update writes what the select read.
+    assert MY.lease_extend(spec, 2) == (
+        Statement(
+            "extend",
+            f"SELECT `job_id`, {MY_EXPIRY} AS `__token` FROM `email_jobs` WHERE (`job_id`, "
+            "`locked_until`) IN ((%s, %s), (%s, %s)) FOR UPDATE",
+            ("lease_seconds", "id0", "token0", "id1", "token1"),
+        ),
+        Statement(
+            "extend",
+            "UPDATE `email_jobs` SET `locked_until` = %s WHERE (`job_id`, `locked_until`) IN "
+            "((%s, %s), (%s, %s))",
+            ("lease", "id0", "token0", "id1", "token1"),
+        ),
+    )
 
 
 def test_a_statement_without_now_is_left_as_it_is() -> None:
@@ -196,7 +224,7 @@ def test_a_statement_without_now_is_left_as_it_is() -> None:
 def test_sqlites_expressions_write_the_text_trinbox_stores() -> None:
     conn = sqlite3.connect(":memory:")
     try:
-        expiry = expiry_select(LITE)
+        expiry = LITE.r("clock", "SELECT " + lease_at(LITE))
         before = datetime.now(UTC).replace(tzinfo=None)
         (token,) = conn.execute(expiry.sql, (30,)).fetchone()
         (now,) = conn.execute(f"SELECT {LITE_NOW}").fetchone()

@@ -204,11 +204,19 @@ def test_lease_claim_selects_then_stamps_each_row_at_read_committed() -> None:
             ("name", "payload"),
         ),
         begin=Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ()),
-        extend=Statement(
-            "extend",
-            "UPDATE `email_jobs` SET `locked_until` = %s WHERE `job_id` = %s AND "
-            "`locked_until` = %s",
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                "SELECT `job_id` FROM `email_jobs` WHERE (`job_id`, `locked_until`) IN ((%s, %s)) "
+                "FOR UPDATE",
+                ("id0", "token0"),
+            ),
+            Statement(
+                "extend",
+                "UPDATE `email_jobs` SET `locked_until` = %s WHERE (`job_id`, `locked_until`) IN "
+                "((%s, %s))",
+                ("lease", "id0", "token0"),
+            ),
         ),
     )
 
@@ -266,11 +274,19 @@ def test_lease_table_in_a_schema_moves_a_dead_letter_with_its_lease_cleared() ->
             ("locked_until", "payload", "tenant_name"),
         ),
         begin=Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ()),
-        extend=Statement(
-            "extend",
-            "UPDATE `app`.`plain_jobs` SET `locked_until` = %s WHERE `id` = %s AND "
-            "`locked_until` = %s",
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                "SELECT `id` FROM `app`.`plain_jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) "
+                "FOR UPDATE",
+                ("id0", "token0"),
+            ),
+            Statement(
+                "extend",
+                "UPDATE `app`.`plain_jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN "
+                "((%s, %s))",
+                ("lease", "id0", "token0"),
+            ),
         ),
     )
 
@@ -306,10 +322,18 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         dead_letter=(),
         insert=Statement("insert", "INSERT INTO `tickets` () VALUES ()", ()),
         begin=Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ()),
-        extend=Statement(
-            "extend",
-            "UPDATE `tickets` SET `locked_until` = %s WHERE `id` = %s AND `locked_until` = %s",
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                "SELECT `id` FROM `tickets` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE",
+                ("id0", "token0"),
+            ),
+            Statement(
+                "extend",
+                "UPDATE `tickets` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN "
+                "((%s, %s))",
+                ("lease", "id0", "token0"),
+            ),
         ),
     )
 

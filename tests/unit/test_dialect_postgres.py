@@ -181,11 +181,14 @@ def test_lease_claim_is_one_statement_returning_the_rows_as_before_the_stamp() -
             ("name", "payload"),
         ),
         begin=Statement("begin", "BEGIN", ()),
-        extend=Statement(
-            "extend",
-            'UPDATE "email_jobs" SET "locked_until" = $1 WHERE "job_id" = $2 AND '
-            '"locked_until" = $3',
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                'UPDATE "email_jobs" SET "locked_until" = $1 WHERE "job_id" = ANY($2) AND '
+                '"locked_until" = ANY($3) AND ("job_id", "locked_until") IN (SELECT * FROM '
+                'unnest($2, $3)) RETURNING "job_id"',
+                ("lease", "ids", "tokens"),
+            ),
         ),
         # A batch's rows settled alike: one statement, the rows it settled returned.
         batch=(
@@ -256,11 +259,14 @@ def test_lease_table_in_a_schema_moves_a_dead_letter_with_its_lease_cleared() ->
             ("locked_until", "payload", "tenant_name"),
         ),
         begin=Statement("begin", "BEGIN", ()),
-        extend=Statement(
-            "extend",
-            'UPDATE "app"."plain_jobs" SET "locked_until" = $1 WHERE "id" = $2 AND '
-            '"locked_until" = $3',
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                'UPDATE "app"."plain_jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND '
+                '"locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM '
+                'unnest($2, $3)) RETURNING "id"',
+                ("lease", "ids", "tokens"),
+            ),
         ),
         batch=(
             Statement(
@@ -306,10 +312,14 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         dead_letter=(),
         insert=Statement("insert", 'INSERT INTO "tickets" DEFAULT VALUES', ()),
         begin=Statement("begin", "BEGIN", ()),
-        extend=Statement(
-            "extend",
-            'UPDATE "tickets" SET "locked_until" = $1 WHERE "id" = $2 AND "locked_until" = $3',
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                'UPDATE "tickets" SET "locked_until" = $1 WHERE "id" = ANY($2) AND '
+                '"locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM '
+                'unnest($2, $3)) RETURNING "id"',
+                ("lease", "ids", "tokens"),
+            ),
         ),
         batch=(
             Statement(

@@ -95,10 +95,15 @@ def test_lease_claim_is_one_update_returning_the_attempt_before_its_count() -> N
             ("name", "payload"),
         ),
         begin=Statement("begin", "BEGIN", ()),
-        extend=Statement(
-            "extend",
-            "UPDATE `email_jobs` SET `locked_until` = ? WHERE `job_id` = ? AND `locked_until` = ?",
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                "UPDATE `email_jobs` SET `locked_until` = ? WHERE `job_id` IN (SELECT value FROM "
+                "json_each(?)) AND (`job_id`, `locked_until`) IN (SELECT `__ids`.value, "
+                "`__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` "
+                "ON `__leases`.key = `__ids`.key) RETURNING `job_id`",
+                ("lease", "ids", "ids", "tokens"),
+            ),
         ),
         # A batch's rows settled alike: one statement, the ids as one JSON array.
         batch=(
@@ -174,11 +179,15 @@ def test_lease_table_in_a_schema_moves_a_dead_letter_in_two_statements() -> None
             ("locked_until", "payload", "tenant_name"),
         ),
         begin=Statement("begin", "BEGIN", ()),
-        extend=Statement(
-            "extend",
-            "UPDATE `app`.`plain_jobs` SET `locked_until` = ? WHERE `id` = ? AND "
-            "`locked_until` = ?",
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                "UPDATE `app`.`plain_jobs` SET `locked_until` = ? WHERE `id` IN (SELECT value FROM "
+                "json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, "
+                "`__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` "
+                "ON `__leases`.key = `__ids`.key) RETURNING `id`",
+                ("lease", "ids", "ids", "tokens"),
+            ),
         ),
         batch=(
             Statement(
@@ -222,10 +231,15 @@ def test_lease_table_without_attempt_stamps_the_lease_alone_and_inserts_defaults
         dead_letter=(),
         insert=Statement("insert", "INSERT INTO `tickets` DEFAULT VALUES", ()),
         begin=Statement("begin", "BEGIN", ()),
-        extend=Statement(
-            "extend",
-            "UPDATE `tickets` SET `locked_until` = ? WHERE `id` = ? AND `locked_until` = ?",
-            ("lease", "id", "token"),
+        extend=(
+            Statement(
+                "extend",
+                "UPDATE `tickets` SET `locked_until` = ? WHERE `id` IN (SELECT value FROM "
+                "json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, "
+                "`__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` "
+                "ON `__leases`.key = `__ids`.key) RETURNING `id`",
+                ("lease", "ids", "ids", "tokens"),
+            ),
         ),
         batch=(
             Statement(

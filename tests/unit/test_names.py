@@ -45,11 +45,21 @@ CELLS = [
     if not (d == "sqlite" and f == "row_lock")
 ]
 # The aliases and CTE names the dialects introduce.
-INTERNAL = ("__lock", "__claimed", "__stamped", "__row", "__candidates", "moved")
+INTERNAL = (
+    "__lock",
+    "__claimed",
+    "__stamped",
+    "__row",
+    "__candidates",
+    "moved",
+    "__ids",
+    "__leases",
+)
 # Parameters a statement binds besides the insert's columns (trinbox/_dialects/_base.py).
 PARAMETERS = {"group", "now", "limit", "lease", "id", "token", "retry_at", "dest", "key", "ids"}
 PARAMETERS |= {"channel"}  # PostgreSQL's NOTIFY
 PARAMETERS |= {"held"}  # SQLite advisory: the keys the registry holds
+PARAMETERS |= {"tokens", "id0", "token0"}  # the keeper's round (MySQL: a pair per row)
 
 
 # -- the statement builder ----------------------------------------------------------------------

@@ -12,6 +12,7 @@ declared name (``internal``). Parameter names used across dialects:
     retry_at  when a delayed retry is due      dest       the dead letter group
     key       a rendered advisory key          ids        the ids of a batch's rows
     delay     the delay of retry_at, in µs     lease_seconds  the lease's length
+    tokens    a keeper round's tokens, by ids  id0, token0...  MySQL's round, a pair per row
 
 On the database clock (``database_clock=True``) ``now`` and ``retry_at`` render as the
 server's clock (``_clock.py``).
@@ -29,7 +30,7 @@ from uuid import UUID
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
-from ._clock import insert_slot, on_server_clock
+from ._clock import insert_slot, lease_at, on_server_clock, token_column
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
 from ._fifo import head_claim, heads
@@ -64,7 +65,10 @@ class Statements:
     dead_letter: tuple[Statement, ...]
     insert: Statement
     begin: Statement | None = None
-    extend: Statement | None = None
+    # The lease keeper's round (``Dialect.lease_extend``): one statement moving every lease
+    # its token still holds and returning the rows it moved (PostgreSQL, SQLite), or MySQL's
+    # locking select of those rows and their update, rendered for one row.
+    extend: tuple[Statement, ...] = ()
     take: tuple[Statement, ...] = ()
     lock: Statement | None = None
     unlock: Statement | None = None
@@ -92,11 +96,11 @@ class Statements:
             *self.take,
             *self.dead_letter,
             *self.batch,
+            *self.extend,
         ]
         for one in (
             self.retry,
             self.retry_after,
-            self.extend,
             self.lock,
             self.unlock,
             self.guard,
@@ -474,7 +478,6 @@ class Dialect(ColumnRules):
     # -- forms (dialects override the claim shapes) ----------------------------------------------
 
     def lease_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
-        locked = self.c(spec.locked_until)
         return Statements(
             claim=self.fifo_lease_claim(spec) if spec.fifo else self.lease_claim(spec),
             ack=self.finish(spec, token=True),
@@ -483,12 +486,7 @@ class Dialect(ColumnRules):
             dead_letter=self.dead_letter_statements(spec, dead_letter, token=True),
             insert=self.insert(spec),
             begin=self.begin(spec),
-            extend=self.r(
-                "extend",
-                f"UPDATE {self.table(spec)} SET {locked} = "
-                + P("lease")
-                + self.by_id(spec, token=True),
-            ),
+            extend=self.lease_extend(spec, 1),
             batch=self.lease_batch(spec),
             guard=self.fifo_guard(spec) if spec.fifo else None,
         )
@@ -531,6 +529,30 @@ class Dialect(ColumnRules):
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
         """The FIFO group guard (_fifo.py); none where one writer at a time is the guard."""
         return None
+
+    def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
+        """The lease keeper's round over ``count`` deliveries, in one statement: every lease
+        its token still holds moves to the new expiry (``lease``; on the database clock the
+        server's now plus ``lease_seconds``), and the ids it moved come back (on the database
+        clock each with the token the server wrote). The ids and their tokens are bound as
+        two lists, ``ids`` and ``tokens``, in the same order, so the text is the same for
+        every round. MySQL overrides it (no RETURNING)."""
+        locked = self.c(spec.locked_until)
+        return (
+            self.r(
+                "extend",
+                f"UPDATE {self.table(spec)} SET {locked} = "
+                + lease_at(self)
+                + " WHERE "
+                + self.lease_pairs(spec)
+                + f" RETURNING {self.c(spec.id)}"
+                + token_column(self, spec, stored=True),
+            ),
+        )
+
+    def lease_pairs(self, spec: TableSpec) -> Sql:
+        """Rows whose (id, lease) is one of the pairs of the ``ids`` and ``tokens`` lists."""
+        raise NotImplementedError
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         """Settlements of many rows in one statement each (PostgreSQL, SQLite); none where

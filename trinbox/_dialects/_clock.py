@@ -9,8 +9,9 @@ Hosts' clocks differ; the server's is one. On a dialect made with ``database_clo
 - the ``retry_at`` slot renders as that now plus the ``delay`` slot (microseconds);
 - the lease claims write ``lease_at`` (now plus the ``lease_seconds`` slot, rounded up to
   the next whole second as the host's token is) and return it as their last column, the
-  delivery's token (``token_column``); the keeper reads a new expiry with ``expiry_select``
-  and binds it into the extension, so every token is one the server made;
+  delivery's token (``token_column``); the keeper's round writes ``lease_at`` too and
+  returns what it wrote (MySQL: its locking select reads it, the update binds it), so every
+  token is one the server made;
 - the publish writes a row's RetryAfter field as the server's now plus the delay slot, unless
   the publish gives the field (``insert_slot``).
 
@@ -24,14 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._declare._spec import ColumnSpec, TableSpec
-from ._statement import Frag, P, Param, Sql, Statement, join
+from ._statement import Frag, P, Param, Sql, join
 
 if TYPE_CHECKING:
     from ._base import Dialect
 
 __all__ = [
     "ServerClock",
-    "expiry_select",
     "insert_slot",
     "lease_at",
     "lease_stamp",
@@ -152,11 +152,6 @@ def token_column(dialect: Dialect, spec: TableSpec, *, stored: bool = False) -> 
     name = dialect.q(dialect.internal(spec, "__token"))
     value = Sql(dialect.c(spec.locked_until)) if stored else lease_at(dialect)
     return ", " + value + " AS " + name
-
-
-def expiry_select(dialect: Dialect) -> Statement:
-    """The lease keeper's read of a new expiry from the server (``lease_seconds`` ahead)."""
-    return dialect.r("clock", "SELECT " + lease_at(dialect))
 
 
 def delay_slot(dialect: Dialect, spec: TableSpec) -> str:

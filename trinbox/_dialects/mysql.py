@@ -53,7 +53,7 @@ from ._clock import lease_stamp, token_column
 from ._columns import FoundColumn, Retype, default_value
 from ._ddl_types import DdlRules
 from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
-from ._statement import P, ParamStyle, Statement
+from ._statement import P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
 
@@ -300,6 +300,24 @@ class MySqlDialect(Dialect):
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         return mysql_lease_head_claim(self, spec, self.lease_claim(spec)[1])
+
+    def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
+        """No RETURNING, so two statements of one READ COMMITTED transaction: the locking
+        select of the rows whose lease their token still holds (on the database clock with
+        the new expiry, read from the server), then the update of those rows, locked since,
+        to the new expiry (``lease``). One (id, token) pair of slots per row, ``id0``,
+        ``token0``...: MySQL has no array to bind (PyMySQL writes the values into the text)."""
+        t = self.table(spec)
+        ident = self.c(spec.id)
+        locked = self.c(spec.locked_until)
+        pairs = join(", ", ("(" + P(f"id{i}") + ", " + P(f"token{i}") + ")" for i in range(count)))
+        held = f" WHERE ({ident}, {locked}) IN (" + pairs + ")"
+        select = self.r(
+            "extend",
+            f"SELECT {ident}" + token_column(self, spec) + f" FROM {t}" + held + " FOR UPDATE",
+        )
+        update = self.r("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
+        return (select, update)
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
         return mysql_guard(self, spec)

@@ -34,7 +34,7 @@ from ._clock import lease_at, lease_stamp, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import postgres_guard, postgres_lease_head_claim
-from ._statement import P, ParamStyle, Statement
+from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["PostgresDialect"]
 
@@ -168,6 +168,24 @@ class PostgresDialect(Dialect):
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")
+
+    def lease_pairs(self, spec: TableSpec) -> Sql:
+        """The pairs of two arrays. The ``= ANY`` tests come first and give the arrays their
+        types (the id's, the lease column's), which ``unnest`` cannot infer; the id's finds
+        the rows by the primary key."""
+        ident = self.c(spec.id)
+        locked = self.c(spec.locked_until)
+        return (
+            f"{ident} = ANY("
+            + P("ids")
+            + f") AND {locked} = ANY("
+            + P("tokens")
+            + f") AND ({ident}, {locked}) IN (SELECT * FROM unnest("
+            + P("ids")
+            + ", "
+            + P("tokens")
+            + "))"
+        )
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         return (postgres_lease_head_claim(self, spec),)

@@ -31,7 +31,7 @@ from ._clock import lease_at, lease_stamp, token_column
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._fifo import sqlite_lease_head_claim, sqlite_lease_heads_claim
-from ._statement import P, ParamStyle, Statement
+from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
 
@@ -178,6 +178,23 @@ class SqliteDialect(Dialect):
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.
         return self.lease_batch_where(spec, "IN (SELECT value FROM json_each(" + P("ids") + "))")
+
+    def lease_pairs(self, spec: TableSpec) -> Sql:
+        """The pairs of two JSON arrays, joined by position; the id's own test finds the rows
+        by the primary key."""
+        ident = self.c(spec.id)
+        locked = self.c(spec.locked_until)
+        ids = self.q(self.internal(spec, "__ids"))
+        leases = self.q(self.internal(spec, "__leases"))
+        return (
+            f"{ident} IN (SELECT value FROM json_each("
+            + P("ids")
+            + f")) AND ({ident}, {locked}) IN (SELECT {ids}.value, {leases}.value FROM json_each("
+            + P("ids")
+            + f") AS {ids} JOIN json_each("
+            + P("tokens")
+            + f") AS {leases} ON {leases}.key = {ids}.key)"
+        )
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order with their keys, past the keys in work: the

@@ -28,6 +28,7 @@ from .._bounds import CLEANUP, cleanup_scope
 from .._errors import Closed
 from ._activity import database_call
 from ._base import Connection
+from ._holders import Holders
 
 __all__ = ["CLEANUP_TIMEOUT", "AsyncioPool", "aio", "cleanup", "require_loop"]
 
@@ -146,6 +147,7 @@ class AsyncioPool(ABC, Generic[C]):
         self._slots = trio.Semaphore(max_size, max_value=max_size)
         self._idle: list[C] = []
         self._out: set[C] = set()
+        self._holders = Holders(identity, max_size)
         self._closed = False
         self._loop = current_loop()  # every connection of the pool runs on it
 
@@ -215,20 +217,20 @@ class AsyncioPool(ABC, Generic[C]):
         """Connections a caller could take now without waiting: idle ones and room to grow."""
         return self._slots.value
 
-    async def acquire(self) -> C:
+    async def acquire(self, holder: str = "caller") -> C:
         self._check_open()
-        await self._slots.acquire()
-        return await self._take()
+        await self._holders.wait(self._slots, holder, self._out)
+        return await self._take(holder)
 
-    async def try_acquire(self) -> C | None:
+    async def try_acquire(self, holder: str = "caller") -> C | None:
         self._check_open()
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:
             return None
-        return await self._take()
+        return await self._take(holder)
 
-    async def _take(self) -> C:
+    async def _take(self, holder: str) -> C:
         # Holds a slot on entry; gives it back unless a connection leaves with the caller.
         try:
             self._check_open()
@@ -236,6 +238,7 @@ class AsyncioPool(ABC, Generic[C]):
                 conn = self._idle.pop()
                 if self._alive(conn) and not self._ended(conn):
                     self._out.add(conn)
+                    self._holders.took(conn, holder)
                     return conn
                 # Lost, or ended by the server while idle (restart, wait_timeout, KILL):
                 # never handed out, so no caller sees its ConnectionLost.
@@ -246,6 +249,7 @@ class AsyncioPool(ABC, Generic[C]):
             raise
         # No checkpoint between the connect and here: a cancel cannot lose the connection.
         self._out.add(conn)
+        self._holders.took(conn, holder)
         return conn
 
     async def release(self, conn: Connection) -> None:

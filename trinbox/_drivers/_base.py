@@ -103,11 +103,13 @@ class Pool(Protocol):
         """Names the database (a file path or host/port/database) for process-wide registries."""
         ...
 
-    async def acquire(self) -> Connection:
-        """A connection, waiting for one to be free."""
+    async def acquire(self, holder: str = "caller") -> Connection:
+        """A connection for ``holder`` (a short label: "claim", "settlement", "publish"...),
+        waiting for one to be free; past ``POOL_WAIT`` a ``PoolExhausted`` that names the
+        pool's size and the holders of its connections."""
         ...
 
-    async def try_acquire(self) -> Connection | None:
+    async def try_acquire(self, holder: str = "caller") -> Connection | None:
         """An idle connection, or a new one while the pool is below its size; ``None`` when
         every connection is in use (never waits for one to be released)."""
         ...

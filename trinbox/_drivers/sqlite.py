@@ -26,6 +26,7 @@ from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvaila
 from . import _sqlite_keys
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops
+from ._holders import Holders
 from ._sqlite_thread import ConnectionThread, run_on
 
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
@@ -371,6 +372,7 @@ class SqlitePool:
         self._slots = trio.Semaphore(max_size)
         self._idle: list[SqliteConnection] = []
         self._out: set[SqliteConnection] = set()
+        self._holders = Holders(self.identity, max_size)
         self._closed = False
         self._writes = threading.Lock()  # shared by this pool's connections (SqliteConnection)
         self._serves_keys = False
@@ -404,32 +406,32 @@ class SqlitePool:
         conn = await self.acquire()
         await self.release(conn)
 
-    async def acquire(self) -> SqliteConnection:
+    async def acquire(self, holder: str = "caller") -> SqliteConnection:
         # A free slot is taken without a trip through Trio's scheduler (a cancel still
         # raises here, and no slot is taken).
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:
-            await self._slots.acquire()
+            await self._holders.wait(self._slots, holder, self._out)
         try:
-            return await self._take()
+            return await self._take(holder)
         except BaseException:
             self._slots.release()
             raise
 
-    async def try_acquire(self) -> SqliteConnection | None:
+    async def try_acquire(self, holder: str = "caller") -> SqliteConnection | None:
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:
             return None
         try:
-            return await self._take()
+            return await self._take(holder)
         except BaseException:
             self._slots.release()
             raise
 
-    async def _take(self) -> SqliteConnection:
+    async def _take(self, holder: str) -> SqliteConnection:
         if self._idle:
             conn = self._idle.pop()
         else:
@@ -441,6 +443,7 @@ class SqlitePool:
                 raise ConnectError(msg, statement="connect") from exc
             conn = SqliteConnection(raw, self._writes)
         self._out.add(conn)
+        self._holders.took(conn, holder)
         return conn
 
     def _give_slot(self, conn: SqliteConnection) -> bool:

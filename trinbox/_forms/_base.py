@@ -167,12 +167,15 @@ class FormTraits:
     take a row for each free worker (not a row lock claim, one transaction). ``chains``: a
     settling single delivery may claim its worker's next row in the same round trip
     (``settle_and_claim``); ``chains_batches``: a settling batch may claim its worker's next
-    batch so (``settle_batch_and_claim``)."""
+    batch so (``settle_batch_and_claim``). ``upkeep_connections``: the connections the form's
+    own upkeep task takes at once while deliveries are in work (the lease keeper's round:
+    one), counted beside the deliveries' where those hold connections."""
 
     holds_connections: bool
     feeds_every_worker: bool
     chains: bool
     chains_batches: bool = False
+    upkeep_connections: int = 0
 
 
 class ClaimForm(Protocol):

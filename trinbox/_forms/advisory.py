@@ -99,7 +99,7 @@ class AdvisoryForm(AdvisoryClaims):
             ops.append(Op("commit"))
             self._settling.update(together)
             try:
-                conn = await ctx.pool.acquire()
+                conn = await ctx.pool.acquire("settlement")
                 try:
                     await conn.script(ops)
                 finally:
@@ -145,7 +145,7 @@ class AdvisoryForm(AdvisoryClaims):
                 return await self._settle_keys_together(items), Chained()
             values = {"id": delivery.id, "now": now, **step_values(step)}
             settling += [Op("execute", st.sql, st.bind(values)) for st in statements]
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("settlement")
         if not isinstance(conn, SqliteConnection):
             await give_back(ctx.pool, conn)
             return await self._settle_keys_together(items), Chained()
@@ -276,7 +276,7 @@ class AdvisoryForm(AdvisoryClaims):
         the claim may take the key's next row; a claim that fails leaves the settlement
         standing (it runs again on its own)."""
         ctx = self._ctx
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("settlement")
         if not isinstance(conn, SqliteConnection):
             await give_back(ctx.pool, conn)
             try:
@@ -358,7 +358,7 @@ class AdvisoryForm(AdvisoryClaims):
         if not statements:
             return
         if conn is None:
-            conn = await self._ctx.pool.acquire()
+            conn = await self._ctx.pool.acquire("settlement")
             try:
                 await self._run(conn, statements, values, in_transaction=False)
             finally:

@@ -42,7 +42,7 @@ class AdvisoryClaims(AdvisoryKeys):
 
     async def _claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        session = await ctx.pool.acquire()
+        session = await ctx.pool.acquire("advisory session")
         if self._registry is not None and isinstance(session, SqliteConnection):
             try:
                 plan = self._key_claim(limit)
@@ -156,7 +156,7 @@ class AdvisoryClaims(AdvisoryKeys):
                         # connection, which the subscription leaves to handlers and publishes.
                         if self._sessions_held() >= ctx.pool.max_size - 1:
                             break
-                        session = await ctx.pool.try_acquire()
+                        session = await ctx.pool.try_acquire("advisory session")
                         if session is None:
                             break
                     suspect, suspect_key = session, key  # marked before the lock is sent
@@ -267,7 +267,7 @@ class AdvisoryClaims(AdvisoryKeys):
     async def _begin_transaction(self, delivery: Delivery) -> None:
         """Transactional mode: the handler's transaction opens on the key's session."""
         if delivery.conn is None:
-            delivery.conn = await self._ctx.pool.acquire()
+            delivery.conn = await self._ctx.pool.acquire("delivery transaction")
         begin = self._ctx.statements.begin
         await delivery.conn.begin(begin.sql if begin else "BEGIN")
         delivery.tx_open = True

@@ -1,12 +1,27 @@
 """The lease form: the claim writes a lease expiry into the row, counts the attempt and commits;
 the expiry is the delivery's token, and every settlement holds only while the token does.
 
-While a handler runs, the keeper moves every in-work lease forward each half lease. A delivery
-dropped unsettled clears its lease at once; after a crash the row returns when the lease ends.
+While a handler runs, the keeper moves every in-work lease forward, a round every third of the
+lease; a round that fails is tried again within a second, so a lease of more than three
+seconds outlives two failed rounds in a row. A delivery dropped unsettled clears its lease at
+once; after a crash the row returns when the lease ends.
 
 Rows settled alike go to the database together (a batch's rows, and single settlements that
 finish at the same time), each still conditioned on its own token; where the claim is one
 statement, a settling worker claims its next row in the same round trip.
+
+One lock order, so that nothing here waits in a circle: **a delivery's token, then a pooled
+connection; a task that holds a connection never waits for a token.**
+
+- A settlement or a release takes its delivery's token, then a connection for its statements.
+  In transactional mode the delivery gives its transaction's connection back before it takes
+  the token; its ack in the transaction takes no token (it runs on the connection it holds,
+  and a round may be waiting on that very transaction's row locks).
+- The keeper takes its connection first, then, without waiting, the token of each delivery
+  in work: a token in use belongs to a settlement or a release under way, and that delivery
+  sits the round out. It moves every lease of the round in one statement (MySQL: a locking
+  select and an update in one transaction), so the settlements of those deliveries wait for
+  their tokens only while that statement runs.
 """
 
 from __future__ import annotations
@@ -16,8 +31,7 @@ from collections.abc import Sequence
 
 import trio
 
-from .._bounds import cleanup_scope
-from .._dialects._clock import expiry_select
+from .._bounds import EXTEND_ERROR_WAIT, cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, LeaseLost, TrinboxError
@@ -48,9 +62,10 @@ logger = logging.getLogger("trinbox.settle")
 
 
 class _Tokens:
-    """The deliveries whose token is in use right now, by a settlement or an extension: each
-    waits for the other, so a settlement always binds the current token. One set per form
-    instead of a lock per delivery: a batch takes its hundred rows without a checkpoint."""
+    """The deliveries whose token is in use right now, by a settlement or an extension round:
+    a settlement waits for the round, so it always binds the current token, and the round
+    passes over a token in use instead of waiting (see the lock order above). One set per
+    form instead of a lock per delivery: a batch takes its hundred rows without a checkpoint."""
 
     def __init__(self) -> None:
         self._in_use: set[Delivery] = set()
@@ -66,6 +81,13 @@ class _Tokens:
                 self._waiting -= 1
         self._in_use.add(delivery)
 
+    def try_take(self, delivery: Delivery) -> bool:
+        """Take the token if no one uses it; never waits."""
+        if delivery in self._in_use:
+            return False
+        self._in_use.add(delivery)
+        return True
+
     def give(self, delivery: Delivery) -> None:
         self._in_use.discard(delivery)
         if self._waiting:
@@ -80,18 +102,18 @@ class LeaseForm:
 
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
-        # In transactional mode each delivery holds its transaction's connection.
+        # In transactional mode each delivery holds its transaction's connection; the
+        # keeper's round takes one more.
         self.traits = FormTraits(
             holds_connections=ctx.transactional,
             feeds_every_worker=True,
             chains=self.claims_in_one_statement,
+            upkeep_connections=1,
         )
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)
         self._tokens = _Tokens()
         self._lease_seconds = int(ctx.lease.total_seconds())
-        # The database clock: the keeper reads each new expiry from the server.
-        self._expiry = expiry_select(ctx.dialect) if ctx.dialect.database_clock else None
 
     @property
     def in_work(self) -> int:
@@ -105,7 +127,7 @@ class LeaseForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("claim")
         try:
             # "now" is read after the connection is acquired, so a pool wait cannot shorten
             # the lease.
@@ -157,7 +179,7 @@ class LeaseForm:
         ctx = self._ctx
         try:
             for delivery in deliveries:
-                conn = await ctx.pool.acquire()
+                conn = await ctx.pool.acquire("delivery transaction")
                 delivery.conn = conn
                 await conn.begin(ctx.statements.begin.sql if ctx.statements.begin else "BEGIN")
                 delivery.tx_open = True
@@ -198,7 +220,7 @@ class LeaseForm:
             if delivery.lease_lost:
                 return Chained(error=self._lost(delivery))
             try:
-                conn = await ctx.pool.acquire()
+                conn = await ctx.pool.acquire("settlement")
             except TrinboxError as exc:
                 return Chained(error=exc)  # nothing ran: the lease ends by itself
             try:
@@ -347,7 +369,7 @@ class LeaseForm:
         event = batch_event(step)
         assert event is not None
         batch = ctx.statements.batch_statement(event)
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("settlement")
         try:
             if batch is not None:
                 values = {
@@ -397,7 +419,7 @@ class LeaseForm:
     async def _run_step(self, delivery: Delivery, step: Step) -> None:
         statements = step_statements(self._ctx.statements, step)
         extra = step_values(step)
-        conn = await self._ctx.pool.acquire()
+        conn = await self._ctx.pool.acquire("settlement")
         try:
             if len(statements) == 1:
                 changed = await conn.execute(*self._bound(statements[0], delivery, extra))
@@ -448,7 +470,7 @@ class LeaseForm:
                 return
             st = self._ctx.statements
             assert st.retry is not None
-            conn = await self._ctx.pool.acquire()
+            conn = await self._ctx.pool.acquire("release")
             try:
                 await conn.execute(*self._bound(st.retry, delivery))
             finally:
@@ -477,57 +499,104 @@ class LeaseForm:
         pass
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Every half lease, move the lease of every delivery in work forward. The rounds
-        are timed by Trio's monotonic clock, never by comparing a token with a clock: a
-        token the server made says nothing about the host's time."""
+        """Rounds by deadline, every third of the lease counted from the start of the last
+        (a round that ran long is followed at once, never by a burst). A round that fails,
+        whatever the exception, is logged and tried again ``EXTEND_ERROR_WAIT`` later (or at
+        the next round's time, if that comes first): one failed round costs a second, not a
+        third of the lease. The rounds are timed by Trio's monotonic clock, never by comparing
+        a token with a clock: a token the server made says nothing about the host's time."""
         task_status.started()
-        interval = self._ctx.lease.total_seconds() / 2
+        interval = self._ctx.lease.total_seconds() / 3
+        due = trio.current_time() + interval
         while True:
-            await trio.sleep(interval)
+            await trio.sleep_until(due)
+            started = trio.current_time()
+            due = started + interval
             if not self._in_work:
                 continue
             try:
                 await self.extend_all()
-            except DatabaseError:
+            except Exception:
+                # Never trio.Cancelled (a BaseException): the keeper stops when cancelled.
                 logger.warning(
-                    "a lease extension round failed for %s; trying again next round",
+                    "a lease extension round failed for %s; trying again in %g s",
                     self._ctx.spec.label,
+                    EXTEND_ERROR_WAIT,
                     exc_info=True,
                 )
+                due = min(due, trio.current_time() + EXTEND_ERROR_WAIT)
 
     async def extend_all(self) -> None:
+        """One round: the connection first, then the tokens that are free (the lock order
+        above), and every lease they hold moved forward in one statement."""
         ctx = self._ctx
-        extend = ctx.statements.extend
-        assert extend is not None
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("lease keeper")
         try:
-            new = await self._new_expiry(conn)
-            for delivery in list(self._in_work):
-                await self._tokens.take(delivery)
-                try:
-                    if delivery.settled or delivery.lease_lost:
-                        continue
-                    values = {"lease": new, "id": delivery.id, "token": delivery.token}
-                    if await conn.execute(extend.sql, extend.bind(values)) == 1:
-                        delivery.token = new
-                        ctx.extended(delivery, True)
-                    else:
-                        delivery.lease_lost = True
-                        ctx.extended(delivery, False)  # logs it, with its fields
-                finally:
+            # No checkpoint from the first token taken to the statement's start.
+            taken = [
+                delivery
+                for delivery in list(self._in_work)
+                if not delivery.settled
+                and not delivery.lease_lost
+                and self._tokens.try_take(delivery)
+            ]
+            try:
+                if taken:
+                    moved = await self._extend(conn, taken)
+                    for delivery in taken:
+                        # A delivery settled meanwhile (acked in its transaction, or released:
+                        # the release waits for this token) is not reported on.
+                        report = not delivery.settled
+                        if delivery.id in moved:
+                            delivery.token = moved[delivery.id]
+                        else:
+                            delivery.lease_lost = True
+                        if report:
+                            ctx.extended(delivery, not delivery.lease_lost)  # logs a loss
+            finally:
+                for delivery in taken:
                     self._tokens.give(delivery)
         finally:
             await give_back(ctx.pool, conn)
 
-    async def _new_expiry(self, conn: Connection) -> object:
-        """The expiry an extension round writes: the host's now plus the lease, or the
+    async def _extend(self, conn: Connection, deliveries: list[Delivery]) -> dict[object, object]:
+        """Move the leases of ``deliveries`` that their tokens still hold; the new token of
+        each row moved, by id. The new expiry is the host's now plus the lease, or the
         server's (read back, so that the token is the value the row holds)."""
         ctx = self._ctx
-        if self._expiry is None:
-            return lease_expiry(ctx.clock(), ctx.lease)
-        values = {"lease_seconds": self._lease_seconds}
-        (row,) = await conn.fetch(self._expiry.sql, self._expiry.bind(values))
-        return row[0]
+        new: object = lease_expiry(ctx.clock(), ctx.lease)
+        tokens = [ctx.dialect.driver_value(delivery.token) for delivery in deliveries]
+        values: dict[str, object] = {
+            "lease": new,
+            "lease_seconds": self._lease_seconds,
+            "ids": [ctx.dialect.driver_value(delivery.id) for delivery in deliveries],
+            "tokens": tokens,
+        }
+        if len(ctx.statements.extend) == 1:
+            (extend,) = ctx.statements.extend
+            records = await conn.fetch(extend.sql, extend.bind(values))
+            return {record[0]: record[1] if len(record) > 1 else new for record in records}
+        # MySQL: lock the rows their tokens still hold (reading the server's new expiry on the
+        # database clock), then move exactly those, in one transaction.
+        select, update = ctx.dialect.lease_extend(ctx.spec, len(deliveries))
+        for i, delivery in enumerate(deliveries):
+            values[f"id{i}"] = delivery.id
+            values[f"token{i}"] = tokens[i]
+        opened = await conn.script(
+            [
+                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("fetch", select.sql, select.bind(values)),
+            ]
+        )
+        held = opened[1]
+        assert isinstance(held, list)
+        if not held:
+            await conn.commit()
+            return {}
+        if len(held[0]) > 1:
+            new = values["lease"] = held[0][1]
+        await conn.script([Op("execute", update.sql, update.bind(values)), Op("commit")])
+        return {record[0]: new for record in held}
 
     async def shutdown(self) -> tuple[int, int]:
         # Leases need nothing at shutdown: every delivery still in work was released when its

@@ -77,7 +77,7 @@ class RowLockForm:
         ctx = self._ctx
         if ctx.statements.heads is not None:
             return await self._claim_a_head()
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("row lock delivery")
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
             results = await conn.script(self._claim_ops(limit))
@@ -96,7 +96,7 @@ class RowLockForm:
         ctx = self._ctx
         assert ctx.spec.group is not None
         column = ctx.spec.group.column
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("row lock delivery")
         records: list[Record] = []
         try:
             busy = {delivery.values[column] for delivery in self._in_work}

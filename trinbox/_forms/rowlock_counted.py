@@ -51,7 +51,7 @@ class CountedRowLockForm(RowLockForm):
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        conn = await ctx.pool.acquire()
+        conn = await ctx.pool.acquire("row lock delivery")
         try:
             results = await conn.script(self._select_ops(limit))
             self._check_guard(results[0])

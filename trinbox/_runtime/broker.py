@@ -379,7 +379,7 @@ class SqlBroker(Generic[D]):
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits. The ``Tx`` ends with the block: one kept past it
         raises ``TransactionHeld``."""
-        conn = await self.pool.acquire()
+        conn = await self.pool.acquire("broker.transaction")
         tx = Tx(conn, self._publish_in, self.dialect.style, ended=TX_BLOCK)
         try:
             await conn.begin(self.dialect.plain_begin().sql)

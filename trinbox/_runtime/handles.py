@@ -180,7 +180,7 @@ class Pool(_Runs):
         """A pooled connection for several statements, with the same methods as the pool's
         (never the driver's own connection: its internals are trinbox's); returned, rolled
         back if a transaction is left open, when the block ends."""
-        conn = await self._pool.acquire()
+        conn = await self._pool.acquire("keys.Pool")
         try:
             yield Held(conn, self._style)
         finally:

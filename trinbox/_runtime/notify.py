@@ -74,7 +74,7 @@ class NotifyListener:
     async def _listen(self, task_status: trio.TaskStatus[None] | None) -> None:
         pool = await self._broker.open_side_pool()
         try:
-            conn: Any = await pool.acquire()
+            conn: Any = await pool.acquire("listener")
             try:
                 for channel in self._channels:
                     await conn.listen(channel, self._notified)

@@ -319,7 +319,7 @@ async def redrive(
     dialect = q.broker.dialect
     base = {"dest": dead.group, "origin": q.group, "group": into}
     pool = q.broker.pool
-    conn = await pool.acquire()
+    conn = await pool.acquire("dead letter redrive")
     elsewhere: list[tuple[object, str | None]] = []
     try:
         await conn.begin(sql.redrive_begin(dialect))

@@ -42,7 +42,7 @@ async def write_pooled(
     columns: dict[str, object],
 ) -> None:
     """``write_row`` on a connection of the broker's pool, given back after."""
-    conn = await broker.pool.acquire()
+    conn = await broker.pool.acquire("publish")
     try:
         await write_row(broker, conn, spec, message, delay, columns)
     finally:

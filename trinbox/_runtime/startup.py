@@ -4,6 +4,8 @@ database, the form, and the worker cap its pool allows."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._declare._inbox import spec_of
@@ -34,9 +36,11 @@ from .subscribers import Subscriber
 
 __all__ = [
     "Checked",
+    "Held",
     "check",
     "check_mode",
     "check_pool_budget",
+    "held_connections",
     "make_form",
     "prepare",
     "worker_cap",
@@ -143,7 +147,7 @@ async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: State
     """Check the server's version, the types of the table's role columns in its catalog, and
     prepare every statement against the database."""
     pool = broker.pool
-    conn = await pool.acquire()
+    conn = await pool.acquire("startup check")
     try:
         version_query = broker.dialect.version_query
         if version_query is not None:
@@ -202,20 +206,26 @@ def worker_cap(
         )
         workers = 1
     if traits.holds_connections:
-        spare = pool.max_size - 1  # the broker's pool holds two or more
-        if workers > spare:
+        upkeep = traits.upkeep_connections
+        # The broker's pool holds two or more; one stays free, and the lease keeper's round
+        # takes one besides: it may wait on a delivery's transaction (a row lock its handler
+        # took), which may wait for a connection of its own (keys.Pool, a publish).
+        spare = pool.max_size - 1 - upkeep
+        if workers > max(spare, 1):
             logger.warning(
                 "%s: each delivery of %s holds a connection while in work, and the pool has "
-                "%d besides the one kept free; workers(%d) serves as workers(%d) (raise "
+                "%d besides the one kept free%s; workers(%d) serves as workers(%d) (raise "
                 "pool_size to %d for all of them)",
                 where,
                 spec.label,
                 spare,
+                f" and the {upkeep} its lease keeper's rounds take" if upkeep else "",
                 workers,
-                spare,
-                workers + 1,
+                max(spare, 1),
+                workers + 1 + upkeep,
             )
-            workers = spare
+            # Below one the pool is too small for the subscription: check_pool_budget says so.
+            workers = max(spare, 1)
     if (
         workers > 1
         and transactional
@@ -235,15 +245,47 @@ def worker_cap(
     return workers
 
 
-def check_pool_budget(app: str, broker: SqlBroker[Any], holding: list[tuple[str, int]]) -> None:
-    """The subscriptions of one broker whose deliveries hold connections (``(where, workers)``
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The connections a subscription holds at most: one per delivery in work where its
+    deliveries hold one, and then its upkeep's (the lease keeper's round) besides."""
+
+    deliveries: int
+    upkeep: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.deliveries + self.upkeep
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def __str__(self) -> str:
+        if not self.upkeep:
+            return str(self.deliveries)
+        return f"{self.deliveries} and {self.upkeep} for its lease keeper"
+
+
+def held_connections(traits: FormTraits, workers: int) -> Held:
+    """What a subscription of ``workers`` deliveries holds, for ``check_pool_budget``."""
+    if not traits.holds_connections:
+        return Held(0)
+    return Held(workers, traits.upkeep_connections)
+
+
+def check_pool_budget(
+    app: str, broker: SqlBroker[Any], holding: Sequence[tuple[str, Held]]
+) -> None:
+    """The subscriptions of one broker whose deliveries hold connections (``(where, held)``
     each) must leave one connection of its pool free, or their handlers can wait for ever on
-    ``keys.Pool``, the lease keeper on its extensions, and the claims on their connection."""
-    total = sum(workers for _, workers in holding)
+    ``keys.Pool``, the lease keeper on its extensions, and the claims on their connection. A
+    lease keeper's round is counted beside its deliveries: it may wait on a delivery's
+    transaction, which may wait for a connection."""
+    total = sum(held.total for _, held in holding)
     free = broker.pool.max_size - 1
     if total <= free:
         return
-    each = ", ".join(f"{where}: {workers}" for where, workers in holding)
+    each = ", ".join(f"{where}: {held}" for where, held in holding)
     msg = (
         f"{app}: the deliveries of one broker's subscriptions hold a connection each while in "
         f"work, and one connection of its pool stays free for claims and upkeep, found up to "

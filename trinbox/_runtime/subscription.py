@@ -195,7 +195,7 @@ class Subscription:
             transactional=transactional,
             every_group=self.queue.serves_every_group,
         )
-        self.held_connections = workers if self.form.traits.holds_connections else 0
+        self.held_connections = startup.held_connections(self.form.traits, workers)
         slots = trio.Semaphore(workers)
         runner = DeliveryRunner(
             broker,

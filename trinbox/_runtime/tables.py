@@ -35,7 +35,7 @@ async def create_tables(broker: SqlBroker[Any], row: type[Any], dead_letter: str
             f"which runs before the subscriptions check their tables"
         )
         raise Closed(msg) from None
-    conn = await pool.acquire()
+    conn = await pool.acquire("create_tables")
     try:
         version_query = broker.dialect.version_query
         if version_query is not None:

@@ -789,11 +789,11 @@ class GatedPool:
     def identity(self) -> str:
         return self.inner.identity
 
-    async def acquire(self) -> Connection:
-        return GatedConnection(await self.inner.acquire(), self.gate)
+    async def acquire(self, holder: str = "caller") -> Connection:
+        return GatedConnection(await self.inner.acquire(holder), self.gate)
 
-    async def try_acquire(self) -> Connection | None:
-        conn = await self.inner.try_acquire()
+    async def try_acquire(self, holder: str = "caller") -> Connection | None:
+        conn = await self.inner.try_acquire(holder)
         return None if conn is None else GatedConnection(conn, self.gate)
 
     async def release(self, conn: Connection) -> None:

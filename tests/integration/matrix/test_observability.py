@@ -345,7 +345,7 @@ async def test_lease_extensions_and_a_lost_lease_are_counted_reported_and_logged
             # Another claim took the row: the keeper's next extension finds its lease gone.
             case.stand.execute("UPDATE email_jobs SET locked_until = ? WHERE customer = ?",
                                stored(case.name, DUE), "stolen")  # fmt: skip
-        await trio.sleep(3)  # past the lease: the keeper extends it every second
+        await trio.sleep(3)  # past the lease: the keeper extends it every two thirds of a second
 
     leases = Leases()
     app = make_app()

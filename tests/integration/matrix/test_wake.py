@@ -20,7 +20,8 @@ from .conftest import Case
 from .kit import HOUR, ClaimWatch, insert_emails
 from .schema import NEXT_JOBS, NextJob
 
-# Long enough that the lease keeper (every half lease) does not tick while virtual hours pass.
+# Long enough that the lease keeper (every third of the lease) does not tick while virtual hours
+# pass.
 LEASE = 8 * HOUR
 
 
