@@ -244,6 +244,11 @@ class SqliteConnection:
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
+    @property
+    def abandoned(self) -> bool:
+        """Never serves again (closed, or closing once a cut call lets go)."""
+        return self._abandoned
+
     async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
         # A free lock is taken without a trip through Trio's scheduler (a cancel still
         # raises here); the call below yields to it while its thread runs.
@@ -587,6 +592,8 @@ class SqlitePool:
         assert isinstance(conn, SqliteConnection)
         if not self._give_slot(conn):
             return
+        if conn.abandoned:
+            return  # a call cut past its deadline: it closes on its own thread
         try:
             if conn.in_transaction:
                 with cleanup_scope():

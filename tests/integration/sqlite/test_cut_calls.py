@@ -125,12 +125,16 @@ async def test_a_cut_call_that_does_not_let_go_is_abandoned_at_the_deadline(
     assert 0.5 <= took < 0.5 + SLACK, took  # the wait for the thread ended at the deadline
     with pytest.raises(ConnectionLost, match="abandoned"):
         await conn.fetch("SELECT 1")
+    await pool.release(conn)  # its caller hands it back: the pool never hands it out again
+    other = await pool.acquire()
+    assert other is not conn
+    assert await other.fetch("SELECT 1") == [(1,)]
+    await pool.release(other)
     released.set()
     thread._thread.join(SLACK)  # it ends after the cut call and the close behind it
     assert not thread._thread.is_alive()
     with pytest.raises(sqlite3.ProgrammingError):  # closed on its thread once the call let go
         conn._raw.execute("SELECT 1")
-    pool.abandon(conn)
     await pool.aclose()
 
 
