@@ -66,31 +66,80 @@ HOOK = 10.0
 GRACE = 10.0
 """The default grace period of in-work handlers at shutdown (``App(grace=...)``)."""
 
-_deadline: ContextVar[float | None] = ContextVar("trinbox_deadline", default=None)
+_bound: ContextVar[within | None] = ContextVar("trinbox_bound", default=None)
 
 
 class within:  # used like a function: `with within(SETTLE) as bound:`
     """Shield the block from its caller's cancellation, bounded by ``seconds`` from now (or by
-    an enclosing bound's deadline, if that comes first), and pass the deadline down to the
-    clean-ups below it. Tasks spawned inside the block inherit the deadline: spawn long-lived
-    tasks outside it. A class, not a generator: it runs for every claim and settlement."""
+    an enclosing bound's deadline, if that comes first), and pass the bound down to the
+    clean-ups below it. Tasks spawned inside the block inherit the bound: spawn long-lived
+    tasks outside it. A class, not a generator: it runs for every claim and settlement.
 
-    __slots__ = ("_scope", "_token")
+    The bound is live: shortening it (:meth:`shorten`: a claim cut when its subscription
+    stops) shortens the clean-ups and bounds open below it, and those opened later read the
+    new deadline."""
+
+    __slots__ = ("_below", "_cleanups", "_outer", "_scope", "_token")
 
     def __init__(self, seconds: float) -> None:
         deadline = trio.current_time() + seconds
-        outer = _deadline.get()
-        if outer is not None and outer < deadline:
-            deadline = outer
-        self._token: Token[float | None] = _deadline.set(deadline)
+        outer = _bound.get()
+        if outer is not None and outer.deadline < deadline:
+            deadline = outer.deadline
+        self._outer = outer
+        # The clean-up scopes and inner bounds open below this one (made on first use).
+        self._below: list[trio.CancelScope | within] | None = None
         self._scope = trio.CancelScope(shield=True, deadline=deadline)
+        self._cleanups = deadline  # the clean-ups' deadline: the block's, unless shortened
+        self._token: Token[within | None] = _bound.set(self)
 
-    def __enter__(self) -> trio.CancelScope:
+    @property
+    def deadline(self) -> float:
+        """When the block is cut."""
+        return self._scope.deadline
+
+    @property
+    def cleanup_deadline(self) -> float:
+        """When the clean-ups below the block are cut."""
+        return self._cleanups
+
+    def shorten(self, deadline: float, *, release: float = 0.0) -> None:
+        """Cut the block at ``deadline`` and the clean-ups below it (running, and opened
+        later) at ``deadline + release``, where that is sooner. With ``release``, what the
+        block holds when it is cut is released as a drop's is, within that much more."""
+        if deadline < self._scope.deadline:
+            self._scope.deadline = deadline
+        if deadline + release < self._cleanups:
+            self._cleanups = deadline + release
+        for below in self._below or ():
+            if isinstance(below, within):
+                below.shorten(deadline, release=release)
+            elif self._cleanups < below.deadline:
+                below.deadline = self._cleanups
+
+    @property
+    def cancelled_caught(self) -> bool:
+        """Whether the deadline cut the block."""
+        return self._scope.cancelled_caught
+
+    def _hold(self, below: trio.CancelScope | within) -> None:
+        if self._below is None:
+            self._below = []
+        self._below.append(below)
+
+    def _let_go(self, below: trio.CancelScope | within) -> None:
+        if self._below is not None and below in self._below:
+            self._below.remove(below)
+
+    def __enter__(self) -> within:
         try:
-            return self._scope.__enter__()
+            self._scope.__enter__()
         except BaseException:
-            _deadline.reset(self._token)
+            _bound.reset(self._token)
             raise
+        if self._outer is not None:
+            self._outer._hold(self)
+        return self
 
     def __exit__(
         self,
@@ -101,14 +150,39 @@ class within:  # used like a function: `with within(SETTLE) as bound:`
         try:
             return self._scope.__exit__(kind, exc, tb)
         finally:
-            _deadline.reset(self._token)
+            if self._outer is not None:
+                self._outer._let_go(self)
+            _bound.reset(self._token)
 
 
-def cleanup_scope(limit: float = CLEANUP) -> trio.CancelScope:
-    """A shield for clean-up after an error or a cancel: within the deadline an enclosing
-    :func:`within` passed down, or ``limit`` seconds from now outside any. When that deadline
-    has passed, the scope is cancelled at once and the caller falls back to abandoning."""
-    deadline = _deadline.get()
-    if deadline is None:
-        deadline = trio.current_time() + limit
-    return trio.CancelScope(shield=True, deadline=deadline)
+class cleanup_scope:  # used like a function: `with cleanup_scope() as scope:`
+    """A shield for clean-up after an error or a cancel: within the deadline of the enclosing
+    :func:`within` (read as the clean-up opens, and followed if the bound is shortened while
+    it runs), or ``limit`` seconds from now outside any. When that deadline has passed, the
+    scope is cancelled at once and the caller falls back to abandoning."""
+
+    __slots__ = ("_bound", "_scope")
+
+    def __init__(self, limit: float = CLEANUP) -> None:
+        bound = _bound.get()
+        deadline = trio.current_time() + limit if bound is None else bound.cleanup_deadline
+        self._bound = bound
+        self._scope = trio.CancelScope(shield=True, deadline=deadline)
+
+    def __enter__(self) -> trio.CancelScope:
+        scope = self._scope.__enter__()
+        if self._bound is not None:
+            self._bound._hold(scope)
+        return scope
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            return self._scope.__exit__(kind, exc, tb)
+        finally:
+            if self._bound is not None:
+                self._bound._let_go(self._scope)

@@ -56,19 +56,27 @@ class Stand:
         return found[0][0] if found else None
 
     def broker(
-        self, *, poll_interval: float = 0.05, lease: float = 30.0, pool_size: int = 8
+        self,
+        *,
+        poll_interval: float = 0.05,
+        lease: float = 30.0,
+        pool_size: int = 8,
+        url: str | None = None,
     ) -> SqlBroker[Any]:
+        """A broker on the stand's database (``url``: the same database by another way, a
+        relay of the test's own)."""
         options: dict[str, Any] = {
             "poll_interval": poll_interval,
             "lease": lease,
             "pool_size": pool_size,
             "clock": TrioClock(),
         }
+        url = url or self.url
         if self.name == "sqlite":
-            return SqlBroker.sqlite(self.url, **options)
+            return SqlBroker.sqlite(url, **options)
         if self.name == "postgres":
-            return SqlBroker.postgres(self.url, **options)
-        return SqlBroker.mysql(self.url, **options)
+            return SqlBroker.postgres(url, **options)
+        return SqlBroker.mysql(url, **options)
 
 
 class SqliteStand(Stand):

@@ -6,6 +6,9 @@ FEASIBILITY.md §5b): a driver method is one asyncio coroutine called through :f
 A Trio cancel of a crossing cancels the asyncio task and waits for it to finish, so the
 driver knows the statement was cut and can undo it before the connection serves again.
 
+A connect is the one crossing a Trio cancel does not cut (:func:`open_on`): it runs on as an
+asyncio task of its own, and what it opens is closed before the cancel goes on.
+
 Cleanup that awaits I/O runs shielded, bounded by :data:`CLEANUP_TIMEOUT`, and the pool does
 it itself: a caller's cancel scope can never leak a connection (G2) or hand one back inside
 an open or aborted transaction (G1).
@@ -17,8 +20,8 @@ import asyncio
 import logging
 import select
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from typing import Generic, ParamSpec, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import trio
 import trio_asyncio
@@ -30,7 +33,7 @@ from ._activity import database_call
 from ._base import Connection
 from ._holders import Holders
 
-__all__ = ["CLEANUP_TIMEOUT", "AsyncioPool", "aio", "cleanup", "require_loop"]
+__all__ = ["CLEANUP_TIMEOUT", "AsyncioPool", "aio", "cleanup", "open_on", "require_loop"]
 
 logger = logging.getLogger("trinbox.drivers")
 
@@ -58,6 +61,62 @@ async def aio_on(
     with database_call():
         result: T = await aio_as_trio(fn, loop=loop)(*args, **kwargs)
     return result
+
+
+async def open_on(
+    loop: Loop,
+    close: Callable[[T], None],
+    fn: Callable[P, Coroutine[Any, Any, T]],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """Open a connection on ``loop`` with the asyncio coroutine function ``fn``; ``close``
+    closes what it returns, at once (no I/O wait).
+
+    A Trio cancel does not cut the connect: it runs on as an asyncio task of its own, the
+    caller waits for it within the clean-up deadline (trinbox._bounds) and closes what it
+    opened, and only then does the cancel go on. A connect cut in the middle leaves asyncio
+    work behind that nobody awaits: asyncpg's TLS probe, cut between the TCP connect and its
+    first read, leaves a future whose error no one retrieves ("Future exception was never
+    retrieved"). Past the deadline the connect is cut after all, and closes what it still
+    opens as it ends, so nothing it opened outlives the loop.
+    """
+    with database_call():
+        task = asyncio.ensure_future(_called(fn, *args, **kwargs), loop=loop)
+        try:
+            return await loop.run_aio_future(asyncio.shield(task))
+        except BaseException:
+            if not task.done():
+                await _finish_connect(loop, task, close)
+            else:  # done as the cancel came: what it opened is closed here, or its error read
+                _close_opened(task, close)
+            raise
+
+
+async def _called(fn: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs) -> T:
+    return await fn(*args, **kwargs)  # called on the loop: fn starts in asyncio's context
+
+
+async def _finish_connect(loop: Loop, task: asyncio.Future[T], close: Callable[[T], None]) -> None:
+    """The caller was cancelled while ``task`` connects: let it finish within the clean-up
+    deadline and close what it opened; past the deadline, cut it."""
+    with cleanup_scope():
+        try:
+            opened = await loop.run_aio_future(asyncio.shield(task))
+        except Exception:  # the connect failed: nothing is open; the caller's cancel goes on
+            logger.debug("a connect whose caller was cancelled failed", exc_info=True)
+        else:
+            close(opened)
+    if not task.done():
+        task.add_done_callback(lambda done: _close_opened(done, close))
+        task.cancel()
+
+
+def _close_opened(task: asyncio.Future[T], close: Callable[[T], None]) -> None:
+    if task.cancelled() or task.exception() is not None:
+        return  # the error is read: nobody else waits for it
+    close(task.result())
 
 
 def current_loop() -> Loop:

@@ -9,6 +9,12 @@ another way, apps run on several threads share it) and never taken on the databa
 itself: closing a descriptor of that file would drop SQLite's own POSIX locks. The lock file
 stays behind, as SQLite's ``-wal`` and ``-shm`` files do.
 
+A ``flock`` belongs to the open file, which a forked child shares with its parent: the child
+would hold the lock with it (past the parent's end), and count itself as serving the keys it
+does not have. So a forked child closes its copies at once, without unlocking (that would free
+the parent's lock), and serves no keys until it takes the lock itself, which a parent still
+serving refuses.
+
 ``KeyClaim`` / ``run_key_claim``: an advisory claim (after a settlement, where one chains it) as
 one call on a connection's worker thread, in one transaction.
 """
@@ -33,6 +39,30 @@ __all__ = ["KeyClaim", "hold", "let_go", "let_key_go", "lock_path", "run_key_cla
 
 _lock = threading.Lock()
 _held: dict[str, tuple[int, int]] = {}  # real path -> (descriptor, holders in this process)
+
+
+def _before_fork() -> None:
+    _lock.acquire()  # no thread is half way through the registry as the child is made
+
+
+def _after_fork_in_parent() -> None:
+    _lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    for fd, _ in _held.values():
+        os.close(fd)  # the parent's lock stays the parent's: a close of a copy keeps it
+    _held.clear()
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def lock_path(database: str) -> str:

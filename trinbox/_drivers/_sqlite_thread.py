@@ -8,7 +8,8 @@ they came, and reports each back to Trio once (``run_sync_soon``) as ``to_thread
 
 :func:`run_on` waits for a call like ``to_thread.run_sync(..., abandon_on_cancel=True)``: a
 cancel ends the wait at once, and the call's own guard (``SqliteConnection._call``) decides
-whether it had begun.
+whether it had begun. It hands back the call's outcome, so whatever it raises itself ended
+the wait (a cancel, a ``KeyboardInterrupt``), never the call.
 """
 
 from __future__ import annotations
@@ -53,10 +54,11 @@ class ConnectionThread:
         self._jobs.put(None)
 
 
-async def run_on(thread: ConnectionThread, fn: Callable[[], T]) -> T:
-    """Run ``fn`` on ``thread`` and return its result (or raise its error). A checkpoint: a
-    cancel before it starts raises at once; one while it runs ends the wait (``fn`` goes on,
-    its result is dropped)."""
+async def run_on(thread: ConnectionThread, fn: Callable[[], T]) -> outcome.Outcome[T]:
+    """Run ``fn`` on ``thread``; its outcome (its result, or the error it raised). A
+    checkpoint: a cancel before it starts raises at once; one while it runs ends the wait
+    (``fn`` goes on, its outcome is dropped). Jobs run in the order they came: one put on the
+    thread after a call cut this way ends after it."""
     await trio.lowlevel.checkpoint_if_cancelled()
     task = trio.lowlevel.current_task()
     token = trio.lowlevel.current_trio_token()
@@ -64,7 +66,7 @@ async def run_on(thread: ConnectionThread, fn: Callable[[], T]) -> T:
 
     def report(result: outcome.Outcome[T]) -> None:  # on the Trio thread
         if not aborted:
-            trio.lowlevel.reschedule(task, result)
+            trio.lowlevel.reschedule(task, outcome.Value(result))
 
     def job() -> None:  # on the connection's thread
         result = outcome.capture(fn)
@@ -79,5 +81,5 @@ async def run_on(thread: ConnectionThread, fn: Callable[[], T]) -> T:
         return trio.lowlevel.Abort.SUCCEEDED
 
     thread.submit(job)
-    result: T = await trio.lowlevel.wait_task_rescheduled(abort)
+    result: outcome.Outcome[T] = await trio.lowlevel.wait_task_rescheduled(abort)
     return result

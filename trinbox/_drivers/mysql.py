@@ -41,7 +41,7 @@ from .._errors import (
     IntegrityError,
     LockNotAvailable,
 )
-from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, input_waiting, require_loop
+from ._asyncio import AsyncioPool, Loop, aio_on, cleanup, input_waiting, open_on, require_loop
 from ._base import Op, Record, Result, failing, script_failed, stops
 from ._urls import port_of, redacted
 
@@ -204,6 +204,10 @@ async def _open(target: _Target, limit: float = CONNECT) -> aiomysql.Connection:
         raw.close()
         raise
     return raw
+
+
+def _terminate(raw: aiomysql.Connection) -> None:
+    raw.close()  # aiomysql's close is the socket's, at once
 
 
 def _backslashes_off(raw: aiomysql.Connection) -> bool:
@@ -476,7 +480,7 @@ class MySqlPool(AsyncioPool[MySqlConnection]):
     async def _connect(self) -> MySqlConnection:
         timeout = self._connect_timeout
         try:
-            raw = await aio_on(self._loop, _open, self._server, timeout)
+            raw = await open_on(self._loop, _terminate, _open, self._server, timeout)
         except Exception as exc:
             errno = _errno(exc)
             reason = str(exc) or type(exc).__name__

@@ -37,6 +37,7 @@ from ._asyncio import (
     aio_on,
     cleanup,
     input_waiting,
+    open_on,
     require_loop,
 )
 from ._base import Op, Record, Result, failing, script_failed, stops
@@ -239,6 +240,10 @@ async def _open(url: str, limit: float, cache_size: int) -> RawConnection:
     )
 
 
+def _terminate(raw: RawConnection) -> None:
+    raw.terminate()
+
+
 async def _close(raw: RawConnection) -> None:
     try:
         await raw.close(timeout=CLEANUP_TIMEOUT)
@@ -438,7 +443,9 @@ class PgPool(AsyncioPool[PgConnection]):
     async def _connect(self) -> PgConnection:
         timeout = self._connect_timeout
         try:
-            raw = await aio_on(self._loop, _open, self._url, timeout, self._statement_cache_size)
+            raw = await open_on(
+                self._loop, _terminate, _open, self._url, timeout, self._statement_cache_size
+            )
         except Exception as exc:
             code = exc.sqlstate if isinstance(exc, asyncpg.PostgresError) else None
             reason = str(exc) or type(exc).__name__

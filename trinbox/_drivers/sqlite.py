@@ -2,14 +2,22 @@
 
 Each connection runs one call at a time (a Trio lock) on a worker thread of its own
 (trinbox._drivers._sqlite_thread), started by its first call and ended when it closes. A
-cancelled call that had begun interrupts its statement, waits (shielded) for the thread to let
-go, and rolls back what it left open; one cancelled before it began never touches the
-connection (FEASIBILITY.md §3.3).
+cancelled call that had begun interrupts its statement, waits for the thread to let go
+(shielded, within the clean-up deadline of trinbox._bounds), and rolls back what it left
+open; past the deadline the connection is abandoned. One cancelled before it began never
+touches the connection (FEASIBILITY.md §3.3).
+
+SQLite's interrupt does not reach its busy handler (a writer waiting for another's write
+lock sleeps the whole busy timeout), so trinbox runs the busy wait itself: SQLite waits in
+slices of :data:`BUSY_SLICE`, and a statement turned away is run again until the pool's busy
+timeout, unless its call was cut (:class:`_Session`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -17,12 +25,13 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import outcome
 import trio
 
 from .._bounds import cleanup_scope
-from .._errors import ConnectError, DatabaseError, IntegrityError, LockNotAvailable
+from .._errors import ConnectError, ConnectionLost, DatabaseError, IntegrityError, LockNotAvailable
 from . import _sqlite_keys
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops
@@ -32,6 +41,16 @@ from ._sqlite_thread import ConnectionThread, run_on
 __all__ = ["SqliteConnection", "SqlitePool", "sqlite_path"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("trinbox.drivers")
+
+#: Seconds SQLite's own busy handler waits before a statement is run again: how long a
+#: cancelled call may sleep in a busy wait before it sees the cut.
+BUSY_SLICE = 0.1
+
+# A writer turned away by another's lock (SQLite's busy handler applies); not BUSY_SNAPSHOT, a
+# stale read transaction that waiting cannot mend.
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY_RECOVERY})
 
 # Times are stored as UTC text that sorts as time: "2026-11-29 20:37:00.000000".
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
@@ -132,6 +151,77 @@ def _reads(sql: str) -> bool:
     return sql.lstrip()[:6].upper() in ("SELECT", "EXPLAI")
 
 
+_execute = sqlite3.Connection.execute
+_commit = sqlite3.Connection.commit
+
+
+class _Session(sqlite3.Connection):
+    """A ``sqlite3`` connection whose busy wait trinbox runs: SQLite waits at most
+    :data:`BUSY_SLICE` for another connection's lock, and a statement (or commit) turned away
+    runs again until ``busy_timeout`` seconds have passed, unless ``cut`` is set meanwhile (a
+    cancel of the call: SQLite's interrupt does not stop its busy handler's sleeps, this
+    does). A failed statement had no effect, so running it again is what SQLite's handler
+    does too. A script is not run again (its first statements may have run): it waits in
+    SQLite's own handler, the whole busy timeout."""
+
+    busy_timeout = 5.0
+    busy_slice = BUSY_SLICE  # at most busy_timeout
+    cut = False  # set by the call's cancel, from the Trio thread; cleared as each call begins
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return _execute(self, sql, parameters)  # not super(): this runs for every statement
+        except sqlite3.OperationalError as exc:
+            deadline = self._wait_again(exc, None)
+        while True:
+            try:
+                return _execute(self, sql, parameters)
+            except sqlite3.OperationalError as exc:
+                deadline = self._wait_again(exc, deadline)
+
+    def commit(self) -> None:
+        deadline: float | None = None
+        while True:
+            try:
+                return _commit(self)
+            except sqlite3.OperationalError as exc:
+                deadline = self._wait_again(exc, deadline)
+
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
+        super().execute(f"PRAGMA busy_timeout={_ms(self.busy_timeout)}")
+        try:
+            return super().executescript(script)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                super().execute(f"PRAGMA busy_timeout={_ms(self.busy_slice)}")
+
+    def _wait_again(self, exc: sqlite3.OperationalError, deadline: float | None) -> float:
+        """The deadline of the statement's busy wait, if ``exc`` turned it away and it may
+        run again; else raise ``exc``."""
+        if exc.sqlite_errorcode not in _BUSY_CODES or self.cut:
+            raise exc
+        now = time.monotonic()
+        if deadline is None:
+            deadline = now + self.busy_timeout - self.busy_slice  # SQLite waited one slice
+        if now >= deadline:
+            raise exc
+        return deadline
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+def _roll_back_open(raw: sqlite3.Connection) -> None:
+    if raw.in_transaction:
+        raw.rollback()
+
+
+def _close_quietly(raw: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        raw.close()
+
+
 class SqliteConnection:
     """One ``sqlite3`` connection driven from Trio.
 
@@ -143,7 +233,7 @@ class SqliteConnection:
     go, without a trip through Trio in between; a call cancelled while it queues never touches
     the connection."""
 
-    def __init__(self, raw: sqlite3.Connection, writes: threading.Lock | None = None) -> None:
+    def __init__(self, raw: _Session, writes: threading.Lock | None = None) -> None:
         self._raw = raw
         self._lock = trio.Lock()  # one call at a time on this connection
         self._writes = writes
@@ -155,6 +245,11 @@ class SqliteConnection:
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
+    @property
+    def abandoned(self) -> bool:
+        """Never serves again (closed, or closing once a cut call lets go)."""
+        return self._abandoned
+
     async def _run(self, fn: Callable[[], T], sql: str | list[str], *, reads: bool = False) -> T:
         # A free lock is taken without a trip through Trio's scheduler (a cancel still
         # raises here); the call below yields to it while its thread runs.
@@ -164,22 +259,32 @@ class SqliteConnection:
         except trio.WouldBlock:
             await self._lock.acquire()
         try:
+            if self._abandoned:
+                # A call cut past its deadline may still run on the connection's thread.
+                msg = (
+                    "this SQLite connection was abandoned (a clean-up ran out of time) and "
+                    "closes once its last call lets go; return it to the pool and take another"
+                )
+                raise ConnectionLost(msg, statement=failing(sql))
             return await self._run_locked(fn, sql, reads=reads)
         finally:
-            try:
-                if self._abandoned:
-                    self._raw.close()  # the call let go: nothing else uses the connection
-            finally:
-                self._lock.release()
+            self._lock.release()
 
     def abandon(self) -> None:
         """Never serve again: closing rolls back what is open and frees SQLite's write lock, at
-        once when no call runs, else as soon as the call (interrupted) lets go."""
+        once when no call runs, else on the connection's thread as soon as the call (cut)
+        lets go."""
+        if self._abandoned:
+            return
         self._abandoned = True
-        self._stop_thread()
-        if self._lock.locked():
+        thread = self._thread
+        if thread is not None and self._lock.locked():
+            self._raw.cut = True
             self._raw.interrupt()
+            thread.submit(lambda: _close_quietly(self._raw))  # after the call: jobs run in order
+            self._stop_thread()
         else:
+            self._stop_thread()
             self._raw.close()
 
     def _stop_thread(self) -> None:
@@ -200,13 +305,13 @@ class SqliteConnection:
     async def _call(
         self, fn: Callable[[], T], sql: str | list[str], writes: threading.Lock | None
     ) -> T:
-        # ``finished`` is held until ``fn`` ended on the thread; only a cancelled call waits
-        # for it, so a call that ends normally costs one wakeup of Trio, not two. ``gate``
-        # orders the thread's start against a cancel: whichever takes it first decides.
+        # ``gate`` orders the thread's start against a cancel: whichever takes it first
+        # decides. ``finished`` is held until ``fn`` ended, for a call on a thread of Trio's.
         finished = threading.Lock()
         finished.acquire()
         gate = threading.Lock()
         state = [False, False]  # abandoned (by a cancel), running (``fn`` began)
+        raw = self._raw
 
         def call() -> T | None:
             if writes is not None:
@@ -216,6 +321,7 @@ class SqliteConnection:
                     if state[0]:
                         return None  # cancelled before it began: leave the connection alone
                     state[1] = True
+                    raw.cut = False
                 try:
                     return fn()
                 finally:
@@ -224,33 +330,55 @@ class SqliteConnection:
                 if writes is not None:
                     writes.release()
 
+        thread = self._thread
+        if thread is None and not self._thread_stopped:
+            thread = self._thread = ConnectionThread()
+            # A connection dropped without a close still ends its thread.
+            weakref.finalize(self, thread.stop)
         try:
             with database_call():
-                thread = self._thread
-                if thread is None and not self._thread_stopped:
-                    thread = self._thread = ConnectionThread()
-                    # A connection dropped without a close still ends its thread.
-                    weakref.finalize(self, thread.stop)
                 if thread is not None:
-                    result = await run_on(thread, call)
-                else:  # closed or abandoned: a call that still comes fails on a thread of Trio's
-                    result = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
-        except trio.Cancelled:
+                    got = await run_on(thread, call)
+                else:  # closed: a call that still comes fails on a thread of Trio's
+                    got = await trio.to_thread.run_sync(
+                        outcome.capture, call, abandon_on_cancel=True
+                    )
+        except BaseException:
+            # Cancelled, or interrupted (KeyboardInterrupt), while the call was out: the
+            # guard holds either way.
             with gate:
                 state[0] = True
                 running = state[1]
             if running:
-                # The thread goes on: stop its statement, wait for it before anyone reuses
-                # the connection, then undo what it left open.
-                self._raw.interrupt()
-                with trio.CancelScope(shield=True), database_call():
-                    await trio.to_thread.run_sync(finished.acquire)
-                    if self._raw.in_transaction:
-                        await trio.to_thread.run_sync(self._raw.rollback)
+                await self._cut(thread, finished)
             raise
+        try:
+            result = got.unwrap()
         except sqlite3.Error as exc:
             raise _translate(exc, failing(sql)) from exc
-        return result  # type: ignore[return-value]  # None only when abandoned
+        return result  # type: ignore[return-value]  # None only when cancelled before it began
+
+    async def _cut(self, thread: ConnectionThread | None, finished: threading.Lock) -> None:
+        """A call that began was cut: stop it (its statement, and its busy wait), wait for it
+        to let go before anyone reuses the connection, then undo what it left open, all
+        within the clean-up deadline (trinbox._bounds). Past it the connection is abandoned,
+        and closes on its thread once the call lets go."""
+        raw = self._raw
+        raw.cut = True
+        raw.interrupt()
+        with cleanup_scope() as scope, database_call():
+            try:
+                if thread is not None:
+                    # Runs after the cut call, on its thread: ends when it has let go.
+                    (await run_on(thread, lambda: _roll_back_open(raw))).unwrap()
+                else:
+                    await trio.to_thread.run_sync(finished.acquire, abandon_on_cancel=True)
+            except sqlite3.Error:
+                logger.warning("rolling back a cut SQLite call failed; abandoning", exc_info=True)
+                self.abandon()
+        if scope.cancelled_caught:
+            logger.warning("a cut SQLite call did not let go in time; abandoning its connection")
+            self.abandon()
 
     async def execute(self, sql: str, params: Sequence[object] = ()) -> int:
         bound = _params(params)
@@ -337,10 +465,18 @@ class SqliteConnection:
         self.abandon()
 
 
-def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
-    raw = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
+def _connect(path: str, busy_timeout: float) -> _Session:
+    busy_slice = min(BUSY_SLICE, busy_timeout)
+    raw = sqlite3.connect(
+        path,
+        check_same_thread=False,
+        isolation_level=None,
+        timeout=busy_slice,  # SQLite's own wait, one slice: _Session waits the rest
+        factory=_Session,
+    )
+    raw.busy_timeout = busy_timeout
+    raw.busy_slice = busy_slice
     _use_wal(raw, busy_timeout)
-    raw.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
     raw.execute("PRAGMA foreign_keys=ON")
     return raw
 
@@ -459,6 +595,8 @@ class SqlitePool:
         assert isinstance(conn, SqliteConnection)
         if not self._give_slot(conn):
             return
+        if conn.abandoned:
+            return  # a call cut past its deadline: it closes on its own thread
         try:
             if conn.in_transaction:
                 with cleanup_scope():

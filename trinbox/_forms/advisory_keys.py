@@ -6,6 +6,7 @@ settlement, on a drop, at shutdown.
 from __future__ import annotations
 
 import logging
+import os
 
 import trio
 
@@ -28,13 +29,23 @@ logger = logging.getLogger("trinbox.settle")
 
 
 class KeyRegistry:
-    """Keys in work in this process, per database: SQLite's stand-in for session locks."""
+    """Keys in work in this process, per database: SQLite's stand-in for session locks. A
+    forked child starts with none: its parent's deliveries are not its own (they would keep
+    their keys from it for ever), as its parent's key lock is not its own either."""
 
     _by_database: dict[str, set[str]] = {}  # noqa: RUF012 - process-wide on purpose
 
     @classmethod
     def keys(cls, database: str) -> set[str]:
         return cls._by_database.setdefault(database, set())
+
+    @classmethod
+    def _forget(cls) -> None:
+        cls._by_database = {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=KeyRegistry._forget)
 
 
 class AdvisoryKeys:

@@ -68,7 +68,7 @@ class ClaimLoop:
         self._pool = pool
         self.where = where
         self._scope = trio.CancelScope()  # around the loop, not its claims
-        self._in_flight: set[trio.CancelScope] = set()  # the bounds of claims running
+        self._in_flight: set[trio.CancelScope | within] = set()  # the bounds of claims running
         self._claim_ended = trio.Event()
         self.stopped = False
         # When the last claim ran dry (trio time): the next one waits the poll interval from
@@ -116,12 +116,16 @@ class ClaimLoop:
             claims.start_soon(self._claim, slots, scope)
 
     def stop(self) -> None:
-        """Stop claiming: claims in flight get RELEASE more at most."""
+        """Stop claiming: claims in flight get RELEASE more at most; one cut then is released
+        as a drop is, its clean-ups within RELEASE more."""
         self.stopped = True
         self._scope.cancel()
         deadline = trio.current_time() + RELEASE
         for scope in self._in_flight:
-            scope.deadline = min(scope.deadline, deadline)
+            if isinstance(scope, within):
+                scope.shorten(deadline, release=RELEASE)
+            else:  # a claim not begun yet: it sees `stopped`
+                scope.deadline = min(scope.deadline, deadline)
 
     async def _wait_turn(self) -> None:
         while not self._may_claim():

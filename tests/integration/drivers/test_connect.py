@@ -1,10 +1,13 @@
 """Opening a connection is bounded and fails clearly (issue 9, item 4): a server that accepts
 TCP and never answers, a PostgreSQL connect timeout's reason, a port that is not a number.
-Each error names the URL without its password."""
+Each error names the URL without its password. A connect whose caller is cancelled is not cut
+halfway: it goes on within the bound around it, and what it opened is closed (issue 17,
+item 4)."""
 
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,7 +15,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from trinbox._bounds import CONNECT
+from trinbox._bounds import CONNECT, within
 from trinbox._drivers import mysql, postgres
 from trinbox._errors import ConnectError
 
@@ -101,3 +104,25 @@ async def test_a_port_that_is_not_a_number_is_a_connect_error_at_open(
     assert "s3cret" not in message
     assert f"found {port!r} in {SCHEMES[kind]}://someone:***@127.0.0.1:{port}/queue" in message
     assert "write host:port with a number" in message
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+async def test_a_connect_whose_caller_is_cancelled_goes_on_within_the_bound_then_closes(
+    kind: str, aio_loop: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="trinbox.drivers.asyncio")
+    async with silent_server() as server:
+        url = f"{SCHEMES[kind]}://someone:s3cret@127.0.0.1:{server.port}/queue"
+        started = time.monotonic()
+        # The runtime's bound around the connect (a claim, a shutdown), and the caller's cancel.
+        with within(LIMIT), trio.move_on_after(LIMIT / 5) as caller:
+            await DRIVERS[kind].open_pool(url, max_size=1)
+        elapsed = time.monotonic() - started
+        assert caller.cancel_called
+        # Not cut at the cancel: the connect had until the bound's deadline.
+        assert LIMIT * 0.8 <= elapsed < LIMIT + SLACK, elapsed
+        assert server.accepted == 1
+        with trio.fail_after(SLACK):  # then it was cut, and closed its socket
+            await server.closed_by_client.wait()
+    # Nothing was left for asyncio to report ("... was never retrieved").
+    assert not [r.getMessage() for r in caplog.records if r.name == "trinbox.drivers.asyncio"]

@@ -19,6 +19,12 @@ each trial runs ``trio.run`` in a daemon thread of its own and a thread still al
 ``SERVE_BOUND`` after its cancel is a hang. Every trial of a cell runs; the cell fails once,
 with a summary of the checkpoints covered, the hangs and the leaks.
 
+Every step of the trio-asyncio loop's task runs one asyncio callback, so the steps of startup
+also cut the pools' connects at each point on the asyncio side (issue 17, item 4): the second
+test cancels at each of them, several times over, and also fails on anything asyncio reports
+out of band ("Future exception was never retrieved": work nobody awaited) and on a connection
+closed only by the garbage collector.
+
 Real servers and real time (no VirtualClock): each trial's broker gets a ``TrioClock`` built
 inside its own ``trio.run``, so the broker's "now" follows that run's clock (which starts at a
 random offset: leases are compared with the "now" of the trial that wrote them).
@@ -26,12 +32,16 @@ random offset: leases are compared with the "now" of the trial that wrote them).
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import math
 import os
 import sqlite3
 import threading
 import time
+import warnings
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +52,8 @@ import trio
 import trio.lowlevel
 
 from trinbox import HandlerOutcome, InboxQueue, Subscriber, keys, subscriber
+from trinbox._drivers.mysql import MySqlPool
+from trinbox._drivers.postgres import PgPool
 from trinbox._drivers.sqlite import SqlitePool
 from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import settled
@@ -49,7 +61,7 @@ from trinbox.testing import settled
 from ..serving import make_app
 from ..stands import SqliteStand, Stand
 from .conftest import Case
-from .kit import as_utc, insert_emails, sessions, sessions_after_close
+from .kit import as_utc, cells, insert_emails, sessions, sessions_after_close
 from .schema import EMAIL_JOBS
 
 ROWS = 4
@@ -62,6 +74,9 @@ REACH_BOUND = 30.0  # seconds for a trial to reach its checkpoint: startup and s
 # 480 on the servers, a trial takes about 0.05 s, a hang SERVE_BOUND), or with
 # TRINBOX_CANCEL_TRIALS=K every k-th one from N = 1, k the smallest stride that fits K trials.
 TRIALS = int(os.environ.get("TRINBOX_CANCEL_TRIALS", "0"))
+# Trials per startup checkpoint: a connect's steps on the asyncio side follow the server's
+# answers, so the same step N lands in a different place of it from one trial to the next.
+STARTUP_REPEATS = 3
 
 
 @dataclass
@@ -75,7 +90,10 @@ class Trial:
     settled. Written by the trial's thread, read by the test's once the thread is over."""
 
     cancel_at: int | None
+    transactional: bool = False  # the queue's mode
     steps: int = 0
+    connecting: set[int] = field(default_factory=set)  # the steps run while a pool connects
+    started_at: int | None = None  # the step count when serve had started
     settled_at: int | None = None  # the step count when every delivery had settled
     seen: set[int] = field(default_factory=set)  # rows a handler started on
     acked: set[int] = field(default_factory=set)  # rows a handler returned ack for
@@ -104,6 +122,29 @@ def _under(task: trio.lowlevel.Task, root: trio.lowlevel.Task) -> bool:
     return True
 
 
+# Connects in flight (the asyncio pools' ``_connect``), counted by ``_watch_connects``.
+_connects_in_flight = 0
+
+
+def _watch_connects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Count the asyncio pools' connects in flight, so a trial knows its steps that run while
+    one connects. Adds no checkpoint: a trial's steps are the same with and without it."""
+
+    def watched(connect: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        async def counted(pool: Any) -> Any:
+            global _connects_in_flight
+            _connects_in_flight += 1
+            try:
+                return await connect(pool)
+            finally:
+                _connects_in_flight -= 1
+
+        return counted
+
+    for pool in (PgPool, MySqlPool):
+        monkeypatch.setattr(pool, "_connect", watched(pool._connect))
+
+
 class Checkpoints(trio.abc.Instrument):
     """Counts the steps of ``serve``'s task and of every task under it (the trio-asyncio loop,
     the pools, the subscriptions, the handlers); cancels the trial's scope as step
@@ -126,12 +167,13 @@ class Checkpoints(trio.abc.Instrument):
             return
         trial = self.trial
         trial.steps += 1
+        if _connects_in_flight:
+            trial.connecting.add(trial.steps)
         if trial.steps == trial.cancel_at and self.scope is not None:
             trial.cancel(self.scope)
 
 
 def _handler(case: Case, trial: Trial) -> Subscriber[Any, Any]:
-    @subscriber(InboxQueue(case.email, "emails").workers(2))
     async def handle(job: Job, attempt: keys.Attempt) -> HandlerOutcome:
         trial.seen.add(job.n)
         await trio.lowlevel.checkpoint()  # a cancel may land in the middle of the work
@@ -140,7 +182,10 @@ def _handler(case: Case, trial: Trial) -> Subscriber[Any, Any]:
         trial.acked.add(job.n)
         return HandlerOutcome.ack()
 
-    return handle
+    queue = InboxQueue(case.email, "emails").workers(2)
+    if trial.transactional:
+        return subscriber(queue.transactional())(handle)
+    return subscriber(queue)(handle)
 
 
 async def _serve(case: Case, trial: Trial, counter: Checkpoints) -> None:
@@ -158,6 +203,7 @@ async def _serve(case: Case, trial: Trial, counter: Checkpoints) -> None:
         counter.scope = scope
         async with trio.open_nursery() as nursery:
             await nursery.start(counted)
+            trial.started_at = trial.steps
             await settled(app, handle, DELIVERIES)
             trial.settled_at = trial.steps
             if trial.cancel_at is None:
@@ -167,9 +213,11 @@ async def _serve(case: Case, trial: Trial, counter: Checkpoints) -> None:
     trial.now = broker.clock()
 
 
-def _run_trial(case: Case, cancel_at: int | None) -> tuple[Trial, bool]:
+def _run_trial(
+    case: Case, cancel_at: int | None, *, transactional: bool = False
+) -> tuple[Trial, bool]:
     """Run one trial in a daemon thread; the trial, and whether it hung."""
-    trial = Trial(cancel_at)
+    trial = Trial(cancel_at, transactional)
 
     def thread_main() -> None:
         try:
@@ -376,3 +424,56 @@ def test_cancelling_serve_at_any_checkpoint_leaves_nothing_behind(
             lines.append(f"hangs at N = {list(hangs)}, cancelled as these stepped: {tasks}")
         lines += [f"N = {n}: {'; '.join(found)}" for n, found in leaks.items()]
         pytest.fail("\n".join(lines))
+
+
+def _out_of_band(
+    caplog: pytest.LogCaptureFixture, caught: list[warnings.WarningMessage]
+) -> list[str]:
+    """What asyncio reported outside any await during a trial (trinbox logs it under
+    trinbox.drivers.asyncio), and resources the garbage collector had to close."""
+    found = [
+        f"logged {r.name}: {r.getMessage()} ({r.exc_info[1]!r})" if r.exc_info else r.getMessage()
+        for r in caplog.records
+        if r.name in ("asyncio", "trinbox.drivers.asyncio")
+    ]
+    return found + [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+@cells(stands=["postgres", "mariadb"], forms=["row_lock"])
+def test_cancelling_serve_while_it_connects_leaves_no_session_and_nothing_unawaited(
+    case: Case, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.WARNING)
+    _watch_connects(monkeypatch)
+    _reset(case.stand)
+    baseline, hung = _run_trial(case, None, transactional=True)
+    assert not _check(case, baseline, hung), _check(case, baseline, hung)
+    assert baseline.started_at is not None
+    during = sorted(n for n in baseline.connecting if n <= baseline.started_at)
+    assert during, "no step of startup ran while a pool connected"
+    started = time.monotonic()
+    leaks: dict[tuple[int, int], list[str]] = {}
+    for repeat in range(STARTUP_REPEATS):
+        for n in during:
+            _reset(case.stand)
+            caplog.clear()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ResourceWarning)
+                trial, hung = _run_trial(case, n, transactional=True)
+                # A future nobody awaited, a socket nobody closed, report as they are freed:
+                # the young generations now, every generation once a round (a full pass is
+                # slow).
+                gc.collect(1 if n < during[-1] else 2)
+            found = _check(case, trial, hung) + _out_of_band(caplog, caught)
+            if found:
+                leaks[(repeat, n)] = [f"cancelled as {trial.cancelled_in} stepped", *found]
+                case = _clean_up(case, tmp_path, len(leaks))
+    summary = (
+        f"{case.name}: {len(during)} steps of startup ({baseline.started_at}) run while a pool "
+        f"connects, each cancelled at {STARTUP_REPEATS} times; {len(leaks)} leaks; "
+        f"{time.monotonic() - started:.1f} s"
+    )
+    print(summary)
+    assert not leaks, f"{summary}: " + "; ".join(
+        f"N = {n} (round {r}): {found}" for (r, n), found in leaks.items()
+    )

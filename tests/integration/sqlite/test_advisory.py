@@ -20,7 +20,7 @@ import trio
 import trinbox
 from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
 from trinbox._declare._inbox import spec_of
-from trinbox._drivers.sqlite import SqliteConnection
+from trinbox._drivers.sqlite import SqliteConnection, SqlitePool
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
 from trinbox.testing import TrioClock, VirtualClock, settled
@@ -253,6 +253,100 @@ async def test_a_second_process_serving_the_file_is_refused_until_the_first_ends
         with trio.fail_after(5):
             await settled(app, send, 1)
     assert seen == ["a@x"]
+
+
+# A process serving the file's keys, with one in work, forks (issue 17, item 9). The child
+# reports whether it may serve the keys too (refused: its parent does); the parent lets go while
+# the child lives on; once the test process has served and let go, the child tries again and
+# reports the keys in work it starts with.
+FORKER = """
+import os, sys
+import trio
+from trinbox._drivers.sqlite import SqlitePool
+from trinbox._errors import StartupError
+from trinbox._forms.advisory import KeyRegistry
+
+def serve(path):
+    pool = SqlitePool(path)
+    try:
+        pool.serve_keys()
+    except StartupError:
+        return None
+    return pool
+
+path = sys.argv[1]
+parent = serve(path)
+KeyRegistry.keys(parent.identity).add("emails-c1")  # a delivery in work as the process forks
+said, say = os.pipe()
+go, went = os.pipe()
+if os.fork() == 0:
+    try:
+        os.write(say, b"refused" if serve(path) is None else b"serving")
+        os.read(go, 1)
+        child = serve(path)
+        held = sorted(KeyRegistry.keys(parent.identity))
+        os.write(say, f"{'refused' if child is None else 'serving'} {held}".encode())
+        os.read(go, 1)
+    finally:
+        os._exit(0)
+print("child", os.read(said, 100).decode(), flush=True)
+trio.run(parent.aclose)
+print("parent let go", flush=True)
+sys.stdin.readline()
+os.write(went, b"x")
+print("child", os.read(said, 100).decode(), flush=True)
+sys.stdin.readline()
+os.write(went, b"x")
+os.wait()
+"""
+
+
+async def test_a_forked_child_neither_shares_its_parents_key_lock_nor_its_keys_in_work(
+    db: Db,
+) -> None:
+    # Real time: the waits for the other processes are no database calls.
+    db.script(EMAIL_JOBS)
+    env = {**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])}
+    forker = await trio.lowlevel.open_process(
+        [sys.executable, "-c", FORKER, str(db.path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert forker.stdout is not None and forker.stdin is not None
+    stdout = forker.stdout
+    heard = b""
+
+    async def said() -> str:
+        nonlocal heard
+        with trio.fail_after(30):
+            while b"\n" not in heard:
+                chunk = await stdout.receive_some()
+                assert chunk, f"the forker ended, after {heard!r}"
+                heard += chunk
+        line, _, heard = heard.partition(b"\n")
+        return line.decode()
+
+    try:
+        # The parent serves the file: its forked child is refused, as any other process.
+        assert await said() == "child refused"
+        assert await said() == "parent let go"
+        # With the parent's lock gone, nothing holds the file: this process serves it.
+        here = SqlitePool(str(db.path))
+        here.serve_keys()
+        await here.aclose()
+        await forker.stdin.send_all(b"\n")
+        # The child starts with no keys in work: its parent's delivery is not its own.
+        assert await said() == "child serving []"
+        await forker.stdin.send_all(b"\n")
+        with trio.fail_after(30):
+            assert await forker.wait() == 0
+    finally:
+        await forker.stdin.aclose()
+        await stdout.aclose()
+        if forker.returncode is None:
+            forker.kill()
+            await forker.wait()
 
 
 # -- one call on the worker thread -------------------------------------------------------------
