@@ -170,8 +170,20 @@ class DeliveryRunner:
                     await self.drop(chained)  # claimed as the subscription began to stop
                     chained = None
                 deliveries = chained or []
+        except BaseException:
+            # Whatever leaves this task as an exception ends the handlers' nursery and the
+            # subscription: claiming stops now, not once the unwind reaches the claim loop
+            # (its claims would be dropped, each with an attempt counted).
+            self.stop_claiming()
+            raise
         finally:
             self._slots.release()
+
+    def stop_claiming(self) -> None:
+        """Claim no more: claims in flight return their rows, settlements claim nothing."""
+        self.stopping = True
+        if self.claims is not None:
+            self.claims.stop()
 
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""
