@@ -216,14 +216,21 @@ class DeliveryRunner:
                     decode_message(self._plan, self._spec, delivery.values, self._queue.codec_used)
                 )
                 ready.append(delivery)
-            except (DecodeError, TypeError, ValueError) as exc:
+            except Exception as exc:
+                # Whatever a codec or a row class raises (a KeyError of a schema registry, a
+                # Decimal's InvalidOperation, a __post_init__) is the row's, never the app's:
+                # the decode policy settles it. One line; a traceback unless the codec said
+                # what failed in a DecodeError of its own.
                 self.fields.log(
                     delivery_log,
                     WARNING,
-                    f"the row does not decode: {exc}",
+                    f"the row does not decode: {exc}"
+                    if isinstance(exc, DecodeError)
+                    else f"the row does not decode: {exc!r}",
                     row=True,
                     row_id=delivery.id,
                     attempt=delivery.attempt,
+                    exc_info=None if isinstance(exc, DecodeError) else exc,
                 )
                 await self._settle(delivery, self._rules.policy_step(delivery, policy.decode))
         if not ready:
