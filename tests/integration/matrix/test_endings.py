@@ -246,7 +246,9 @@ def _step_crashes_for_row_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     original = StepRules.step
 
     def step(rules: StepRules, delivery: Delivery, outcome: HandlerOutcome) -> Step:
-        if json.loads(bytes(delivery.values["payload"]))["n"] == 0:  # type: ignore[arg-type]
+        payload = delivery.values["payload"]
+        assert isinstance(payload, bytes | memoryview)
+        if json.loads(bytes(payload))["n"] == 0:
             raise RuntimeError("a bug in trinbox")
         return original(rules, delivery, outcome)
 
