@@ -85,6 +85,7 @@ class LeaseForm:
             holds_connections=ctx.transactional,
             feeds_every_worker=True,
             chains=self.claims_in_one_statement,
+            counts_at_claim=True,
         )
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)

@@ -29,7 +29,6 @@ from .._forms._base import (
     Chained,
     Claimed,
     ClaimForm,
-    DeadLetterStep,
     Delivery,
     Drop,
     Retry,
@@ -126,6 +125,7 @@ class DeliveryRunner:
             batch=plan.batch,
             dead_letter=dead_letter,
             max_attempts=max_attempts,
+            counts_at_claim=form.traits.counts_at_claim,
             backoff=backoff,
             clock=broker.clock,
             due_in=self._due_in,
@@ -198,18 +198,9 @@ class DeliveryRunner:
         ready: list[Delivery] = []
         messages: list[object] = []
         for delivery in deliveries:
-            if delivery.spent and self._dead_letter is not None:
-                self.fields.log(
-                    delivery_log,
-                    WARNING,
-                    f"the row was claimed with its attempts spent and no settlement (its "
-                    f"handler never returned: its process died); moving it to "
-                    f"{self._dead_letter.label} without running the handler",
-                    row=True,
-                    row_id=delivery.id,
-                    attempt=delivery.attempt,
-                )
-                await self._settle(delivery, DeadLetterStep(self._dead_letter))
+            spent = self._rules.spent_at_claim(delivery)
+            if spent is not None:
+                await self._settle(delivery, spent)
                 continue
             try:
                 messages.append(

@@ -175,8 +175,6 @@ class Subscription:
                 wake=permit.set,
                 extended=self._extended,
                 count_at_claim=self.queue.attempt_at_claim,
-                max_attempts=self.max_attempts,
-                dead_letter=checked.dead_letter,
             )
         )
         workers = startup.worker_cap(
