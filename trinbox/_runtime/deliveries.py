@@ -472,6 +472,7 @@ class DeliveryRunner:
         chained = Chained()
         failed = False
         timing = None if self._events is None else (now_ns(), time.perf_counter())
+        started = trio.current_time()
         with within(SETTLE) as bound:
             try:
                 chained = await self._form.settle_and_claim(delivery, step, self._per_claim)
@@ -485,7 +486,7 @@ class DeliveryRunner:
                 self.outcomes[step.event] += 1
                 if timing is not None:
                     self._report(delivery, step, timing)
-            self._chained_claim(chained, timing)
+            self._chained_claim(chained, timing, started)
         if bound.cancelled_caught:
             self._settle_failed(delivery, step, None, timing)
             failed = True
@@ -493,8 +494,9 @@ class DeliveryRunner:
             await self.drop([delivery])
         return not failed, chained.claimed
 
-    def _chained_claim(self, chained: Chained, timing: Timing | None) -> None:
-        """Count and report the claim a settlement ran for its worker."""
+    def _chained_claim(self, chained: Chained, timing: Timing | None, started: float) -> None:
+        """Count and report the claim a settlement ran for its worker (its round trip began
+        at ``started``, trio time)."""
         claims = self.claims
         assert claims is not None
         if chained.claim_error is not None:
@@ -505,7 +507,7 @@ class DeliveryRunner:
             claims.claim_failed()
         elif chained.claimed is not None:
             claims.record(chained.claimed, self._per_claim, True, timing, None)
-            claims.after_claim(chained.claimed)
+            claims.after_claim(chained.claimed, started=started)
 
     async def _settle_all(
         self, items: list[tuple[Delivery, Step]], *, chain: bool = False
@@ -518,6 +520,7 @@ class DeliveryRunner:
             return None
         timing = None if self._events is None else (now_ns(), time.perf_counter())
         chained = Chained()
+        started = trio.current_time()
         with within(SETTLE) as bound:
             try:
                 errors: Sequence[Exception | None]
@@ -537,7 +540,7 @@ class DeliveryRunner:
                     if timing is not None:
                         self._report(delivery, step, timing, None, len(items))
             if chain:
-                self._chained_claim(chained, timing)
+                self._chained_claim(chained, timing, started)
         if bound.cancelled_caught:
             for delivery, step in items:
                 if not delivery.settled:

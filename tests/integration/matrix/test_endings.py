@@ -223,7 +223,7 @@ async def test_a_crash_of_the_claim_loop_ends_serve_with_its_error(
 ) -> None:
     add_rows(case, 1)
 
-    def crash(loop: ClaimLoop, deliveries: object) -> None:
+    def crash(loop: ClaimLoop, deliveries: object, *, started: float) -> None:
         raise RuntimeError("a bug in trinbox")
 
     monkeypatch.setattr(ClaimLoop, "after_claim", crash)
