@@ -101,6 +101,8 @@ class App:
     _startup: list[Hook] = field(default_factory=list, init=False)
     _shutdown_hooks: list[Hook] = field(default_factory=list, init=False)
     _stop: trio.Event | None = field(default=None, init=False)
+    _stop_asked: bool = field(default=False, init=False)  # shutdown() before serve began
+    _serving: bool = field(default=False, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     report: ShutdownReport | None = field(default=None, init=False)
     _subscriptions: list[Subscription] = field(default_factory=list, init=False)
@@ -201,7 +203,10 @@ class App:
         raise LookupError(msg)
 
     def shutdown(self) -> None:
-        """Stop claiming and shut down gracefully; ``serve`` then returns its report."""
+        """Stop claiming and shut down gracefully; ``serve`` then returns its report. Before
+        ``serve`` began (``nursery.start_soon(app.serve)`` has not run yet), the next
+        ``serve`` starts up, claims nothing and shuts down at once."""
+        self._stop_asked = True
         if self._stop is not None:
             self._stop.set()
             # Claiming stops now, not when serve next runs: a settlement that would claim
@@ -233,6 +238,14 @@ class App:
         ``ConnectError`` at startup, ``HandlerFailed`` under the fail-fast policy,
         ``KeyboardInterrupt`` on Ctrl-C. A ``BaseExceptionGroup`` reaches the caller only when
         several independent failures happened."""
+        if self._serving:
+            msg = (
+                f"{self.info.name}: an app serves once at a time, found serve() called while "
+                f"it is serving; shut the first serve down and wait for it to return, or "
+                f"serve a second App"
+            )
+            raise RuntimeError(msg)
+        self._serving = True
         one: BaseException | None = None
         try:
             return await self._serve(task_status)
@@ -240,10 +253,16 @@ class App:
             one = _single(group)
             if one is group:
                 raise
+        finally:
+            self._serving = False
+            self._stop = None
+            self._stop_asked = False  # spent: a later serve serves
         raise one
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> ShutdownReport:
         self._stop = trio.Event()
+        if self._stop_asked:
+            self._stop.set()
         self._failure = None
         events = EventBus(self._hooks) if self._hooks else None
         self._subscriptions = [
@@ -296,6 +315,8 @@ class App:
                         for listener in listeners:
                             await nursery.start(listener.run)
                         for sub in self._subscriptions:
+                            if self._stop.is_set():
+                                sub.stop()  # shut down during startup: claim nothing
                             await nursery.start(sub.run)
                         logger.info(
                             "%s: %d subscriptions serving", self.info.name, len(self._subscriptions)
