@@ -31,7 +31,6 @@ from .._forms._base import (
     ClaimForm,
     Delivery,
     Drop,
-    Retry,
     Step,
 )
 from .backoff import Backoff
@@ -101,7 +100,6 @@ class DeliveryRunner:
         self._slots = slots
         self._dead_letter = dead_letter
         self._max_attempts = max_attempts
-        self._backoff = backoff
         self.where = where
         self._on_fail_fast = on_fail_fast
         self._per_claim = self._queue.batch_size or 1
@@ -309,21 +307,7 @@ class DeliveryRunner:
             if isinstance(step, Ack) and delivery.tx_open:
                 step = Drop()  # same SQL as ack, and the handler's writes never commit
             items.append((delivery, step))
-        await self._wait_out_backoff(items)
         await self._settle_all(items)
-
-    async def _wait_out_backoff(self, items: list[tuple[Delivery, Step]]) -> None:
-        """A table without a RetryAfter field cannot hold a row back: the worker waits out the
-        backoff before returning it (a shutdown cuts the wait, and the row is released)."""
-        if self._spec.retry_after is not None:
-            return
-        waits = [
-            self._backoff.delay(d.attempt or 1).total_seconds()
-            for d, step in items
-            if isinstance(step, Retry)
-        ]
-        if waits:
-            await trio.sleep(max(waits))
 
     async def _settle_outcomes(
         self, ready: list[Delivery], outcomes: list[HandlerOutcome], args: list[object]

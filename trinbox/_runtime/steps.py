@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._forms._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
-from .backoff import Backoff
+from .backoff import RETRY_AFTER_FIELD, Backoff
 from .outcome import FailurePolicy, HandlerOutcome
 from .statistics import Fields
 
@@ -49,6 +49,7 @@ class StepRules:
         self._due_in = due_in
         self.where = where
         self.fields = fields
+        self._said_no_backoff = False
 
     def spent_at_claim(self, delivery: Delivery) -> DeadLetterStep | None:
         """The dead letter step of a row claimed with its attempts spent, before its handler
@@ -108,11 +109,30 @@ class StepRules:
         if policy is FailurePolicy.SKIP:
             return Ack()
         if policy is FailurePolicy.RETRY:
+            if self._spec.retry_after is None:
+                self._no_backoff()
+                return self.step(delivery, HandlerOutcome.retry())
             delay = self._backoff.delay(delivery.attempt or 1)
-            if delay and self._spec.retry_after is not None:
+            if delay:
                 return self.step(delivery, HandlerOutcome.retry_after(delay))
             return self.step(delivery, HandlerOutcome.retry())
         return Drop()
+
+    def _no_backoff(self) -> None:
+        """Say once that this table retries its failed rows at once: without a RetryAfter
+        field nothing holds a row back, and waiting in the worker would hold the row and its
+        slot (a backoff set on purpose was refused at startup)."""
+        if self._said_no_backoff or not self._backoff.waits:
+            return
+        self._said_no_backoff = True
+        self.fields.log(
+            delivery_log,
+            WARNING,
+            f"{self._spec.label} has no RetryAfter field, so a failed delivery cannot wait out "
+            f"its backoff there and is retried at once (said once); add a RetryAfter field "
+            f"({RETRY_AFTER_FIELD}) to back off, give the mount max_attempts(n) so a failing "
+            f"row leaves, or set .backoff(Backoff.none()) to say so",
+        )
 
     def step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
         if outcome.is_ack:
