@@ -18,10 +18,10 @@ from trinbox import App, SqlBroker
 async def serve_until_empty(
     app: App, broker: SqlBroker[Any], table: str, *, poll: float, deadline: float
 ) -> None:
-    """Serve ``app`` until ``table`` has no row left (acked rows are deleted, here or in the
-    other worker, or moved to a dead letter table), then shut it down; fail after
-    ``deadline`` seconds. A poll, not a wait for an event: another process's settlements
-    wake nothing here."""
+    """Serve ``app`` until ``table`` (a table, or a table and a WHERE clause) has no row left
+    (acked rows are deleted, here or in the other worker, or moved to a dead letter table or
+    group), then shut it down; fail after ``deadline`` seconds. A poll, not a wait for an
+    event: another process's settlements wake nothing here."""
 
     async def stop_when_empty() -> None:
         while await broker.database.fetchval(f"SELECT count(*) FROM {table}") != 0:  # noqa: ASYNC110

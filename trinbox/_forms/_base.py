@@ -105,9 +105,6 @@ class Delivery:
     released: bool = False  # shutdown released it; a later settlement fails with Closed
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
-    # Row lock count at claim: the row's attempts were spent before this claim (its handler
-    # never settled), so it goes to the dead letter without the handler.
-    spent: bool = False
 
 
 class Claimed(list[Delivery]):
@@ -149,12 +146,8 @@ class FormContext:
     # The lease keeper reports each extension: (delivery, extended) where ``extended`` is
     # False when the lease was found gone.
     extended: Callable[[Delivery, bool], None] = lambda delivery, extended: None
-    # The row lock form's opt-in count at claim (``statements.take``: count, relock): a row
-    # claimed with more than ``max_attempts`` counted is handed out ``spent`` when there is a
-    # ``dead_letter`` to move it to.
+    # The row lock form's opt-in count at claim (``statements.take``: count, relock).
     count_at_claim: bool = False
-    max_attempts: int | None = None
-    dead_letter: DeadLetter | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,13 +162,18 @@ class FormTraits:
     (``settle_and_claim``); ``chains_batches``: a settling batch may claim its worker's next
     batch so (``settle_batch_and_claim``). ``upkeep_connections``: the connections the form's
     own upkeep task takes at once while deliveries are in work (the lease keeper's round:
-    one), counted beside the deliveries' where those hold connections."""
+    one), counted beside the deliveries' where those hold connections. ``counts_at_claim``:
+    the claim counts the attempt in a commit of its own and reports the attempt before it
+    (lease, advisory, row lock with ``count_attempt_at_claim()``), so a delivery that reports
+    more than ``max_attempts`` follows deliveries that ended unsettled (their process died):
+    the runtime moves it to the dead letter without running the handler."""
 
     holds_connections: bool
     feeds_every_worker: bool
     chains: bool
     chains_batches: bool = False
     upkeep_connections: int = 0
+    counts_at_claim: bool = False
 
 
 class ClaimForm(Protocol):

@@ -65,6 +65,7 @@ class AdvisoryKeys:
             chains=self._sessions or not ctx.transactional,
             # SQLite only: a batch's settlement and its worker's next claim in one call.
             chains_batches=not self._sessions and not ctx.transactional,
+            counts_at_claim=True,  # the take counts the attempt and commits
         )
         self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
         self._in_work: set[Delivery] = set()

@@ -109,6 +109,7 @@ class LeaseForm:
             feeds_every_worker=True,
             chains=self.claims_in_one_statement,
             upkeep_connections=1,
+            counts_at_claim=True,
         )
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)

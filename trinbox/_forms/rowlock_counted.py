@@ -10,9 +10,9 @@ is checked to be held: a claim without it fails), and it is let go only after th
 returned. So under the guard the relock finds every counted row: a row is counted once per
 delivery. A process that dies after the count's commit leaves the count standing (the server
 ends its session, its locks and its guard); one that dies before it counted nothing and ran
-no handler. A retry settles by rollback, the count standing. A row already past
-``max_attempts`` (its handler died with its process) is handed out ``spent``, uncounted: the
-runtime moves it to the dead letter.
+no handler. A retry settles by rollback, the count standing. The deliveries report the
+attempt before the count, as the lease and advisory forms' do: the runtime moves a row whose
+earlier deliveries died past ``max_attempts`` to its dead letter (``counts_at_claim``).
 
 The guard orders only counting claims: a subscription of the same rows without the opt-in
 can lock a row in the gap, which is then counted once without a delivery.
@@ -24,6 +24,7 @@ the guard is closed, never given back, so that the server lets the guard go.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from .._dialects._count_at_claim import GUARD_TAKEN
@@ -33,8 +34,8 @@ from ._base import (
     Chained,
     Claimed,
     Delivery,
+    FormContext,
     Step,
-    attempt_of,
     discard,
     end_transaction,
     give_back,
@@ -49,6 +50,10 @@ __all__ = ["CountedRowLockForm"]
 class CountedRowLockForm(RowLockForm):
     """The row lock form with ``count_attempt_at_claim()``: claims count, commit and relock."""
 
+    def __init__(self, ctx: FormContext) -> None:
+        super().__init__(ctx)
+        self.traits = dataclasses.replace(self.traits, counts_at_claim=True)
+
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
         conn = await ctx.pool.acquire("row lock delivery")
@@ -57,11 +62,11 @@ class CountedRowLockForm(RowLockForm):
             self._check_guard(results[0])
             records = results[-1]
             assert isinstance(records, list)
-            relocked, spent = await self._count(conn, records)
+            relocked = await self._count(conn, records)
         except BaseException:
             await discard(ctx.pool, conn)
             raise
-        return await self._counted(conn, records, relocked, spent, limit)
+        return await self._counted(conn, records, relocked, limit)
 
     def _guard(self, *, unlock: bool) -> Op:
         """Take (waiting) or let go of the subscription's guard, named for its table and
@@ -96,26 +101,21 @@ class CountedRowLockForm(RowLockForm):
         )
         raise DatabaseError(msg, statement=st.sql)
 
-    async def _count(
-        self, conn: Connection, records: list[Record]
-    ) -> tuple[list[Record], dict[object, int]]:
+    async def _count(self, conn: Connection, records: list[Record]) -> list[Record]:
         """One round trip under the guard: count the attempt of each locked row and commit,
         begin the deliveries' transaction, lock the rows again by id, let the guard go. A
         claim that found no row commits (nothing) and lets the guard go."""
         if not records:
             await conn.script([Op("commit"), self._guard(unlock=True)])
-            return [], {}
-        ops, first, count, spent = self._count_ops(records)
+            return []
+        ops, first, count = self._count_ops(records)
         results = await conn.script(ops)
-        return self._relocked(results, first, count), spent
+        return self._relocked(results, first, count)
 
-    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int, dict[object, int]]:
-        """The count's round trip: the statements, the index of the first relock, how many
-        rows it relocks, and the rows found spent (id: attempt). A row whose counted attempts
-        are past ``max_attempts`` (its handler never settled: the process died) is not counted
-        again: it is relocked and handed out ``spent``, for the runtime to move to the dead
-        letter without running the handler. The relocks read the attempt as before the count.
-        The guard is let go after the last relock, and only then."""
+    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int]:
+        """The count's round trip: the statements, the index of the first relock, and how
+        many rows it relocks. The relocks read the attempt as before the count. The guard is
+        let go after the last relock, and only then."""
         ctx = self._ctx
         st = ctx.statements
         assert st.begin is not None
@@ -123,21 +123,10 @@ class CountedRowLockForm(RowLockForm):
         claim = st.claim[0]
         now = ctx.clock()
         ops: list[Op] = []
-        spent: dict[object, int] = {}
         ids: list[object] = []
         for record in records:
-            values = values_of(claim, record, ctx.spec)
-            ident = values[ctx.spec.id.column]
-            attempt = attempt_of(ctx.spec, values)
-            if (
-                ctx.dead_letter is not None
-                and ctx.max_attempts is not None
-                and attempt is not None
-                and attempt > ctx.max_attempts
-            ):
-                spent[ident] = attempt
-            else:
-                ops.append(Op("execute", count.sql, count.bind({"id": ident})))
+            ident = values_of(claim, record, ctx.spec)[ctx.spec.id.column]
+            ops.append(Op("execute", count.sql, count.bind({"id": ident})))
             ids.append(ident)
         ops += [Op("commit"), Op("begin", st.begin.sql)]
         first = len(ops)
@@ -147,7 +136,7 @@ class CountedRowLockForm(RowLockForm):
         ops.append(self._guard(unlock=True))
         if ctx.transactional:
             ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
-        return ops, first, len(ids), spent
+        return ops, first, len(ids)
 
     @staticmethod
     def _relocked(results: Sequence[object], first: int, count: int) -> list[Record]:
@@ -162,12 +151,10 @@ class CountedRowLockForm(RowLockForm):
         conn: Connection,
         records: list[Record],
         relocked: list[Record],
-        spent: dict[object, int],
         limit: int,
     ) -> Claimed:
         """The deliveries of the relocked rows, holding the relock's transaction on ``conn``
-        (``exhausted`` read from the select); those of ``spent`` rows carry the attempt as
-        read, uncounted, and go to the dead letter."""
+        (``exhausted`` read from the select)."""
         exhausted = len(records) < limit
         if not relocked:
             if records:
@@ -177,10 +164,6 @@ class CountedRowLockForm(RowLockForm):
             return Claimed(exhausted=exhausted)
         deliveries = await self._claimed(conn, relocked, limit)
         deliveries.exhausted = exhausted
-        for delivery in deliveries:
-            if delivery.id in spent:
-                delivery.spent = True
-                delivery.attempt = spent[delivery.id]
         return deliveries
 
     async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
@@ -205,7 +188,7 @@ class CountedRowLockForm(RowLockForm):
             self._check_guard(results[len(settling)])
             records = results[-1]
             assert isinstance(records, list)
-            relocked, spent = await self._count(tx.conn, records)
+            relocked = await self._count(tx.conn, records)
         except BaseException as exc:
             delivery.settled = True
             tx.ended = True
@@ -223,5 +206,5 @@ class CountedRowLockForm(RowLockForm):
         delivery.conn = None
         tx.remaining = 0
         self._in_work.discard(delivery)
-        claimed = await self._counted(tx.conn, records, relocked, spent, limit)
+        claimed = await self._counted(tx.conn, records, relocked, limit)
         return Chained(claimed=claimed)

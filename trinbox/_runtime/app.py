@@ -106,6 +106,8 @@ class App:
     _tasks: list[BackgroundTask] = field(default_factory=list, init=False)
     _task_failed: bool = field(default=False, init=False)
     _stop: trio.Event | None = field(default=None, init=False)
+    _stop_asked: bool = field(default=False, init=False)  # shutdown() before serve began
+    _serving: bool = field(default=False, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     report: ShutdownReport | None = field(default=None, init=False)
     _subscriptions: list[Subscription] = field(default_factory=list, init=False)
@@ -226,7 +228,10 @@ class App:
         raise LookupError(msg)
 
     def shutdown(self) -> None:
-        """Stop claiming and shut down gracefully; ``serve`` then returns its report."""
+        """Stop claiming and shut down gracefully; ``serve`` then returns its report. Before
+        ``serve`` began (``nursery.start_soon(app.serve)`` has not run yet), the next
+        ``serve`` starts up, claims nothing and shuts down at once."""
+        self._stop_asked = True
         if self._stop is not None:
             self._stop.set()
             # Claiming stops now, not when serve next runs: a settlement that would claim
@@ -269,6 +274,14 @@ class App:
         background task's exception, ``KeyboardInterrupt`` on Ctrl-C. A
         ``BaseExceptionGroup`` reaches the caller only when several independent failures
         happened."""
+        if self._serving:
+            msg = (
+                f"{self.info.name}: an app serves once at a time, found serve() called while "
+                f"it is serving; shut the first serve down and wait for it to return, or "
+                f"serve a second App"
+            )
+            raise RuntimeError(msg)
+        self._serving = True
         one: BaseException | None = None
         try:
             return await self._serve(task_status)
@@ -276,10 +289,16 @@ class App:
             one = _single(group)
             if one is group:
                 raise
+        finally:
+            self._serving = False
+            self._stop = None
+            self._stop_asked = False  # spent: a later serve serves
         raise one
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> ShutdownReport:
         self._stop = trio.Event()
+        if self._stop_asked:
+            self._stop.set()
         self._failure = None
         self._task_failed = False
         events = EventBus(self._hooks) if self._hooks else None
@@ -338,6 +357,8 @@ class App:
                         for listener in listeners:
                             await nursery.start(listener.run)
                         for sub in self._subscriptions:
+                            if self._stop.is_set():
+                                sub.stop()  # shut down during startup: claim nothing
                             await nursery.start(sub.run)
                         for task in self._tasks:
                             await tasks.start(task.run, self.info.name, self._background_failed)

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal, final
 
-__all__ = ["Backoff", "DEFAULT_BACKOFF", "require_backoff"]
+__all__ = ["DEFAULT_BACKOFF", "RETRY_AFTER_FIELD", "Backoff", "require_backoff"]
+
+# What a table adds to hold its failed rows back (the fix the messages name).
+RETRY_AFTER_FIELD = "retry_after: Annotated[datetime, RetryAfter()]"
 
 
 @final
@@ -70,6 +73,11 @@ class Backoff:
     def none(cls) -> Backoff:
         """Retry at once (a failing handler then redelivers its row as fast as it fails)."""
         return cls("none", timedelta(0), timedelta(0))
+
+    @property
+    def waits(self) -> bool:
+        """Whether any failure waits (``Backoff.none()`` and zero durations do not)."""
+        return self.base > timedelta(0) and self.cap > timedelta(0)
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> timedelta:
         """The wait after the failure of delivery ``attempt`` (1 for the first)."""

@@ -75,7 +75,8 @@ class ClaimLoop:
         # then, or a wake. ``None``: rows were found, claim on.
         self._dry_at: float | None = None
         self._failed_at: float | None = None  # when the last claim failed
-        self._due: list[float] = []  # heap: when rows this loop retried come due
+        # Heap: when rows this loop retried come due, and no claim has begun since.
+        self._due: list[float] = []
         self._waiting: trio.CancelScope | None = None  # the wait for rows, while it runs
         self.found_rows = False  # the last claim took all it asked for: more may be due
         self.idle = False
@@ -196,6 +197,7 @@ class ClaimLoop:
         deliveries: Claimed | None = None
         error: TrinboxError | None = None
         timing = None if self._events is None else (now_ns(), time.perf_counter())
+        started = trio.current_time()
         with within(CLAIM) as bound:
             self._in_flight.add(bound)
             try:
@@ -217,7 +219,7 @@ class ClaimLoop:
             units = self._units(deliveries)
             self._runner.give_slots(slots - len(units))
             try:
-                self.after_claim(deliveries)
+                self.after_claim(deliveries, started=started)
             except BaseException:
                 await self._runner.drop(deliveries)  # never a row claimed and lost
                 raise
@@ -259,8 +261,12 @@ class ClaimLoop:
                 )
             )
 
-    def after_claim(self, deliveries: Claimed) -> None:
-        """A claim that took fewer rows than it asked for ran dry: the next one waits."""
+    def after_claim(self, deliveries: Claimed, *, started: float) -> None:
+        """A claim that took fewer rows than it asked for ran dry: the next one waits. The
+        rows that came due before it ``started`` were there for it to take: their due times
+        are forgotten (a queue that never runs dry never waits, where they were)."""
+        while self._due and self._due[0] <= started:
+            heapq.heappop(self._due)
         if not deliveries:
             self.empty_claims += 1
         self.found_rows = bool(deliveries) and not deliveries.exhausted

@@ -29,10 +29,8 @@ from .._forms._base import (
     Chained,
     Claimed,
     ClaimForm,
-    DeadLetterStep,
     Delivery,
     Drop,
-    Retry,
     Step,
 )
 from .backoff import Backoff
@@ -102,7 +100,6 @@ class DeliveryRunner:
         self._slots = slots
         self._dead_letter = dead_letter
         self._max_attempts = max_attempts
-        self._backoff = backoff
         self.where = where
         self._on_fail_fast = on_fail_fast
         self._per_claim = self._queue.batch_size or 1
@@ -126,6 +123,7 @@ class DeliveryRunner:
             batch=plan.batch,
             dead_letter=dead_letter,
             max_attempts=max_attempts,
+            counts_at_claim=form.traits.counts_at_claim,
             backoff=backoff,
             clock=broker.clock,
             due_in=self._due_in,
@@ -174,8 +172,20 @@ class DeliveryRunner:
                     await self.drop(chained)  # claimed as the subscription began to stop
                     chained = None
                 deliveries = chained or []
+        except BaseException:
+            # Whatever leaves this task as an exception ends the handlers' nursery and the
+            # subscription: claiming stops now, not once the unwind reaches the claim loop
+            # (its claims would be dropped, each with an attempt counted).
+            self.stop_claiming()
+            raise
         finally:
             self._slots.release()
+
+    def stop_claiming(self) -> None:
+        """Claim no more: claims in flight return their rows, settlements claim nothing."""
+        self.stopping = True
+        if self.claims is not None:
+            self.claims.stop()
 
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""
@@ -190,32 +200,30 @@ class DeliveryRunner:
         ready: list[Delivery] = []
         messages: list[object] = []
         for delivery in deliveries:
-            if delivery.spent and self._dead_letter is not None:
-                self.fields.log(
-                    delivery_log,
-                    WARNING,
-                    f"the row was claimed with its attempts spent and no settlement (its "
-                    f"handler never returned: its process died); moving it to "
-                    f"{self._dead_letter.label} without running the handler",
-                    row=True,
-                    row_id=delivery.id,
-                    attempt=delivery.attempt,
-                )
-                await self._settle(delivery, DeadLetterStep(self._dead_letter))
+            spent = self._rules.spent_at_claim(delivery)
+            if spent is not None:
+                await self._settle(delivery, spent)
                 continue
             try:
                 messages.append(
                     decode_message(self._plan, self._spec, delivery.values, self._queue.codec_used)
                 )
                 ready.append(delivery)
-            except (DecodeError, TypeError, ValueError) as exc:
+            except Exception as exc:
+                # Whatever a codec or a row class raises (a KeyError of a schema registry, a
+                # Decimal's InvalidOperation, a __post_init__) is the row's, never the app's:
+                # the decode policy settles it. One line; a traceback unless the codec said
+                # what failed in a DecodeError of its own.
                 self.fields.log(
                     delivery_log,
                     WARNING,
-                    f"the row does not decode: {exc}",
+                    f"the row does not decode: {exc}"
+                    if isinstance(exc, DecodeError)
+                    else f"the row does not decode: {exc!r}",
                     row=True,
                     row_id=delivery.id,
                     attempt=delivery.attempt,
+                    exc_info=None if isinstance(exc, DecodeError) else exc,
                 )
                 await self._settle(delivery, self._rules.policy_step(delivery, policy.decode))
         if not ready:
@@ -303,21 +311,7 @@ class DeliveryRunner:
             if isinstance(step, Ack) and delivery.tx_open:
                 step = Drop()  # same SQL as ack, and the handler's writes never commit
             items.append((delivery, step))
-        await self._wait_out_backoff(items)
         await self._settle_all(items)
-
-    async def _wait_out_backoff(self, items: list[tuple[Delivery, Step]]) -> None:
-        """A table without a RetryAfter field cannot hold a row back: the worker waits out the
-        backoff before returning it (a shutdown cuts the wait, and the row is released)."""
-        if self._spec.retry_after is not None:
-            return
-        waits = [
-            self._backoff.delay(d.attempt or 1).total_seconds()
-            for d, step in items
-            if isinstance(step, Retry)
-        ]
-        if waits:
-            await trio.sleep(max(waits))
 
     async def _settle_outcomes(
         self, ready: list[Delivery], outcomes: list[HandlerOutcome], args: list[object]
@@ -468,6 +462,7 @@ class DeliveryRunner:
         chained = Chained()
         failed = False
         timing = None if self._events is None else (now_ns(), time.perf_counter())
+        started = trio.current_time()
         with within(SETTLE) as bound:
             try:
                 chained = await self._form.settle_and_claim(delivery, step, self._per_claim)
@@ -481,7 +476,7 @@ class DeliveryRunner:
                 self.outcomes[step.event] += 1
                 if timing is not None:
                     self._report(delivery, step, timing)
-            self._chained_claim(chained, timing)
+            self._chained_claim(chained, timing, started)
         if bound.cancelled_caught:
             self._settle_failed(delivery, step, None, timing)
             failed = True
@@ -489,8 +484,9 @@ class DeliveryRunner:
             await self.drop([delivery])
         return not failed, chained.claimed
 
-    def _chained_claim(self, chained: Chained, timing: Timing | None) -> None:
-        """Count and report the claim a settlement ran for its worker."""
+    def _chained_claim(self, chained: Chained, timing: Timing | None, started: float) -> None:
+        """Count and report the claim a settlement ran for its worker (its round trip began
+        at ``started``, trio time)."""
         claims = self.claims
         assert claims is not None
         if chained.claim_error is not None:
@@ -501,7 +497,7 @@ class DeliveryRunner:
             claims.claim_failed()
         elif chained.claimed is not None:
             claims.record(chained.claimed, self._per_claim, True, timing, None)
-            claims.after_claim(chained.claimed)
+            claims.after_claim(chained.claimed, started=started)
 
     async def _settle_all(
         self, items: list[tuple[Delivery, Step]], *, chain: bool = False
@@ -514,6 +510,7 @@ class DeliveryRunner:
             return None
         timing = None if self._events is None else (now_ns(), time.perf_counter())
         chained = Chained()
+        started = trio.current_time()
         with within(SETTLE) as bound:
             try:
                 errors: Sequence[Exception | None]
@@ -533,7 +530,7 @@ class DeliveryRunner:
                     if timing is not None:
                         self._report(delivery, step, timing, None, len(items))
             if chain:
-                self._chained_claim(chained, timing)
+                self._chained_claim(chained, timing, started)
         if bound.cancelled_caught:
             for delivery, step in items:
                 if not delivery.settled:

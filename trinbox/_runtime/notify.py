@@ -69,6 +69,14 @@ class NotifyListener:
                         )
                         raise StartupError(msg) from exc
                     logger.warning("the listening connection failed: %s; again in 1 s", exc)
+                except Exception as exc:
+                    if not started:
+                        raise
+                    # Not the database's (a driver's untranslated error, a defect): polling
+                    # goes on meanwhile, so it never ends serve; its traceback, once a try.
+                    logger.warning(
+                        "the listening connection failed: %r; again in 1 s", exc, exc_info=True
+                    )
                 await trio.sleep(RECONNECT_WAIT)
 
     async def _listen(self, task_status: trio.TaskStatus[None] | None) -> None:

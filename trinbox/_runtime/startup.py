@@ -28,16 +28,19 @@ from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
 from .._forms.rowlock_counted import CountedRowLockForm
+from .backoff import RETRY_AFTER_FIELD, Backoff
 from .broker import SqlBroker
 from .column_check import check_columns, prepare_statements
 from .handler import HandlerPlan, plan_handler
 from .notify import check_channel
+from .outcome import FailurePolicy, OnFailure
 from .subscribers import Subscriber
 
 __all__ = [
     "Checked",
     "Held",
     "check",
+    "check_backoff",
     "check_mode",
     "check_pool_budget",
     "held_connections",
@@ -113,6 +116,34 @@ def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, whe
             f"Inbox[Lease, ReadCommitted], or drop .transactional()"
         )
         raise UnsupportedOpening(msg)
+
+
+def check_backoff(
+    where: str, spec: TableSpec, failure: OnFailure, backoff: Backoff, *, chosen: bool
+) -> None:
+    """A failed delivery waits out its backoff in the table's RetryAfter field. A table
+    without one cannot hold a row back, and a worker that waited holding the row and its slot
+    (up to five minutes) would starve the queue: such a row is retried at once. So a backoff
+    ``chosen`` (the queue's, the mount's, ``OnFailure(retry_delay=..)``) is refused; the
+    default is warned about at the first failure it concerns (StepRules)."""
+    uses_backoff = FailurePolicy.RETRY in (failure.handler, failure.decode)
+    if not chosen or spec.retry_after is not None or not uses_backoff or not backoff.waits:
+        return
+    msg = (
+        f"{where}: a backoff holds a failed row back in its RetryAfter field, found "
+        f"{_backoff_label(backoff)} on {spec.label}, which has none; add a RetryAfter field "
+        f"({RETRY_AFTER_FIELD}), or pass Backoff.none() to retry at once"
+    )
+    raise DeclarationError(msg)
+
+
+def _backoff_label(backoff: Backoff) -> str:
+    base, cap = backoff.base.total_seconds(), backoff.cap.total_seconds()
+    if backoff.kind == "exponential":
+        return f"Backoff.exponential (from {base} s, at most {cap} s)"
+    if backoff.kind == "linear":
+        return f"Backoff.linear ({base} s a failure, at most {cap} s)"
+    return f"Backoff.{backoff.kind} ({base} s)"
 
 
 def _dead_letter(

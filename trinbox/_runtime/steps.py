@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._forms._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
-from .backoff import Backoff
+from .backoff import RETRY_AFTER_FIELD, Backoff
 from .outcome import FailurePolicy, HandlerOutcome
 from .statistics import Fields
 
@@ -32,6 +32,7 @@ class StepRules:
         batch: bool,
         dead_letter: DeadLetter | None,
         max_attempts: int | None,
+        counts_at_claim: bool,
         backoff: Backoff,
         clock: Callable[[], datetime],
         due_in: Callable[[float], None],
@@ -42,11 +43,43 @@ class StepRules:
         self._queue_batch = batch
         self._dead_letter = dead_letter
         self._max_attempts = max_attempts
+        self._counts_at_claim = counts_at_claim
         self._backoff = backoff
         self._clock = clock
         self._due_in = due_in
         self.where = where
         self.fields = fields
+        self._said_no_backoff = False
+
+    def spent_at_claim(self, delivery: Delivery) -> DeadLetterStep | None:
+        """The dead letter step of a row claimed with its attempts spent, before its handler
+        runs; ``None`` for a row whose handler may run.
+
+        Where the claim counts the attempt in a commit of its own, every claim counts: a
+        delivery that reports more than ``max_attempts`` follows ``max_attempts`` deliveries
+        that never settled (their process died: a segfault, the OOM killer, ``os._exit``),
+        which no handler's retry can move out. Without this such a row runs its handler for
+        ever, and blocks its FIFO group for good. Where the count is the settlement's (the
+        plain row lock form), a dying process rolls it back: nothing tells such a row apart."""
+        if (
+            not self._counts_at_claim
+            or self._dead_letter is None
+            or self._max_attempts is None
+            or delivery.attempt is None
+            or delivery.attempt <= self._max_attempts
+        ):
+            return None
+        self.fields.log(
+            delivery_log,
+            WARNING,
+            f"the row was claimed with its attempts spent (max_attempts({self._max_attempts}));"
+            f" its earlier deliveries ended unsettled (their process died, or they were "
+            f"released); moving it to {self._dead_letter.label} without running the handler",
+            row=True,
+            row_id=delivery.id,
+            attempt=delivery.attempt,
+        )
+        return DeadLetterStep(self._dead_letter)
 
     def outcomes(self, result: object, count: int) -> list[HandlerOutcome]:
         if result is None:
@@ -76,11 +109,30 @@ class StepRules:
         if policy is FailurePolicy.SKIP:
             return Ack()
         if policy is FailurePolicy.RETRY:
+            if self._spec.retry_after is None:
+                self._no_backoff()
+                return self.step(delivery, HandlerOutcome.retry())
             delay = self._backoff.delay(delivery.attempt or 1)
-            if delay and self._spec.retry_after is not None:
+            if delay:
                 return self.step(delivery, HandlerOutcome.retry_after(delay))
             return self.step(delivery, HandlerOutcome.retry())
         return Drop()
+
+    def _no_backoff(self) -> None:
+        """Say once that this table retries its failed rows at once: without a RetryAfter
+        field nothing holds a row back, and waiting in the worker would hold the row and its
+        slot (a backoff set on purpose was refused at startup)."""
+        if self._said_no_backoff or not self._backoff.waits:
+            return
+        self._said_no_backoff = True
+        self.fields.log(
+            delivery_log,
+            WARNING,
+            f"{self._spec.label} has no RetryAfter field, so a failed delivery cannot wait out "
+            f"its backoff there and is retried at once (said once); add a RetryAfter field "
+            f"({RETRY_AFTER_FIELD}) to back off, give the mount max_attempts(n) so a failing "
+            f"row leaves, or set .backoff(Backoff.none()) to say so",
+        )
 
     def step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
         if outcome.is_ack:

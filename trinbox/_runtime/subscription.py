@@ -133,6 +133,13 @@ class Subscription:
             max_attempts=self.max_attempts,
             dead_letter=self.dead_letter_name,
         )
+        startup.check_backoff(
+            self.where,
+            self.spec,
+            self.queue.failure,
+            self.backoff,
+            chosen=self.backoff is not DEFAULT_BACKOFF,
+        )
         pooling.check_form(
             self.where,
             self.broker,
@@ -182,8 +189,6 @@ class Subscription:
                 wake=permit.set,
                 extended=self._extended,
                 count_at_claim=self.queue.attempt_at_claim,
-                max_attempts=self.max_attempts,
-                dead_letter=checked.dead_letter,
             )
         )
         workers = startup.worker_cap(

@@ -110,6 +110,66 @@ async def test_serve_called_directly_returns_its_report(case: Case) -> None:
     assert case.stand.rows("SELECT * FROM email_jobs") == []
 
 
+async def test_a_shutdown_before_serve_began_is_kept_and_serve_stops_at_once(
+    case: Case, clock: VirtualClock
+) -> None:
+    insert_emails(case.stand, [b'{"n": 1}'])
+    broker = case.stand.broker(poll_interval=HOUR)
+    got: list[int] = []
+    hooks: list[str] = []
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def handle(job: Job) -> None:
+        got.append(job.n)
+
+    app = make_app()
+    app.include(broker, handle)
+    app.on_startup(lambda: _note(hooks, "startup"))
+    app.on_shutdown(lambda: _note(hooks, "shutdown"))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(app.serve)
+            app.shutdown()  # serve has not begun: it runs only once this task waits
+    # Serve started up, claimed nothing, and shut down.
+    assert app.report == NOTHING
+    assert hooks == ["startup", "shutdown"]
+    assert got == []
+    assert app.statistics(handle).claims == 0
+    assert case.stand.value("SELECT count(*) FROM email_jobs") == 1
+    # The request was spent by that serve: the next one serves.
+    async with serving(app):
+        with trio.fail_after(10):
+            await settled(app, handle, 1)
+    assert got == [1]
+
+
+async def _note(hooks: list[str], hook: str) -> None:
+    hooks.append(hook)
+
+
+async def test_a_second_serve_while_serving_is_refused_and_the_first_goes_on(
+    case: Case, clock: VirtualClock
+) -> None:
+    broker = case.stand.broker(poll_interval=HOUR)
+    got: list[int] = []
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def handle(job: Job) -> None:
+        got.append(job.n)
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with pytest.raises(RuntimeError, match=r"^test: an app serves once at a time, found"):
+            await app.serve()
+        await broker.publish(case.email, Job(1), name="emails", customer="c")
+        with trio.fail_after(10):
+            await settled(app, handle, 1)
+    assert got == [1]
+    assert app.report == NOTHING
+    no_sessions_left(case.stand)
+
+
 async def test_trio_run_serves_the_app(case: Case) -> None:
     insert_emails(case.stand, [b'{"n": 1}'])
     broker = case.stand.broker(poll_interval=HOUR)

@@ -4,6 +4,7 @@ waits in the table until it is due, and payloads arrive byte for byte."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +17,7 @@ from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
+from .kit import HOUR, insert_emails
 
 # Where TrioClock's "now" starts: the virtual clock's time zero.
 START = datetime(2030, 1, 1, tzinfo=UTC)
@@ -173,6 +175,41 @@ async def test_delayed_retry_comes_back_when_due(case: Case, clock: VirtualClock
     assert len(called_at) == 2
     assert called_at[1] - called_at[0] >= 10
     assert case.stand.rows("SELECT * FROM email_jobs") == []
+
+
+async def test_a_queue_that_never_runs_dry_forgets_the_due_times_its_claims_passed(
+    case: Case, clock: VirtualClock
+) -> None:
+    # The claim loop keeps when each delayed retry comes due, to end its wait for rows then
+    # (an hour's poll here). A queue that never runs dry never waits: each claim forgets the
+    # due times it passed, or they pile up, one per retry (read from the loop itself).
+    broker = case.stand.broker(poll_interval=HOUR)
+    kept: list[int] = []
+    called_at: dict[str, list[float]] = {}
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def send(email: Email, attempt: keys.Attempt) -> HandlerOutcome:
+        kept.append(len(app._subscription(send)._claims._due))  # type: ignore[union-attr]
+        called_at.setdefault(email.to, []).append(trio.current_time())
+        if email.to == "late" and attempt == 1:
+            return HandlerOutcome.retry_after(timedelta(seconds=10))
+        if email.to != "late" and attempt < 5:
+            return HandlerOutcome.retry_after(timedelta(0))
+        return HandlerOutcome.ack()
+
+    insert_emails(case.stand, [json.dumps({"to": f"{n}"}).encode() for n in range(20)])
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        with trio.fail_after(60):
+            await settled(app, send, 100)
+        assert max(kept) <= 2, kept
+        # And a retry's due time still ends the wait for rows: ten seconds, not the hour.
+        await broker.publish(case.email, Email("late"), name="emails", customer="c1")
+        with trio.fail_after(60):
+            await settled(app, send, 102)
+    first, second = called_at["late"]
+    assert 10 <= second - first < 11
 
 
 async def test_delayed_retry_without_retry_after_column_comes_back_at_once(case: Case) -> None:

@@ -1,8 +1,11 @@
-"""Poison rows in the row lock form (issue 12, item 5): a handler that kills its process rolls
-its row back with the attempt, for ever; ``InboxQueue.count_attempt_at_claim()`` counts the
-attempt in a committed statement of its own at claim, so the row reaches its dead letter
-after ``max_attempts`` process deaths. PostgreSQL and MariaDB (the stands with the row lock
-form); the worker is ``python -m tests.integration.matrix.poison_process``."""
+"""Poison rows (issue 12, item 5; issue 17, item 1): a handler that kills its process (a
+segfault, the OOM killer, ``os._exit``) settles nothing. Where the claim counts the attempt in
+a commit of its own — the lease and advisory forms, and the row lock form with
+``InboxQueue.count_attempt_at_claim()`` — the runtime moves a row claimed past
+``max_attempts`` to its dead letter without running the handler, so it leaves after
+``max_attempts`` process deaths; in a FIFO group the group then flows. The plain row lock form
+rolls the attempt back with the death, for ever. Real processes, killed by ``os._exit``: the
+worker is ``python -m tests.integration.matrix.poison_process``."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 import trio
@@ -37,12 +40,13 @@ from trinbox import (
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox.schema import ddl
 from trinbox.testing import settled
 
 from ..serving import make_app, serving
 from ..stands import MariaStand, PostgresStand, Stand, fresh_stand
-from .kit import insert_rows, native
-from .poison_process import DIED, MAX_ATTEMPTS
+from .kit import DUE, insert_rows, native
+from .poison_process import DIED, FIFO_DEAD, MAX_ATTEMPTS
 from .schema import (
     EMAIL_JOBS,
     PLAIN_JOBS,
@@ -50,16 +54,27 @@ from .schema import (
     RowLockedFinished,
     RowLockedPlain,
 )
+from .test_fifo import GROUP, TABLE, LedgerLease
 
 ROOT = Path(trinbox.__file__).resolve().parents[1]
 
 
-@pytest.fixture(params=["postgres", "mariadb"])
-def stand(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stand]:
-    with fresh_stand(request.param, tmp_path) as found:
+def _stand(name: str, tmp_path: Path) -> Iterator[Stand]:
+    with fresh_stand(name, tmp_path) as found:  # type: ignore[arg-type]
         found.script(EMAIL_JOBS[found.name])
         found.script(PLAIN_JOBS[found.name])
         yield found
+
+
+@pytest.fixture(params=["postgres", "mariadb"])
+def stand(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stand]:
+    """A stand with the row lock form."""
+    yield from _stand(request.param, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "mariadb"])
+def any_stand(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stand]:
+    yield from _stand(request.param, tmp_path)
 
 
 @dataclass
@@ -67,17 +82,24 @@ class Job:
     n: int
 
 
-async def run_poisoned(stand: Stand, *, counted: bool) -> int:
-    """One worker process serving plain_jobs until its handler kills it (or the table is
-    empty); its exit code. One that was not killed printed its statistics: kept in
-    ``LAST``."""
+@dataclass
+class Run:
+    """What one worker process did: the attempts its handler was handed the poison row at
+    (one at most: it died there), and, had it lived, its last line (statistics, entries)."""
+
+    attempts: list[int]
+    last: dict[str, Any] | None
+
+
+async def run_poisoned(stand: Stand, form: str) -> Run:
+    """One worker process serving until its handler kills it or its rows are gone."""
     command = [
         sys.executable,
         "-m",
         "tests.integration.matrix.poison_process",
         stand.name,
         stand.url,
-        "1" if counted else "0",
+        form,
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with trio.fail_after(60):
@@ -85,16 +107,17 @@ async def run_poisoned(stand: Stand, *, counted: bool) -> int:
             command, cwd=ROOT, env=env, check=False, capture_stdout=True, capture_stderr=True
         )
     assert done.returncode in (0, DIED), done.stderr.decode()
-    if done.returncode == 0:
-        LAST[:] = [json.loads(done.stdout.decode().splitlines()[-1])]
-    return done.returncode
-
-
-LAST: list[dict[str, int]] = []
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    attempts = [line["attempt"] for line in lines if "attempt" in line]
+    if done.returncode == DIED:
+        assert len(attempts) == 1, lines
+        return Run(attempts, None)
+    assert attempts == [], lines
+    return Run([], lines[-1])
 
 
 def publish_one(stand: Stand) -> None:
-    insert_rows(stand, "plain_jobs", [{"tenant": "t1", "payload": json.dumps({"n": 1}).encode()}])
+    insert_rows(stand, "plain_jobs", [{"tenant": "t1", "payload": json.dumps({"n": 0}).encode()}])
 
 
 async def test_without_the_opt_in_a_process_death_leaves_the_attempt_uncounted(
@@ -102,24 +125,63 @@ async def test_without_the_opt_in_a_process_death_leaves_the_attempt_uncounted(
 ) -> None:
     publish_one(stand)
     for _ in range(MAX_ATTEMPTS + 1):
-        assert await run_poisoned(stand, counted=False) == DIED
+        assert (await run_poisoned(stand, "row_lock")).attempts == [1]
         # Today's behaviour: the death rolled the delivery back, attempt and all.
         assert stand.rows("SELECT attempt FROM plain_jobs") == [(1,)]
     assert stand.rows("SELECT id FROM plain_jobs_dead") == []
 
 
-async def test_with_the_opt_in_process_deaths_reach_the_dead_letter(stand: Stand) -> None:
+async def process_deaths_reach_the_dead_letter(stand: Stand, form: str) -> None:
     publish_one(stand)
     for deaths in range(1, MAX_ATTEMPTS + 1):
-        assert await run_poisoned(stand, counted=True) == DIED
+        assert (await run_poisoned(stand, form)).attempts == [deaths]
+        # Each claim counted its attempt in a commit of its own: the death left it standing.
         assert stand.rows("SELECT attempt FROM plain_jobs") == [(1 + deaths,)]
-    # The next claim finds the attempts spent and moves the row instead of handing it out.
-    assert await run_poisoned(stand, counted=True) == 0
-    # Through the runtime's dead letter step, counted in its statistics; no handler ran.
-    assert LAST == [{"acked": 0, "dead_lettered": 1}]
+    # The next claim reports the attempts spent: the row moves instead of being handed out,
+    # through the runtime's dead letter step, counted in its statistics; no handler ran.
+    run = await run_poisoned(stand, form)
+    assert run.last == {"acked": 0, "dead_lettered": 1, "handled": []}
     assert stand.rows("SELECT id FROM plain_jobs") == []
+    # That claim counted too: the column counts claims, one ahead of the deliveries.
     assert stand.rows("SELECT id, attempt, tenant FROM plain_jobs_dead") == [
-        (1, MAX_ATTEMPTS + 1, "t1")
+        (1, MAX_ATTEMPTS + 2, "t1")
+    ]
+
+
+async def test_with_the_opt_in_process_deaths_reach_the_dead_letter(stand: Stand) -> None:
+    await process_deaths_reach_the_dead_letter(stand, "row_lock_counted")
+
+
+@pytest.mark.parametrize("form", ["lease", "advisory"])
+async def test_process_deaths_reach_the_dead_letter(any_stand: Stand, form: str) -> None:
+    await process_deaths_reach_the_dead_letter(any_stand, form)
+
+
+async def test_a_fifo_groups_poison_head_leaves_and_the_group_flows(any_stand: Stand) -> None:
+    dialect = "mysql" if any_stand.name == "mariadb" else any_stand.name
+    any_stand.script(";\n".join(ddl(LedgerLease, dialect)))
+    insert_rows(
+        any_stand,
+        TABLE,
+        [
+            {
+                "account": GROUP,
+                "priority": 0,
+                "retry_after": DUE,
+                "payload": json.dumps({"n": n}).encode(),
+            }
+            for n in range(3)
+        ],
+    )
+    # The head (entry 0) kills each process it is handed to; nothing behind it is claimed
+    # while it is in work or leased by a dead process.
+    for deaths in range(1, MAX_ATTEMPTS + 1):
+        assert (await run_poisoned(any_stand, "fifo_lease")).attempts == [deaths]
+    run = await run_poisoned(any_stand, "fifo_lease")
+    # The spent head moved to its dead letter group without its handler; the group flowed.
+    assert run.last == {"acked": 2, "dead_lettered": 1, "handled": [1, 2]}
+    assert any_stand.rows(f"SELECT account, attempt FROM {TABLE}") == [
+        (FIFO_DEAD, MAX_ATTEMPTS + 2)
     ]
 
 

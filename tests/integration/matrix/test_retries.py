@@ -5,6 +5,7 @@ SQLite), and the two halves of the declaration come together."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,6 +16,7 @@ import trio
 
 from trinbox import (
     Advisory,
+    Backoff,
     DeclarationError,
     FailurePolicy,
     HandlerOutcome,
@@ -30,6 +32,7 @@ from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
+from .kit import cells
 
 
 @dataclass
@@ -273,3 +276,75 @@ async def test_a_dead_letter_table_name_has_at_most_one_schema(case: Case) -> No
     )
     with trio.fail_after(10), pytest.raises(DeclarationError, match=f"^{re.escape(expected)}$"):
         await app.serve()
+
+
+# -- a table without a RetryAfter field -----------------------------------------------------
+
+
+def backoff_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "cannot wait out" in r.getMessage()]
+
+
+async def test_without_a_retry_after_field_a_failed_row_comes_back_at_once_with_a_warning(
+    case: Case, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The row cannot wait in the table: the worker does not wait out the backoff holding the
+    # row either (the default waits 0.5 to 1 s after a first failure, up to five minutes).
+    # Three failures, one warning.
+    caplog.set_level(logging.WARNING, logger="trinbox")
+    broker = case.stand.broker(poll_interval=3600)
+    called_at: list[float] = []
+
+    @subscriber(InboxQueue(case.plain, "jobs"))
+    async def work(job: Email, attempt: keys.Attempt) -> None:
+        called_at.append(trio.current_time())
+        if attempt <= 3:
+            raise RuntimeError("a failure")
+
+    app = make_app()
+    app.include(broker, work)
+    async with serving(app):
+        await broker.publish(case.plain, Email("a@example.com"), tenant="t1")
+        with trio.fail_after(10):
+            await settled(app, work, 4)
+    assert len(called_at) == 4
+    assert called_at[3] - called_at[0] < 0.5
+    assert case.stand.rows("SELECT * FROM plain_jobs") == []
+    # Said once, at the first failure, with the fixes.
+    assert backoff_warnings(caplog) == [
+        f"plain_jobs ({case.plain.__name__}) has no RetryAfter field, so a failed delivery "
+        f"cannot wait out its backoff there and is retried at once (said once); add a "
+        f"RetryAfter field (retry_after: Annotated[datetime, RetryAfter()]) to back off, give "
+        f"the mount max_attempts(n) so a failing row leaves, or set .backoff(Backoff.none()) "
+        f"to say so [subscription=jobs table=plain_jobs]"
+    ]
+
+
+@cells(stands=["sqlite", "postgres"])
+async def test_without_a_retry_after_field_a_backoff_set_is_refused_at_startup(
+    case: Case, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trinbox")
+
+    @subscriber(InboxQueue(case.plain, "jobs").backoff(Backoff.linear(2.0)))
+    async def work(job: Email) -> None:
+        pass
+
+    app = make_app()
+    app.include(case.stand.broker(), work)
+    with trio.fail_after(10), pytest.raises(DeclarationError) as refused:
+        await app.serve()
+    assert str(refused.value) == (
+        f"subscription 'jobs' ({work!r}): a backoff holds a failed row back in its "
+        f"RetryAfter field, found Backoff.linear (2.0 s a failure, at most 300.0 s) on "
+        f"plain_jobs ({case.plain.__name__}), which has none; add a RetryAfter field "
+        f"(retry_after: Annotated[datetime, RetryAfter()]), or pass Backoff.none() to retry "
+        f"at once"
+    )
+    # Backoff.none() says so: served, and nothing to warn about.
+    none = subscriber(InboxQueue(case.plain, "jobs").backoff(Backoff.none()))(work.handler)
+    app = make_app()
+    app.include(case.stand.broker(), none)
+    async with serving(app):
+        pass
+    assert backoff_warnings(caplog) == []

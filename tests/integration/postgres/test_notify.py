@@ -114,6 +114,15 @@ class Inboxes:
             for handler in self.subscribers.values():
                 await idle(self.app, handler)
 
+    @staticmethod
+    def app_listening(stand: PostgresStand) -> bool:
+        """Whether a session of the stand's database listens."""
+        found = stand.value(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+        )
+        return bool(found)
+
     def _subscriber(self, group: str) -> Subscriber[Any, Any]:
         @subscriber(InboxQueue(Email, group))
         async def handle(note: Note) -> None:
@@ -235,6 +244,44 @@ async def test_a_lost_listening_connection_listens_again_and_wakes_everyone(
         with trio.fail_after(10):
             await inboxes.arrived["a"].wait()
     assert inboxes.got == {"a": ["a", "after"], "b": ["b"]}
+
+
+async def test_a_reconnect_failing_with_any_exception_is_logged_and_tried_again(
+    pg: PostgresStand, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Only the first reconnect fails, with an error that is not a DatabaseError (the driver
+    # raising what it did not translate); monkeypatched, as no real part fails so on demand.
+    caplog.set_level(logging.WARNING, logger="trinbox")
+    inboxes = Inboxes(pg, ["a"])
+    producer, broker = publisher(pg)
+    open_side_pool = inboxes.broker.open_side_pool
+    failed: list[bool] = []
+
+    async def failing_once() -> Any:
+        if not failed:
+            failed.append(True)
+            raise OSError("the driver's own error")
+        return await open_side_pool()
+
+    async with serving(inboxes.app, producer):
+        await inboxes.past_first_claims()
+        monkeypatch.setattr(inboxes.broker, "open_side_pool", failing_once)
+        killed = pg.value(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+        )
+        assert killed == 1
+        with trio.fail_after(10):
+            # A poll: the listener's reconnect signals nothing a test could await.
+            while not inboxes.app_listening(pg):  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        await broker.publish(Email, Note("after"), name="a")
+        with trio.fail_after(10):
+            await inboxes.arrived["a"].wait()
+    assert failed == [True]
+    assert inboxes.got == {"a": ["after"]}
+    (logged,) = [r for r in caplog.records if "the listening connection failed" in r.getMessage()]
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], OSError)
 
 
 async def test_shutdown_leaves_no_session_listening(pg: PostgresStand) -> None:
