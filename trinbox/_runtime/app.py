@@ -6,14 +6,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast, overload
+from typing import Any, TypeVar, overload
 
 import trio
-from typing_extensions import TypeVar
 
 from .._bounds import GRACE, HOOK, within
-from .._declare._capabilities import Serves
+from .._declare._capabilities import (
+    MYSQL_MOUNTS,
+    POSTGRES_MOUNTS,
+    SQLITE_MOUNTS,
+    MySql,
+    Postgres,
+    Sqlite,
+)
 from .._declare._inbox import spec_of
+from .._declare._markers import Mode
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
@@ -29,10 +36,6 @@ __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
 
 logger = logging.getLogger("trinbox.app")
 
-C = TypeVar("C")
-Message = TypeVar("Message")
-# The handler slot of App.include's subscriber; its default is what the deferral below needs.
-Z = TypeVar("Z", default=Callable[[Message], Awaitable[object]])
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
 
@@ -132,24 +135,37 @@ class App:
         self._shutdown_hooks.append(hook)
         return hook
 
+    # One overload per dialect: what it mounts (_capabilities.py) against what the subscriber
+    # needs (its Needs: the row, the row's form and opening, the mode). A broker typed
+    # SqlBroker[Any] takes any subscriber some dialect mounts; a refusal (refusals.py) or a
+    # subscriber the broker's dialect does not mount matches none. The other slots are
+    # object, not Any: a subscriber written inline, include(broker, subscriber(q)(fn)), is
+    # inferred against this type, and an Any there would let the handler's context keys
+    # match any annotation.
+    @overload
     def include(
         self,
-        broker: SqlBroker[Serves[Any, C]],
-        subscriber: Subscriber[Any, Any, Z, C | None],
+        broker: SqlBroker[Sqlite],
+        subscriber: Subscriber[object, Mode, object, SQLITE_MOUNTS | None],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[Postgres],
+        subscriber: Subscriber[object, Mode, object, POSTGRES_MOUNTS | None],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[MySql],
+        subscriber: Subscriber[object, Mode, object, MYSQL_MOUNTS | None],
+    ) -> Mount: ...
+    def include(
+        self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any, Any, Any]
     ) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
-        opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""
-        # Typing: mypy infers C from the broker alone (the (row, mode) pairs its dialect
-        # mounts, _capabilities.py), then checks the subscriber's needs against them, so a
-        # mismatch reads "Argument 2 ... incompatible type Subscriber[Job, Plain, <handler>,
-        # Needs[Job, RowLock, Default, Plain] | None]; expected Subscriber[Any, Any, <handler>,
-        # tuple[RowOf[Lease | Advisory, ...], Plain | Transactional] | None]". What defers the
-        # subscriber to mypy's second inference pass is Z: mypy defers an argument whose type
-        # holds a callable with a type variable, and it looks into type variables' defaults
-        # too (Z's is ``Callable[[Message], ...]``). Without it both arguments constrain C at
-        # once and a mismatch is only "Cannot infer value of type parameter"; with a callable
-        # in a union instead, every message would end in "| Callable[[Never], Never]". Z is
-        # the subscriber's handler type, or, for a refusal (not a Subscriber), the default.
+        opening in the subscriber's mode: type checkers refuse what it cannot, and so does this
+        call."""
         if not isinstance(subscriber, Subscriber):
             msg = (
                 f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "
@@ -159,7 +175,7 @@ class App:
         spec = spec_of(subscriber.queue.row)
         broker.dialect.check(spec)
         startup.check_mode(broker, spec, subscriber.queue.mode, where=repr(subscriber))
-        mount = Mount(broker, cast("Subscriber[Any, Any]", subscriber))
+        mount = Mount(broker, subscriber)
         self._mounts.append(mount)
         return mount
 

@@ -279,7 +279,7 @@ class SqlBroker(Generic[D]):
 
     async def publish(
         self: SqlBroker[Serves[tuple[F, Any]]],
-        row_type: type[Inbox[F, Any]],
+        row_type: type[RowOf[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -312,8 +312,8 @@ class SqlBroker(Generic[D]):
         types) where ``publish(Row, **columns)`` takes any keyword. Generated fields are left
         to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
         sets the RetryAfter field over the row's value."""
-        # RowOf, not Inbox, in the signature: a refusal then names no private module.
-        inbox = cast("Inbox[F, Any]", row)
+        # RowOf in the signature: a dialect serves a union of forms, and Inbox's form is one.
+        inbox = cast("Inbox[Any, Any]", row)
         fields = row_fields(inbox, delay=delay is not None)
         await self.publish(type(inbox), delay=delay, **fields)
 
@@ -339,7 +339,7 @@ class SqlBroker(Generic[D]):
     @overload
     def insert_statement(
         self: SqlBroker[Serves[tuple[F, Any]]],
-        row_type: type[Inbox[F, Any]],
+        row_type: type[RowOf[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -350,7 +350,7 @@ class SqlBroker(Generic[D]):
     @overload
     def insert_statement(
         self: SqlBroker[Serves[tuple[F, Any]]],
-        row_type: type[Inbox[F, Any]],
+        row_type: type[RowOf[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
@@ -360,7 +360,7 @@ class SqlBroker(Generic[D]):
 
     def insert_statement(
         self: SqlBroker[Serves[tuple[F, Any]]],
-        row_type: type[Inbox[F, Any]],
+        row_type: type[RowOf[F, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,

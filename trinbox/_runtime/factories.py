@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, overload
 
-from typing_extensions import TypeVar, deprecated
+from typing_extensions import TypeVar
 
 from .._declare._inbox import Inbox
 from .._declare._markers import Form, Opening, Plain, Transactional
@@ -114,26 +114,14 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> ContextKeyNotOptional: ...
     # keys.Tx only in transactional mode
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...

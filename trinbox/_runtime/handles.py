@@ -87,7 +87,7 @@ class Tx(_Runs, Generic[D]):
     @overload
     async def publish(
         self: Tx[Serves[tuple[F, Any]]],
-        row_type: type[Inbox[F, Any]],
+        row_type: type[RowOf[F, Any]],
         message: object = ...,
         **columns: object,
     ) -> None: ...
@@ -110,9 +110,9 @@ class Tx(_Runs, Generic[D]):
         await self._publisher(self, type(row), None, delay=delay, **fields)
 
 
-AnyTx: TypeAlias = Tx[Serves[object, object]]
+AnyTx: TypeAlias = Tx[Serves[object]]
 """A handler's ``keys.Tx``, whatever the broker: ``Serves`` is contravariant, so
-``Serves[object, object]`` is below every dialect and its ``publish`` takes every row class.
+``Serves[object]`` is below every dialect and its ``publish`` takes every row class.
 No ``Any`` in it, so that mypy picks one handler overload for a handler that takes it."""
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final, is_typeddict
 
-from .._declare._capabilities import Serves
-from .._declare._inbox import Inbox, spec_of
+from .._declare._capabilities import RowOf, Serves
+from .._declare._inbox import spec_of
 from .._declare._markers import Form
 from .._errors import DeclarationError
 from .broker import SqlBroker
@@ -27,7 +27,7 @@ from .queue import InboxQueue
 
 __all__ = ["Publisher"]
 
-R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
+R = TypeVar("R", bound=RowOf[Any, Any], covariant=True)
 T = TypeVar("T")
 F = TypeVar("F", bound=Form)
 
@@ -56,7 +56,7 @@ class Publisher(Generic[R, T]):
         return f"<Publisher of {name} into {self.queue.name!r} of {self.queue.row.__qualname__}>"
 
     async def publish(
-        self: Publisher[Inbox[F, Any], T],
+        self: Publisher[RowOf[F, Any], T],
         to: SqlBroker[Serves[tuple[F, Any]]] | Tx[Serves[tuple[F, Any]]],
         message: T,
         *,

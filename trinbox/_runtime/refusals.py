@@ -9,9 +9,9 @@ same handlers fail where they are bound or when the app starts (handler.py).
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, final
+from typing import Any, Protocol, TypeAlias, final
 
-from .._declare._spec import TableSpec
+from .._declare._capabilities import RowOf
 
 __all__ = [
     "BatchTakesAList",
@@ -105,20 +105,16 @@ class DecorateWithSubscriber(_Refusal):
     ``@subscriber(InboxQueue(Row, name))``, which checks the handler against its queue."""
 
 
-class Row(Protocol):
-    """A row class's instance (what every ``Inbox`` subclass declares)."""
-
-    __inbox_spec__: ClassVar[TableSpec]
+Row: TypeAlias = RowOf[Any, Any]
+"""A row class's instance (every ``Inbox`` subclass's)."""
 
 
-class PayloadRow(Protocol):
+class PayloadRow(RowOf[Any, Any], Protocol):
     """A row with a ``bytes`` field named ``payload``: the name every payload table in the docs
     uses, and the only sign of payload mode a type checker can see (``Payload()`` is
     ``Annotated`` metadata, which mypy does not read). A payload field of another name is
     checked at startup only; a data field ``payload: bytes`` in row mode would be taken for
     one (declare it ``Payload()``, or name it otherwise)."""
-
-    __inbox_spec__: ClassVar[TableSpec]
 
     @property
     def payload(self) -> bytes: ...

@@ -33,7 +33,9 @@ __all__ = ["Handler", "Needs", "Result", "Subscriber", "bind"]
 Result = HandlerOutcome | Sequence[HandlerOutcome] | None
 Handler = Callable[..., Awaitable[Result]]
 
-R = TypeVar("R", bound=Row, covariant=True)
+# Unbounded: mypy joins a list of subscribers of several row classes into Subscriber[object,
+# ...] (a join outside a bound would be object itself, which include refuses).
+R = TypeVar("R", covariant=True)
 M = TypeVar("M", bound=Mode, covariant=True, default=Plain)
 H = TypeVar("H", covariant=True, default=Handler)
 N = TypeVar("N", covariant=True, default=tuple[R, M] | None)
