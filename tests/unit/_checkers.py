@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import trinbox
 
@@ -109,16 +110,16 @@ def pyright_output(project: Path, files: list[str]) -> str:
     return _pyright(project, files)
 
 
-def run_pyright(project: Path, files: list[str]) -> tuple[Failures, list[dict[str, object]]]:
+def run_pyright(project: Path, files: list[str]) -> tuple[Failures, list[dict[str, Any]]]:
     """pyright in strict mode on ``files``, as a new user's ``pyrightconfig.json`` sets it up:
     the failures (errors and warnings, by rule), and pyright's diagnostics."""
     report = json.loads(_pyright(project, files, "--outputjson"))
-    diagnostics: list[dict[str, object]] = report["generalDiagnostics"]
+    diagnostics: list[dict[str, Any]] = report["generalDiagnostics"]
     failures: Failures = {}
     for diagnostic in diagnostics:
         if diagnostic["severity"] == "information":
             continue
-        where = (Path(str(diagnostic["file"])).name, diagnostic["range"]["start"]["line"] + 1)  # type: ignore[index]
+        where = (Path(diagnostic["file"]).name, diagnostic["range"]["start"]["line"] + 1)
         failures.setdefault(where, set()).add(str(diagnostic.get("rule", "")))
     assert report["summary"]["filesAnalyzed"] == len(files), report["summary"]
     return failures, diagnostics

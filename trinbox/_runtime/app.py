@@ -160,9 +160,7 @@ class App:
         broker: SqlBroker[MySql],
         subscriber: Subscriber[object, Mode, object, MYSQL_MOUNTS | None],
     ) -> Mount: ...
-    def include(
-        self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any, Any, Any]
-    ) -> Mount:
+    def include(self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any, Any, Any]) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
         opening in the subscriber's mode: type checkers refuse what it cannot, and so does this
         call."""
