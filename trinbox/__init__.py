@@ -217,7 +217,7 @@ __all__ = [
     "HandlerFailed",
     "Closed",
     "MissingDriver",
-    # what mypy's messages name: the bases of the markers, the decorator's types, and the
+    # what type checkers' messages name: the bases of the markers, the decorator's types, and the
     # named refusals a broken rule turns a queue argument or a handler into; what a
     # subscriber needs of a dialect, and the rows a dialect mounts
     "Needs",

@@ -1,7 +1,8 @@
 """``SqlBroker``: one database, its pool, publishing, and wake-on-publish.
 
 Nothing connects when a broker is made: its pool opens when the app serves. The type argument
-is the dialect (``SqlBroker[Sqlite]``...), which lets mypy refuse mounts it cannot serve.
+is the dialect (``SqlBroker[Sqlite]``...), which lets type checkers refuse mounts it cannot
+serve.
 """
 
 from __future__ import annotations

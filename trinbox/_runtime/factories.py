@@ -9,10 +9,12 @@ refusal returns the named type of its rule (refusals.py), which ``App.include`` 
 An accepted handler becomes a ``Subscriber`` that keeps its type.
 
 The order is the design: a handler that matches a refusal and a later shape is meant to get
-the refusal, so mypy's ``overload-overlap`` reports are off in this module.
+the refusal, so mypy's ``overload-overlap`` and pyright's ``reportOverlappingOverload`` reports
+are off in this module.
 """
 
 # mypy: disable-error-code="overload-overlap"
+# pyright: reportOverlappingOverload=false
 
 from __future__ import annotations
 

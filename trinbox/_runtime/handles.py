@@ -113,7 +113,8 @@ class Tx(_Runs, Generic[D]):
 AnyTx: TypeAlias = Tx[Serves[object]]
 """A handler's ``keys.Tx``, whatever the broker: ``Serves`` is contravariant, so
 ``Serves[object]`` is below every dialect and its ``publish`` takes every row class.
-No ``Any`` in it, so that mypy picks one handler overload for a handler that takes it."""
+No ``Any`` in it, so that a type checker picks one handler overload for a handler that takes
+it."""
 
 
 @final

@@ -2,8 +2,8 @@
 
 ``broker.publish(Row, message, **columns)`` checks the row class and the broker's dialect, but
 not the message: the message type of a queue is its handler's parameter, which no row class
-carries. A ``Publisher`` names it once, beside the queue, so that mypy refuses a message of
-another type on every publish::
+carries. A ``Publisher`` names it once, beside the queue, so that type checkers refuse a message
+of another type on every publish::
 
     emails = Publisher(InboxQueue(Outbox, "emails"), Email)
     await emails.publish(broker, Email(to="a@example.com"))   # fills the Group field: "emails"
@@ -73,7 +73,7 @@ class Publisher(Generic[R, T]):
             await to.publish(self.queue.row, message, delay=delay, **fields)
 
     def _check_message(self, message: object) -> None:
-        """What mypy checks, checked at runtime too where ``isinstance`` can (not for a
+        """What type checkers check, checked at runtime too where ``isinstance`` can (not for a
         TypedDict or a protocol)."""
         kind: object = self.message
         if not isinstance(kind, type) or is_typeddict(kind):

@@ -63,10 +63,11 @@ B = DefaultTypeVar("B", bound=Single | Batched, covariant=True, default=Single)
 
 @final
 class BatchesNeverTransactional:
-    """What ``.transactional()`` on a batch queue returns for mypy, and what ``.batch(n)`` on a
-    transactional queue expects, so that mypy reads: Argument 1 to "batch" of "InboxQueue" has
-    incompatible type "int"; expected "BatchesNeverTransactional". A batch shares no delivery
-    transaction: drop ``.batch(n)`` or ``.transactional()``. Nothing is of this type."""
+    """What ``.transactional()`` on a batch queue returns for type checkers, and what
+    ``.batch(n)`` on a transactional queue expects, so that mypy reads: Argument 1 to "batch" of
+    "InboxQueue" has incompatible type "int"; expected "BatchesNeverTransactional". A batch
+    shares no delivery transaction: drop ``.batch(n)`` or ``.transactional()``. Nothing is of
+    this type."""
 
 
 @final
