@@ -56,6 +56,16 @@ def strip_markers(source: str) -> tuple[str, Failures, Failures]:
     return "\n".join(lines) + "\n", mypy, pyright
 
 
+def differences(expected: Failures, found: Failures) -> str:
+    """The lines whose codes differ, one a line: for an assertion's message."""
+    return "\n".join(
+        f"{file}:{line}: expected {sorted(expected.get((file, line), ()))}, "
+        f"found {sorted(found.get((file, line), ()))}"
+        for file, line in sorted(set(expected) | set(found))
+        if expected.get((file, line)) != found.get((file, line))
+    )
+
+
 def _env(extra_path: Path | None = None) -> dict[str, str]:
     paths = [str(ROOT)] if extra_path is None else [str(extra_path), str(ROOT)]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}

@@ -17,6 +17,7 @@ import pytest
 from tests.unit._checkers import (
     OLDEST_MYPY,
     Failures,
+    differences,
     oldest_mypy,
     run_mypy,
     run_pyright,
@@ -55,8 +56,8 @@ def test_mypy_fails_the_marked_lines_with_their_codes_and_nothing_else(
     project: tuple[Path, Expected],
 ) -> None:
     root, (names, mypy, _) = project
-    failures, output = run_mypy(root, names)
-    assert failures == mypy, output
+    failures, _ = run_mypy(root, names)
+    assert failures == mypy, differences(mypy, failures)
 
 
 @pytest.mark.skipif(
@@ -64,8 +65,8 @@ def test_mypy_fails_the_marked_lines_with_their_codes_and_nothing_else(
 )
 def test_the_oldest_mypy_reads_the_same(project: tuple[Path, Expected]) -> None:
     root, (names, mypy, _) = project
-    failures, output = run_mypy(root, names, mypy_path=oldest_mypy())
-    assert failures == mypy, f"mypy {OLDEST_MYPY}:\n{output}"
+    failures, _ = run_mypy(root, names, mypy_path=oldest_mypy())
+    assert failures == mypy, f"mypy {OLDEST_MYPY}:\n{differences(mypy, failures)}"
 
 
 def test_pyright_fails_the_marked_lines_with_their_rules_and_nothing_else(
@@ -80,8 +81,4 @@ def test_pyright_fails_the_marked_lines_with_their_rules_and_nothing_else(
         and (Path(d["file"]).name, d["range"]["start"]["line"] + 1) not in pyright
     ]
     assert not unknown_on_valid, unknown_on_valid
-    assert failures == pyright, "\n".join(
-        f"{k}: expected {pyright.get(k)}, got {failures.get(k)}"
-        for k in sorted(set(failures) | set(pyright))
-        if failures.get(k) != pyright.get(k)
-    )
+    assert failures == pyright, differences(pyright, failures)
