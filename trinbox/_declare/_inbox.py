@@ -313,7 +313,7 @@ def _compile_manual(
             f"(InboxSpec(table, id), .within(schema), .advisory([...]))"
         )
         raise DeclarationError(msg)
-    if manual.form is not form:
+    if manual.form is not form:  # pyright: ignore[reportUnnecessaryComparison]
         wanted = check_form(where, form).__name__
         builder = {"Lease": " with .lease(..)", "Advisory": " with .advisory([...])"}
         msg = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import trio
 
@@ -99,15 +99,15 @@ class App:
     info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
     grace: float = GRACE
     events: Events | Sequence[Events] = ()
-    _mounts: list[Mount] = field(default_factory=list, init=False)
-    _brokers: list[SqlBroker[Any]] = field(default_factory=list, init=False)
-    _startup: list[Hook] = field(default_factory=list, init=False)
-    _shutdown_hooks: list[Hook] = field(default_factory=list, init=False)
+    _mounts: list[Mount] = field(default_factory=list[Mount], init=False)
+    _brokers: list[SqlBroker[Any]] = field(default_factory=list[SqlBroker[Any]], init=False)
+    _startup: list[Hook] = field(default_factory=list[Hook], init=False)
+    _shutdown_hooks: list[Hook] = field(default_factory=list[Hook], init=False)
     _stop: trio.Event | None = field(default=None, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     report: ShutdownReport | None = field(default=None, init=False)
-    _subscriptions: list[Subscription] = field(default_factory=list, init=False)
-    _hooks: list[Events] = field(default_factory=list, init=False)
+    _subscriptions: list[Subscription] = field(default_factory=list[Subscription], init=False)
+    _hooks: list[Events] = field(default_factory=list[Events], init=False)
 
     def __post_init__(self) -> None:
         for hook in [self.events] if isinstance(self.events, Events) else self.events:
@@ -115,7 +115,7 @@ class App:
 
     def add_events(self, hook: Events) -> None:
         """Register an event hook; it takes effect at the next ``serve``."""
-        if not isinstance(hook, Events):
+        if not isinstance(hook, Events):  # pyright: ignore[reportUnnecessaryIsInstance]
             msg = (
                 f"an event hook is a trinbox.Events, found {type(hook).__name__}; subclass "
                 f"trinbox.Events and override the methods you need"
@@ -164,7 +164,8 @@ class App:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
         opening in the subscriber's mode: type checkers refuse what it cannot, and so does this
         call."""
-        if not isinstance(subscriber, Subscriber):
+        # Untyped callers pass anything.
+        if not isinstance(subscriber, Subscriber):  # pyright: ignore[reportUnnecessaryIsInstance]
             msg = (
                 f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "
                 f"@subscriber(InboxQueue(Row, name))"
@@ -364,7 +365,9 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
     def walk(exc: BaseException) -> None:
         if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
+            # isinstance narrows to BaseExceptionGroup[Unknown] under pyright.
+            nested = cast("BaseExceptionGroup[BaseException]", exc)
+            for inner in nested.exceptions:
                 walk(inner)
         else:
             leaves.append(exc)

@@ -8,7 +8,7 @@ serve.
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, cast, overload
@@ -87,8 +87,8 @@ class SqlBroker(Generic[D]):
         self.url = url
         self.dialect = dialect
         self.pool_size = pool_size
-        self.poll_interval = positive_duration("a poll interval", poll_interval)
-        self.lease = whole_seconds(positive_duration("a lease", lease))
+        self.poll_interval: timedelta = positive_duration("a poll interval", poll_interval)
+        self.lease: timedelta = whole_seconds(positive_duration("a lease", lease))
         # The host's "now"; under the database clock the statements read the server's
         # (dialect.database_clock) and this one only bounds delays.
         self.clock: Clock = host_clock(clock)
@@ -96,7 +96,7 @@ class SqlBroker(Generic[D]):
         self.listen_notify = listen_notify
         self.pgbouncer = pooling_mode(pgbouncer)
         self._pool_options = driver_options(self.pgbouncer)
-        self.wakes = WakeBoard()
+        self.wakes: WakeBoard = WakeBoard()
         self._pool: Pool | None = None
         self._closed = False
         self._queues: set[tuple[str, str | None]] = set()
@@ -319,7 +319,7 @@ class SqlBroker(Generic[D]):
         await self.publish(type(inbox), delay=delay, **fields)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx[D]]:
+    async def transaction(self) -> AsyncGenerator[Tx[D], None]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits."""
@@ -411,7 +411,7 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         events = self.events
         if events is not None:
-            await observed_write(self, events, spec, message, delay, columns, tx._conn)
+            await observed_write(self, events, spec, message, delay, columns, tx._conn)  # pyright: ignore[reportPrivateUsage]
         else:
-            await write_row(self, tx._conn, spec, message, delay, columns)
+            await write_row(self, tx._conn, spec, message, delay, columns)  # pyright: ignore[reportPrivateUsage]
         tx.published.append((spec.qualified_name, group_of(spec, columns)))

@@ -387,7 +387,7 @@ def subscriber(queue: Subscribable[G]) -> G:
 
 def factory_for(queue: InboxQueue[Any, Any, Any]) -> _Factory[Any, Any, Any]:
     """The factory of ``queue``'s kind (what ``InboxQueue._subscribe`` returns at runtime)."""
-    if not isinstance(queue, InboxQueue):
+    if not isinstance(queue, InboxQueue):  # pyright: ignore[reportUnnecessaryIsInstance]
         msg = (
             f"subscriber takes an InboxQueue, found {queue!r}; write "
             f"subscriber(InboxQueue(Row, name))"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, NewType, TypeAlias, final, overload
@@ -148,7 +148,7 @@ class Pool(_Runs):
         return rows[0][0] if rows else None
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Held]:
+    async def connection(self) -> AsyncGenerator[Held, None]:
         """A pooled connection for several statements, with the same methods as the pool's
         (never the driver's own connection: its internals are trinbox's); returned, rolled
         back if a transaction is left open, when the block ends."""

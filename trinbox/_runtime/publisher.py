@@ -76,7 +76,7 @@ class Publisher(Generic[R, T]):
         """What type checkers check, checked at runtime too where ``isinstance`` can (not for a
         TypedDict or a protocol)."""
         kind: object = self.message
-        if not isinstance(kind, type) or is_typeddict(kind):
+        if not isinstance(kind, type) or is_typeddict(kind):  # pyright: ignore[reportUnnecessaryIsInstance]
             return
         try:
             fits = isinstance(message, kind)

@@ -99,7 +99,7 @@ class InboxQueue(Generic[R, M, B]):
     backoff_policy: Backoff | None
     attempt_at_claim: bool
 
-    def __init__(self: InboxQueue[R, Plain, Single], row: type[R], name: str) -> None:
+    def __init__(self, row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
         object.__setattr__(self, "row", row)
         object.__setattr__(self, "name", name)

@@ -86,7 +86,7 @@ class Subscriber(Generic[R, M, H, N]):
 def bind(queue: InboxQueue[Any, Any, Any], handler: object) -> Subscriber[Any, Any, Any, Any]:
     """The subscriber of ``handler`` on ``queue`` (what the decorator returns)."""
     _check_handler(handler, queue)
-    made: Subscriber[Any, Any, Any, Any] = object.__new__(Subscriber)
+    made: Subscriber[Any, Any, Any, Any] = object.__new__(Subscriber)  # pyright: ignore[reportUnknownVariableType]
     made.queue = queue
     made.handler = handler
     return made
