@@ -62,10 +62,10 @@ class Studio:
     """What the encoders saw: videos in work per channel, and the most ever at once."""
 
     expected: int
-    in_work: Counter[str] = field(default_factory=Counter)
+    in_work: Counter[str] = field(default_factory=Counter[str])
     busiest: int = 0  # most videos in work at once over all channels
-    most_at_once: Counter[str] = field(default_factory=Counter)
-    encoded: list[str] = field(default_factory=list)
+    most_at_once: Counter[str] = field(default_factory=Counter[str])
+    encoded: list[str] = field(default_factory=list[str])
     failed_encodes: int = 0
     all_encoded: trio.Event = field(default_factory=trio.Event)
 

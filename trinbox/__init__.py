@@ -11,7 +11,6 @@ Layers (a module imports only from layers below it):
 
 from __future__ import annotations
 
-import typing as _typing
 from types import ModuleType as _ModuleType
 
 from . import keys as keys
@@ -22,6 +21,7 @@ from ._declare._capabilities import RowOf as RowOf
 from ._declare._capabilities import Serves as Serves
 from ._declare._capabilities import Sqlite as Sqlite
 from ._declare._inbox import GENERATED as GENERATED
+from ._declare._inbox import Inbox as Inbox
 from ._declare._manual import InboxSpec as InboxSpec
 from ._declare._markers import Advisory as Advisory
 from ._declare._markers import Default as Default
@@ -126,31 +126,6 @@ from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistic
 from ._runtime.subscribers import Needs as Needs
 from ._runtime.subscribers import Subscriber as Subscriber
 
-if _typing.TYPE_CHECKING:
-    from typing_extensions import dataclass_transform as _dataclass_transform
-
-    from ._declare import _inbox
-    from ._declare._public import F, O  # named as mypy prints them
-
-    # Declared here, not in _declare, so that mypy's notes name this module: "__init_subclass__"
-    # defined in "trinbox" (at runtime Inbox is _inbox.Inbox; see _declare/_public.py).
-    @_dataclass_transform(kw_only_default=True)
-    class Inbox(_inbox.Inbox[F, O]):
-        """Base of a queue table's row class; the type arguments are its claim form and
-        opening (see ``trinbox._declare._inbox.Inbox``)."""
-
-        def __init_subclass__(
-            cls,
-            *,
-            table: str | None = None,
-            schema: str | None = None,
-            advisory_lock: str | None = None,
-            spec: InboxSpec[_typing.Any] | None = None,
-        ) -> None: ...
-
-else:
-    from ._declare._inbox import Inbox as Inbox
-
 __all__ = [
     # declaring a table
     "Inbox",
@@ -248,7 +223,7 @@ __all__ = [
     "HandlerFailed",
     "Closed",
     "MissingDriver",
-    # what mypy's messages name: the bases of the markers, the decorator's types, and the
+    # what type checkers' messages name: the bases of the markers, the decorator's types, and the
     # named refusals a broken rule turns a queue argument or a handler into; what a
     # subscriber needs of a dialect, and the rows a dialect mounts
     "Needs",

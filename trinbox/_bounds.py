@@ -122,12 +122,12 @@ class within:  # used like a function: `with within(SETTLE) as bound:`
         """Whether the deadline cut the block."""
         return self._scope.cancelled_caught
 
-    def _hold(self, below: trio.CancelScope | within) -> None:
+    def hold(self, below: trio.CancelScope | within) -> None:
         if self._below is None:
             self._below = []
         self._below.append(below)
 
-    def _let_go(self, below: trio.CancelScope | within) -> None:
+    def let_go(self, below: trio.CancelScope | within) -> None:
         if self._below is not None and below in self._below:
             self._below.remove(below)
 
@@ -138,7 +138,7 @@ class within:  # used like a function: `with within(SETTLE) as bound:`
             _bound.reset(self._token)
             raise
         if self._outer is not None:
-            self._outer._hold(self)
+            self._outer.hold(self)
         return self
 
     def __exit__(
@@ -151,7 +151,7 @@ class within:  # used like a function: `with within(SETTLE) as bound:`
             return self._scope.__exit__(kind, exc, tb)
         finally:
             if self._outer is not None:
-                self._outer._let_go(self)
+                self._outer.let_go(self)
             _bound.reset(self._token)
 
 
@@ -172,7 +172,7 @@ class cleanup_scope:  # used like a function: `with cleanup_scope() as scope:`
     def __enter__(self) -> trio.CancelScope:
         scope = self._scope.__enter__()
         if self._bound is not None:
-            self._bound._hold(scope)
+            self._bound.hold(scope)
         return scope
 
     def __exit__(
@@ -185,4 +185,4 @@ class cleanup_scope:  # used like a function: `with cleanup_scope() as scope:`
             return self._scope.__exit__(kind, exc, tb)
         finally:
             if self._bound is not None:
-                self._bound._let_go(self._scope)
+                self._bound.let_go(self._scope)

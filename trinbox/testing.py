@@ -78,10 +78,10 @@ class VirtualClock(trio.abc.Clock):
 
 async def settled(app: App, subscriber: Subscriber[Any, Any], count: int) -> None:
     """Wait until ``count`` deliveries of ``subscriber`` have been settled or released."""
-    await app._subscription(subscriber).wait_finished(count)
+    await app._subscription(subscriber).wait_finished(count)  # pyright: ignore[reportPrivateUsage]
 
 
 async def idle(app: App, subscriber: Subscriber[Any, Any]) -> None:
     """Wait until the claim loop of ``subscriber`` waits for its poll interval or a wake (its
     last claim found fewer rows than it could take)."""
-    await app._subscription(subscriber).wait_idle()
+    await app._subscription(subscriber).wait_idle()  # pyright: ignore[reportPrivateUsage]

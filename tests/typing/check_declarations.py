@@ -1,9 +1,10 @@
-"""Row class declarations as mypy checks them: the class keywords, one claim form and one opening
-per row, the broker's type argument, and generated fields in the row's constructor.
+"""Row class declarations as type checkers check them: the class keywords, one claim form and
+one opening per row, the broker's type argument, and generated fields in the row's constructor.
 
-Must-pass lines use ``assert_type``; must-fail lines end in ``# type: ignore[<code>]``
-(``warn_unused_ignores``: a line that stops failing breaks the build). The message mypy prints
-is in the comment above each refused line. pytest never collects this file.
+Must-pass lines use ``assert_type``; must-fail lines end in ``# type: ignore[<code>]`` (mypy's
+code; ``warn_unused_ignores``: a line that stops failing breaks the build) and ``# pyright:
+ignore[<rule>]`` (pyright's), which tests/unit/test_typing_behaviour.py checks under both. The
+comment above a refused line shows the gist of the message. pytest never collects this file.
 """
 
 from __future__ import annotations
@@ -74,30 +75,30 @@ assert_type(
 
 def fifo_takes_a_bool() -> None:
     # Argument "fifo" to "Group" has incompatible type "str"; expected "bool"
-    Group(fifo="yes")  # type: ignore[arg-type]
+    Group(fifo="yes")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 # Unexpected keyword argument "tabel" for "__init_subclass__" of "Inbox"; did you mean "table"?
-# (note: "__init_subclass__" defined in "trinbox")
-class Misspelt(Inbox[Lease], tabel="x"):  # type: ignore[call-arg]
+# (mypy notes where __init_subclass__ is defined)
+class Misspelt(Inbox[Lease], tabel="x"):  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue, reportGeneralTypeIssues]
     id: Annotated[int, Id()]
 
 
 # Argument "advisory_lock" to "__init_subclass__" of "Inbox" has incompatible type "int";
 # expected "str | None"
-class LockNumber(Inbox[Advisory], table="n", advisory_lock=123):  # type: ignore[arg-type]
+class LockNumber(Inbox[Advisory], table="n", advisory_lock=123):  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportGeneralTypeIssues]
     id: Annotated[int, Id()]
 
 
 # Argument "table" to "__init_subclass__" of "Inbox" has incompatible type "int"; expected
 # "str | None"
-class TableNumber(Inbox[Lease], table=7):  # type: ignore[arg-type]
+class TableNumber(Inbox[Lease], table=7):  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportGeneralTypeIssues]
     id: Annotated[int, Id()]
 
 
 # Argument "spec" to "__init_subclass__" of "Inbox" has incompatible type "str"; expected
 # "InboxSpec[Any] | None"
-class SpecText(Inbox[Lease], spec="jobs"):  # type: ignore[arg-type]
+class SpecText(Inbox[Lease], spec="jobs"):  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportGeneralTypeIssues]
     id: int
 
 
@@ -111,19 +112,26 @@ class Strict(Inbox[Lease, Serializable], table="strict"):
 
 def rows_are_inboxes_of_their_form(strict: Strict, named: Named, keyed: Keyed) -> None:
     assert_type(strict, Strict)
-    inbox: Inbox[Lease, Serializable] = strict
-    default: Inbox[Lease, Default] = named
-    advisory: Inbox[Advisory] = keyed
-    anything: Inbox[Any, Any] = keyed
+    _inbox: Inbox[Lease, Serializable] = strict
+    _default: Inbox[Lease, Default] = named
+    _advisory: Inbox[Advisory] = keyed
+    _anything: Inbox[Any, Any] = keyed
 
 
 def joined_rows(named: Named, keyed: Keyed, strict: Strict) -> None:
-    # Two rows' types join through the markers' bases (a constraint too, or a list of
-    # subscribers of two row classes would be a list[object]).
-    rows = [named, keyed, strict]
-    first: Inbox[Form, Opening] = rows[0]
+    # A list of subscribers of two row classes is a list of subscribers (mypy joins their rows
+    # into object, pyright keeps the union).
     subscribers = [on_named, on_keyed]
-    mounted: Subscriber[Any, Plain, Any, Any] = subscribers[0]
+    _mounted: Subscriber[object, Plain, object, Any] = subscribers[0]
+
+
+# A row names one form and one opening, never their bases.
+def takes_a_form_base(row: Inbox[Form]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
+    pass
+
+
+def takes_an_opening_base(row: Inbox[Lease, Opening]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
+    pass
 
 
 @subscriber(InboxQueue(Named, "named"))
@@ -137,27 +145,27 @@ async def on_keyed(row: Keyed) -> None:
 
 
 # Invalid type argument value for "Inbox"
-class EitherForm(Inbox[Lease | Advisory], table="either"):  # type: ignore[type-var]
+class EitherForm(Inbox[Lease | Advisory], table="either"):  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     id: Annotated[int, Id()]
 
 
 # Invalid type argument value for "Inbox"
-class EitherOpening(Inbox[Lease, Default | Serializable], table="eo"):  # type: ignore[type-var]
+class EitherOpening(Inbox[Lease, Default | Serializable], table="eo"):  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     id: Annotated[int, Id()]
 
 
 # Invalid type argument value for "Inbox"
-class OldUnion(Inbox[typing.Union[RowLock, Lease]], table="ou"):  # type: ignore[type-var]  # noqa: UP007
+class OldUnion(Inbox[typing.Union[RowLock, Lease]], table="ou"):  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]  # noqa: UP007
     id: Annotated[int, Id()]
 
 
 # Value of type variable "F" of "Inbox" cannot be "int"
-class NotAForm(Inbox[int], table="nf"):  # type: ignore[type-var]
+class NotAForm(Inbox[int], table="nf"):  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     id: Annotated[int, Id()]
 
 
 # Invalid type argument value for "Inbox"
-def takes_a_union_row(row: Inbox[RowLock | Advisory]) -> None:  # type: ignore[type-var]
+def takes_a_union_row(row: Inbox[RowLock | Advisory]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     pass
 
 
@@ -165,12 +173,12 @@ def takes_a_union_row(row: Inbox[RowLock | Advisory]) -> None:  # type: ignore[t
 
 
 def brokers(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres], my: SqlBroker[MySql]) -> None:
-    any_broker: SqlBroker[Any] = sqlite
+    _any_broker: SqlBroker[Any] = sqlite
     assert_type(SqlBroker.sqlite("sqlite:///x.db"), SqlBroker[Sqlite])
 
 
 # Type argument "int" of "SqlBroker" must be a subtype of "Serves[Any]"
-def int_broker(broker: SqlBroker[int]) -> None:  # type: ignore[type-var]
+def int_broker(broker: SqlBroker[int]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     pass
 
 
@@ -195,15 +203,15 @@ def build_rows(now: datetime) -> None:
 
 def unknown_field() -> None:
     # Unexpected keyword argument "queu" for "Outbox"; did you mean "queue"?
-    Outbox(locked_until=None, queu="emails", payload=b"")  # type: ignore[call-arg]
+    Outbox(locked_until=None, queu="emails", payload=b"")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 
 
 def mistyped_field() -> None:
     # Argument "queue" to "Outbox" has incompatible type "int"; expected "str"
-    Outbox(locked_until=None, queue=1, payload=b"")  # type: ignore[arg-type]
+    Outbox(locked_until=None, queue=1, payload=b"")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 def generated_without_default() -> None:
     # Missing named argument "id" for "Named" (mypy reads no Annotated metadata: a generated
     # field is optional under mypy when it is declared ``= GENERATED``)
-    Named(locked_until=None)  # type: ignore[call-arg]
+    Named(locked_until=None)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]

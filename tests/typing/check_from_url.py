@@ -73,18 +73,18 @@ def check_from_url(app: App, url: str) -> None:
     assert_type(app.include(broker, subscriber(InboxQueue(Keyed, "q"))(on_bytes)), Mount)
     in_tx = subscriber(InboxQueue(Leased, "q").transactional())(on_bytes_in_tx)
     assert_type(app.include(broker, in_tx), Mount)
-    app.include(broker, subscriber(InboxQueue(Locked, "q"))(on_bytes))  # type: ignore[arg-type]
+    app.include(broker, subscriber(InboxQueue(Locked, "q"))(on_bytes))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
     serial = subscriber(InboxQueue(LeasedAtSerializable, "q"))(on_bytes)
-    app.include(broker, serial)  # type: ignore[arg-type]
+    app.include(broker, serial)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
     immediate = subscriber(InboxQueue(LeasedImmediately, "q"))(on_bytes)
-    app.include(broker, immediate)  # type: ignore[arg-type]
+    app.include(broker, immediate)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def check_publishing(url: str) -> None:
     broker = SqlBroker.from_url(url)
     await broker.publish(Leased, b"x")
     await broker.publish(Keyed, b"x")
-    await broker.publish(Locked, b"x")  # type: ignore[arg-type]
+    await broker.publish(Locked, b"x")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     async with broker.transaction() as tx:
         await tx.publish(Leased, b"x")
-        await tx.publish(Locked, b"x")  # type: ignore[arg-type]
+        await tx.publish(Locked, b"x")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

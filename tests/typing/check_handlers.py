@@ -1,19 +1,19 @@
-"""Handlers: what mypy accepts, and what it turns into a named refusal that nothing mounts.
+"""Handlers: what type checkers accept, and what they turn into a named refusal that nothing
+mounts.
 
 Each rule's refusal is pinned twice: ``assert_type`` names the type the decorator returns (the
-rule), and an ``App.include`` of it ends in ``# type: ignore[arg-type]``, the error a user
-reads. The messages mypy prints are in the comments. This file does not depend on mypy's
-``deprecated`` error code (the ``keys.Tx`` overloads are also ``@deprecated``; check_refusals.py
-pins that), so it type-checks the same under the project's mypy.ini and plain ``--strict``.
+rule), and an ``App.include`` of it fails, with the codes its markers name: ``# type:
+ignore[call-overload]`` for mypy, ``# pyright: ignore[...]`` for pyright (the markers are read by
+tests/unit/test_typing_behaviour.py).
 """
-# mypy: disable-error-code="deprecated, empty-body"
+# mypy: disable-error-code="empty-body"
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, assert_type
+from typing import Annotated, TypeAlias, assert_type
 
 from trinbox import (
     Advisory,
@@ -95,40 +95,43 @@ async def on_row_seq(rows: Sequence[Keyed]) -> None: ...
 async def on_emails(emails: list[Email]) -> HandlerOutcome: ...
 
 
+JobNeeds: TypeAlias = Needs[Job, Lease, Default, Plain] | None
+RowHandler: TypeAlias = Callable[[Keyed, keys.Attempt, keys.Pool], Awaitable[HandlerOutcome | None]]
+InTx: TypeAlias = Callable[[Keyed, keys.Tx, keys.Attempt], Awaitable[None]]
+Rows: TypeAlias = Callable[[list[Keyed], keys.Pool], Awaitable[list[HandlerOutcome]]]
+TxFourth: TypeAlias = Callable[[Keyed, keys.Attempt, keys.Pool, keys.Tx], Awaitable[None]]
+
+
 def check_accepted(app: App, broker: SqlBroker[Sqlite]) -> None:
-    needs = Needs[Job, Lease, Default, Plain] | None
     assert_type(
         subscriber(JOBS)(on_email),
-        Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], needs],
+        Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], JobNeeds],
     )
     assert_type(
         subscriber(JOBS)(on_bytes),
-        Subscriber[Job, Plain, Callable[[bytes], Awaitable[HandlerOutcome]], needs],
+        Subscriber[Job, Plain, Callable[[bytes], Awaitable[HandlerOutcome]], JobNeeds],
     )
     assert_type(
         subscriber(JOBS)(on_anything),
-        Subscriber[Job, Plain, Callable[[object, keys.Attempt], Awaitable[None]], needs],
+        Subscriber[Job, Plain, Callable[[object, keys.Attempt], Awaitable[None]], JobNeeds],
     )
     assert_type(
         subscriber(JOBS)(on_json_list),
-        Subscriber[Job, Plain, Callable[[list[int]], Awaitable[None]], needs],
+        Subscriber[Job, Plain, Callable[[list[int]], Awaitable[None]], JobNeeds],
     )
-    row = Callable[[Keyed, keys.Attempt, keys.Pool], Awaitable[HandlerOutcome | None]]
     assert_type(
         subscriber(KEYED)(on_row),
-        Subscriber[Keyed, Plain, row, Needs[Keyed, Advisory, Default, Plain] | None],
+        Subscriber[Keyed, Plain, RowHandler, Needs[Keyed, Advisory, Default, Plain] | None],
     )
-    in_tx = Callable[[Keyed, keys.Tx, keys.Attempt], Awaitable[None]]
     assert_type(
         subscriber(KEYED.transactional())(on_row_in_tx),
         Subscriber[
-            Keyed, Transactional, in_tx, Needs[Keyed, Advisory, Default, Transactional] | None
+            Keyed, Transactional, InTx, Needs[Keyed, Advisory, Default, Transactional] | None
         ],
     )
-    rows = Callable[[list[Keyed], keys.Pool], Awaitable[list[HandlerOutcome]]]
     assert_type(
         subscriber(KEYED.batch(10))(on_rows),
-        Subscriber[Keyed, Plain, rows, Needs[Keyed, Advisory, Default, Plain] | None],
+        Subscriber[Keyed, Plain, Rows, Needs[Keyed, Advisory, Default, Plain] | None],
     )
     assert_type(app.include(broker, subscriber(KEYED.batch(10))(on_row_seq)), Mount)
     assert_type(app.include(broker, subscriber(JOBS.workers(2).batch(5))(on_emails)), Mount)
@@ -139,7 +142,7 @@ def check_handler_keeps_its_signature() -> None:
     assert_type(
         sub.handler, Callable[[Keyed, keys.Attempt, keys.Pool], Awaitable[HandlerOutcome | None]]
     )
-    sub.handler(Keyed(id=1, attempt=1), "one", "two")  # type: ignore[arg-type]
+    sub.handler(Keyed(id=1, attempt=1), "one", "two")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -151,11 +154,10 @@ def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
 
 
 # -- refused -------------------------------------------------------------------------------------
-# Each refusal reads, at the include: Argument 2 to "include" of "App" has incompatible type
-# "<the rule>"; expected "Subscriber[Any, Any, Callable[[Message], Awaitable[object]],
-# tuple[RowOf[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
-# Transactional] | None]"  [arg-type]. (A handler of no known shape, like
-# ``subscriber(q)(42)``, is [call-overload].)
+# No overload of App.include takes a refusal: mypy names it among the argument types ("No
+# overload variant of "include" of "App" matches argument types "SqlBroker[Sqlite]",
+# "<the rule>""), pyright as the argument it cannot assign. (A handler of no known shape, like
+# ``subscriber(q)(42)``, fails at the decoration.)
 
 
 async def batch_attempt(rows: list[Keyed], attempt: keys.Attempt) -> None: ...
@@ -167,8 +169,8 @@ def check_batch_takes_no_row_keys(app: App, broker: SqlBroker[Sqlite]) -> None:
     assert_type(subscriber(KEYED.batch(10))(batch_attempt), BatchTakesNoRowKeys)
     assert_type(subscriber(KEYED.batch(10))(batch_pool_attempt), BatchTakesNoRowKeys)
     assert_type(subscriber(KEYED.batch(10))(batch_tx), BatchTakesNoRowKeys)
-    app.include(broker, subscriber(KEYED.batch(10))(batch_attempt))  # type: ignore[arg-type]
-    app.include(broker, subscriber(KEYED.batch(10))(batch_tx))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED.batch(10))(batch_attempt))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
+    app.include(broker, subscriber(KEYED.batch(10))(batch_tx))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def one_row(row: Keyed) -> None: ...
@@ -180,7 +182,7 @@ def check_batch_takes_a_list(app: App, broker: SqlBroker[Sqlite]) -> None:
     assert_type(subscriber(KEYED.batch(10))(one_row), BatchTakesAList)
     assert_type(subscriber(KEYED.batch(10))(one_object), BatchTakesAList)
     assert_type(subscriber(JOBS.batch(10))(one_email), BatchTakesAList)
-    app.include(broker, subscriber(KEYED.batch(10))(one_row))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED.batch(10))(one_row))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def many_rows(rows: list[Keyed]) -> None: ...
@@ -191,7 +193,7 @@ def check_list_needs_batch(app: App, broker: SqlBroker[Sqlite]) -> None:
     assert_type(subscriber(KEYED)(many_rows), ListNeedsBatch)
     assert_type(subscriber(KEYED)(many_rows_seq), ListNeedsBatch)
     assert_type(subscriber(KEYED.transactional())(many_rows), ListNeedsBatch)
-    app.include(broker, subscriber(KEYED)(many_rows))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED)(many_rows))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def takes_locked(row: Locked) -> None: ...
@@ -204,7 +206,7 @@ def check_handler_takes_another_row(app: App, broker: SqlBroker[Sqlite]) -> None
     assert_type(subscriber(KEYED.transactional())(takes_locked), HandlerTakesAnotherRow)
     assert_type(subscriber(KEYED.batch(2))(takes_locked_rows), HandlerTakesAnotherRow)
     assert_type(subscriber(JOBS)(takes_keyed), HandlerTakesAnotherRow)
-    app.include(broker, subscriber(KEYED)(takes_locked))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED)(takes_locked))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def takes_job(job: Job) -> None: ...
@@ -217,7 +219,7 @@ def check_payload_handler_takes_the_message(app: App, broker: SqlBroker[Sqlite])
     assert_type(subscriber(JOBS)(takes_job_with_keys), PayloadHandlerTakesTheMessage)
     assert_type(subscriber(JOBS.transactional())(takes_job), PayloadHandlerTakesTheMessage)
     assert_type(subscriber(JOBS.batch(5))(takes_jobs), PayloadHandlerTakesTheMessage)
-    app.include(broker, subscriber(JOBS)(takes_job))  # type: ignore[arg-type]
+    app.include(broker, subscriber(JOBS)(takes_job))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def returns_a_list(row: Keyed) -> list[HandlerOutcome]: ...
@@ -228,7 +230,7 @@ def check_outcome_list_needs_batch(app: App, broker: SqlBroker[Sqlite]) -> None:
     assert_type(subscriber(KEYED)(returns_a_list), OutcomeListNeedsBatch)
     assert_type(subscriber(JOBS)(returns_a_sequence), OutcomeListNeedsBatch)
     assert_type(subscriber(KEYED.transactional())(returns_a_list), OutcomeListNeedsBatch)
-    app.include(broker, subscriber(KEYED)(returns_a_list))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED)(returns_a_list))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def optional_tx(row: Keyed, tx: keys.Tx | None = None) -> None: ...
@@ -240,7 +242,7 @@ def check_context_keys_are_never_optional(app: App, broker: SqlBroker[Sqlite]) -
     assert_type(subscriber(KEYED)(optional_tx), ContextKeyNotOptional)
     assert_type(subscriber(KEYED)(optional_attempt), ContextKeyNotOptional)
     assert_type(subscriber(KEYED.batch(3))(optional_attempt), ContextKeyNotOptional)
-    app.include(broker, subscriber(KEYED.transactional())(optional_tx))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED.transactional())(optional_tx))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def int_attempt(row: Keyed, attempt: int) -> None: ...
@@ -252,8 +254,8 @@ def check_further_parameters_are_context_keys(app: App, broker: SqlBroker[Sqlite
     assert_type(subscriber(KEYED)(int_attempt), NotAContextKey)
     assert_type(subscriber(KEYED.transactional())(object_key), NotAContextKey)
     assert_type(subscriber(KEYED)(str_key), NotAHandler)
-    app.include(broker, subscriber(KEYED)(int_attempt))  # type: ignore[arg-type]
-    app.include(broker, subscriber(KEYED)(str_key))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED)(int_attempt))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
+    app.include(broker, subscriber(KEYED)(str_key))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 async def tx_fourth(row: Keyed, attempt: keys.Attempt, pool: keys.Pool, tx: keys.Tx) -> None: ...
@@ -262,17 +264,16 @@ async def tx_fourth(row: Keyed, attempt: keys.Attempt, pool: keys.Pool, tx: keys
 def check_tx_needs_transactional(app: App, broker: SqlBroker[Sqlite]) -> None:
     # The Plain handler taking (row, attempt, pool, tx) names the Tx rule too.
     assert_type(subscriber(KEYED)(tx_fourth), TxNeedsTransactional)
-    tx_fourth_type = Callable[[Keyed, keys.Attempt, keys.Pool, keys.Tx], Awaitable[None]]
     assert_type(
         subscriber(KEYED.transactional())(tx_fourth),
         Subscriber[
             Keyed,
             Transactional,
-            tx_fourth_type,
+            TxFourth,
             Needs[Keyed, Advisory, Default, Transactional] | None,
         ],
     )
-    app.include(broker, subscriber(KEYED)(tx_fourth))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED)(tx_fourth))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def not_async(row: Keyed) -> None: ...
@@ -282,37 +283,33 @@ async def returns_an_int(row: Keyed) -> int: ...
 def check_not_a_handler(app: App, broker: SqlBroker[Sqlite]) -> None:
     assert_type(subscriber(KEYED)(not_async), NotAHandler)
     assert_type(subscriber(KEYED)(returns_an_int), NotAHandler)
-    app.include(broker, subscriber(KEYED)(not_async))  # type: ignore[arg-type]
-    subscriber(KEYED)(42)  # type: ignore[call-overload]
+    app.include(broker, subscriber(KEYED)(not_async))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
+    subscriber(KEYED)(42)  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 # -- batches never run in transactional mode -----------------------------------------------------
-# Argument 1 to "batch" of "InboxQueue" has incompatible type "int"; expected
-# "BatchesNeverTransactional"  [arg-type]
-# and, the other way round, .transactional() on a batch queue is a BatchesNeverTransactional:
-# Argument 1 to "subscriber" has incompatible type "BatchesNeverTransactional"; expected
-# "Subscribable[Never]"  [arg-type]
+# .batch(n) on a transactional queue expects a BatchesNeverTransactional (nothing is one), and
+# .transactional() on a batch queue is one, which subscriber() does not take.
 
 
 def check_batches_never_run_in_transactional_mode() -> None:
-    KEYED.transactional().batch(10)  # type: ignore[arg-type]
-    KEYED.transactional().workers(2).batch(10)  # type: ignore[arg-type]
+    KEYED.transactional().batch(10)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    KEYED.transactional().workers(2).batch(10)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     assert_type(KEYED.batch(10).transactional(), BatchesNeverTransactional)
-    subscriber(KEYED.batch(10).transactional())  # type: ignore[arg-type]
-    KEYED.batch(10).transactional().workers(2)  # type: ignore[attr-defined]
+    subscriber(KEYED.batch(10).transactional())  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    KEYED.batch(10).transactional().workers(2)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
     assert_type(KEYED.batch(10).batch(20), InboxQueue[Keyed, Plain, Batched])
 
 
 # -- a Subscriber is made by the decorator only ---------------------------------------------------
-# Argument 1 to "Subscriber" has incompatible type "InboxQueue[Keyed, Plain, Single]"; expected
-# "DecorateWithSubscriber"  [arg-type]  (and the same for argument 2, the handler)
+# Subscriber(..) takes two DecorateWithSubscriber (nothing is one).
 
 
 def check_subscriber_is_made_by_decorating() -> None:
-    Subscriber(KEYED, on_row)  # type: ignore[arg-type]
+    Subscriber(KEYED, on_row)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
-# -- what mypy takes for payload mode: a bytes field named payload ---------------------------------
+# -- what type checkers take for payload mode: a bytes field named payload ----------------------
 
 
 class Renamed(Inbox[Lease], table="renamed"):
@@ -382,27 +379,34 @@ async def tx_fifth(
 ) -> None: ...
 
 
+_RowIdNeeds: TypeAlias = Needs[Job, Lease, Default, Plain] | None
+_AllKeys: TypeAlias = Callable[[Email, keys.Attempt, keys.RowId, keys.Pool], Awaitable[None]]
+_AllKeysInTx: TypeAlias = Callable[
+    [Keyed, keys.Tx, keys.RowId, keys.Attempt, keys.Pool], Awaitable[None]
+]
+
+
 def check_row_id(app: App, broker: SqlBroker[Sqlite]) -> None:
-    needs = Needs[Job, Lease, Default, Plain] | None
     assert_type(
         subscriber(JOBS)(with_row_id),
-        Subscriber[Job, Plain, Callable[[Email, keys.RowId], Awaitable[None]], needs],
+        Subscriber[Job, Plain, Callable[[Email, keys.RowId], Awaitable[None]], _RowIdNeeds],
     )
-    all_keys = Callable[[Email, keys.Attempt, keys.RowId, keys.Pool], Awaitable[None]]
-    assert_type(subscriber(JOBS)(with_all_keys), Subscriber[Job, Plain, all_keys, needs])
+    assert_type(subscriber(JOBS)(with_all_keys), Subscriber[Job, Plain, _AllKeys, _RowIdNeeds])
     assert_type(app.include(broker, subscriber(JOBS)(with_all_keys)), Mount)
-    in_tx = Callable[[Keyed, keys.Tx, keys.RowId, keys.Attempt, keys.Pool], Awaitable[None]]
     assert_type(
         subscriber(KEYED.transactional())(with_all_keys_in_tx),
         Subscriber[
-            Keyed, Transactional, in_tx, Needs[Keyed, Advisory, Default, Transactional] | None
+            Keyed,
+            Transactional,
+            _AllKeysInTx,
+            Needs[Keyed, Advisory, Default, Transactional] | None,
         ],
     )
     assert_type(subscriber(KEYED.batch(10))(batch_row_id), BatchTakesNoRowKeys)
     assert_type(subscriber(KEYED.batch(10))(batch_pool_row_id), BatchTakesNoRowKeys)
     assert_type(subscriber(KEYED)(optional_row_id), ContextKeyNotOptional)
     assert_type(subscriber(KEYED)(tx_fifth), TxNeedsTransactional)
-    app.include(broker, subscriber(KEYED.batch(10))(batch_row_id))  # type: ignore[arg-type]
+    app.include(broker, subscriber(KEYED.batch(10))(batch_row_id))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
     # A row id is whatever the table's Id field holds: an object to mypy.
     row_id = keys.RowId(7)
-    row_id + 1  # type: ignore[operator]
+    row_id + 1  # type: ignore[operator]  # pyright: ignore[reportOperatorIssue, reportUnusedExpression]

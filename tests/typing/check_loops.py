@@ -1,10 +1,10 @@
 """Mounts written the way services write them: subscribers in lists and dicts mounted in a loop,
 brokers in variables, queues from helper functions, ``subscriber(q)(fn)``, chained mounts.
 
-A list's element type is mypy's join of its items; for subscribers of different row classes that
-keeps every row's needs (``Needs[Row, Form, Opening, Mode] | None`` joins into the union of
-them), so a loop over valid subscribers type-checks and one invalid member still fails the
-include, with a message that names each row's form.
+A list's element type is mypy's join of its items (pyright's union of them); for subscribers of
+different row classes that keeps every row's needs (``Needs[Row, Form, Opening, Mode] | None``
+joins into the union of them), so a loop over valid subscribers type-checks and one invalid
+member still fails the include, with a message that names each row's form.
 """
 
 from __future__ import annotations
@@ -101,13 +101,9 @@ def check_a_dict_and_a_tuple_in_a_loop(app: App, broker: SqlBroker[Sqlite]) -> N
 
 
 def check_one_invalid_member_fails_the_loop(app: App, broker: SqlBroker[Sqlite]) -> None:
-    # ... incompatible type "Subscriber[Inbox[Form, Opening], Mode, function, Needs[Locked,
-    # RowLock, Default, Plain] | Needs[Keyed, Advisory, Immediate, Transactional] | Needs[Job,
-    # Lease, Default, Plain] | None]"; expected "Subscriber[Any, Any, function,
-    # tuple[RowOf[Lease | Advisory, Default | Deferred | Immediate | Exclusive], Plain |
-    # Transactional] | None]"  [arg-type]
+    # The joined Needs hold Needs[Locked, RowLock, Default, Plain], which SQLite does not mount.
     for sub in [on_job, on_keyed, on_locked]:
-        app.include(broker, sub)  # type: ignore[arg-type]
+        app.include(broker, sub)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def check_servers_mount_the_same_list(
@@ -118,7 +114,7 @@ def check_servers_mount_the_same_list(
         app.include(pg, sub)
         app.include(my, sub)
     for keyed in [on_keyed]:  # SQLite's Immediate: no server opens it
-        app.include(pg, keyed)  # type: ignore[arg-type]
+        app.include(pg, keyed)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def check_annotated_lists(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -130,13 +126,13 @@ def check_annotated_lists(app: App, broker: SqlBroker[Sqlite]) -> None:
         app.include(broker, job_sub)
     locked: list[Subscriber[Locked, Plain]] = [on_locked]
     for locked_sub in locked:
-        app.include(broker, locked_sub)  # type: ignore[arg-type]
+        app.include(broker, locked_sub)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def check_queues_from_helpers(app: App, broker: SqlBroker[Sqlite]) -> None:
     sub = subscriber(jobs_queue("jobs"))(on_job.handler)
     assert_type(app.include(broker, sub), Mount)
-    app.include(broker, subscriber(locked_queue())(on_locked.handler))  # type: ignore[arg-type]
+    app.include(broker, subscriber(locked_queue())(on_locked.handler))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def check_brokers_in_variables(app: App) -> None:
@@ -145,21 +141,15 @@ def check_brokers_in_variables(app: App) -> None:
     my = SqlBroker.mysql("mysql://db/app")
     for broker in (pg, my):
         app.include(broker, on_locked)
-    app.include(lite, on_locked)  # type: ignore[arg-type]
+    app.include(lite, on_locked)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def check_the_transactional_lease_rule(
     app: App, pg: SqlBroker[Postgres], my: SqlBroker[MySql]
 ) -> None:
-    # PostgreSQL runs a transactional lease handler at read committed only: ... incompatible
-    # type "Subscriber[Snapshot, Transactional, Callable[[Snapshot], Awaitable[None]],
-    # Needs[Snapshot, Lease, RepeatableRead, Transactional] | None]"; expected "Subscriber[Any,
-    # Any, Callable[[Snapshot], Awaitable[None]], tuple[RowOf[RowLock | Advisory, Default |
-    # ReadCommitted | RepeatableRead | Serializable], Plain | Transactional] | tuple[RowOf[Lease,
-    # Default | ReadCommitted | RepeatableRead | Serializable], Plain] | tuple[RowOf[Lease,
-    # Default | ReadCommitted], Transactional] | None]"  [arg-type]
+    # PostgreSQL runs a transactional lease handler at read committed only.
     in_tx = subscriber(InboxQueue(Snapshot, "snap").transactional())(on_snapshot)
-    app.include(pg, in_tx)  # type: ignore[arg-type]
+    app.include(pg, in_tx)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
     app.include(my, in_tx)
     app.include(pg, subscriber(InboxQueue(Snapshot, "snap"))(on_snapshot))
     strict = subscriber(InboxQueue(Strict, "strict").transactional())
@@ -168,5 +158,5 @@ def check_the_transactional_lease_rule(
     async def on_strict(row: Strict) -> None: ...
 
     for sub in [in_tx, on_strict]:
-        app.include(pg, sub)  # type: ignore[arg-type]
+        app.include(pg, sub)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
         app.include(my, sub)

@@ -1,7 +1,8 @@
-"""What must type-check, with the types mypy must infer (DESIGN.md §4).
+"""What must type-check, with the types mypy and pyright must infer.
 
-mypy checks this file (mypy.ini ``files``); pytest never collects it (not ``test_*``) and
-nothing runs it. Every scenario is a function with typed parameters, so that no database is
+mypy checks this file (mypy.ini ``files``), and tests/unit/test_typing_behaviour.py runs mypy
+and pyright on it as on a user's code; pytest never collects it (not ``test_*``) and nothing
+runs it. Every scenario is a function with typed parameters, so that no database is
 needed and one case cannot leak a wrong inference into the next.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, LiteralString, assert_type
+from typing import Annotated, Any, LiteralString, TypeAlias, assert_type
 
 from trinbox import (
     Advisory,
@@ -130,24 +131,29 @@ def check_lease_setting_on_any_row(queue: InboxQueue[Any, Plain]) -> None:
     assert_type(queue.lease(30), InboxQueue[Any, Plain])
 
 
+# Type aliases for the assertions below (a type checker reads an alias, not a variable).
+JobNeeds: TypeAlias = Needs[Job, Lease, Default, Plain] | None
+JobTxNeeds: TypeAlias = Needs[Job, Lease, Default, Transactional] | None
+WithKeys: TypeAlias = Callable[[Email, keys.Attempt, keys.Pool], Awaitable[None]]
+Batch: TypeAlias = Callable[[list[Email]], Awaitable[list[HandlerOutcome]]]
+TxKeys: TypeAlias = Callable[[Email, keys.Tx, keys.Attempt], Awaitable[HandlerOutcome | None]]
+Positional: TypeAlias = tuple[LiteralString, tuple[object, ...]]
+Named: TypeAlias = tuple[LiteralString, dict[str, object]]
+
+
 def check_handlers() -> None:
     plain = subscriber(InboxQueue(Job, "jobs"))
-    needs = Needs[Job, Lease, Default, Plain] | None
     assert_type(
-        plain(handle_job), Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], needs]
+        plain(handle_job), Subscriber[Job, Plain, Callable[[Email], Awaitable[None]], JobNeeds]
     )
-    with_keys = Callable[[Email, keys.Attempt, keys.Pool], Awaitable[None]]
-    assert_type(plain(handle_with_keys), Subscriber[Job, Plain, with_keys, needs])
-    batch = Callable[[list[Email]], Awaitable[list[HandlerOutcome]]]
+    assert_type(plain(handle_with_keys), Subscriber[Job, Plain, WithKeys, JobNeeds])
     assert_type(
         subscriber(InboxQueue(Job, "jobs").batch(10))(handle_batch),
-        Subscriber[Job, Plain, batch, needs],
+        Subscriber[Job, Plain, Batch, JobNeeds],
     )
     in_tx = subscriber(InboxQueue(Job, "jobs").transactional())
-    tx_needs = Needs[Job, Lease, Default, Transactional] | None
-    tx_keys = Callable[[Email, keys.Tx, keys.Attempt], Awaitable[HandlerOutcome | None]]
-    assert_type(in_tx(handle_in_tx), Subscriber[Job, Transactional, tx_keys, tx_needs])
-    assert_type(in_tx(handle_with_keys), Subscriber[Job, Transactional, with_keys, tx_needs])
+    assert_type(in_tx(handle_in_tx), Subscriber[Job, Transactional, TxKeys, JobTxNeeds])
+    assert_type(in_tx(handle_with_keys), Subscriber[Job, Transactional, WithKeys, JobTxNeeds])
 
 
 def check_sqlite_serves_lease_and_advisory(app: App, broker: SqlBroker[Sqlite]) -> None:
@@ -176,12 +182,10 @@ def insert_statements_by_paramstyle(broker: SqlBroker[Postgres]) -> None:
     """The parameters' type follows the paramstyle: a tuple for the positional styles and the
     broker's own driver, a dict for the named ones. The text is a LiteralString (made of the
     declaration's names, never of a value), as psycopg's typing asks of SQL text."""
-    positional = tuple[LiteralString, tuple[object, ...]]
-    named = tuple[LiteralString, dict[str, object]]
-    assert_type(broker.insert_statement(Job, b"m"), positional)
-    assert_type(broker.insert_statement(Job, b"m", paramstyle=None), positional)
-    assert_type(broker.insert_statement(Job, b"m", paramstyle="format"), positional)
-    assert_type(broker.insert_statement(Job, b"m", paramstyle="qmark"), positional)
-    assert_type(broker.insert_statement(Job, b"m", paramstyle="pyformat"), named)
-    assert_type(broker.insert_statement(Job, b"m", paramstyle="named"), named)
-    assert_type(broker.insert_statement(Job, b"m", paramstyle="sqlalchemy"), named)
+    assert_type(broker.insert_statement(Job, b"m"), Positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle=None), Positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="format"), Positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="qmark"), Positional)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="pyformat"), Named)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="named"), Named)
+    assert_type(broker.insert_statement(Job, b"m", paramstyle="sqlalchemy"), Named)

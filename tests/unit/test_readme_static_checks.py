@@ -1,76 +1,82 @@
-"""The README's "Static checks" section shows what ``mypy --strict`` really prints for its
-``service.py``: the file is written from the README, mypy runs on it as a user's project would
-(no mypy.ini of ours, the installed trinbox), and its output must be the README's block."""
+"""The README's "Static checks" section: its ``service.py`` fails mypy --strict and pyright strict
+on the same lines, and the section shows what each prints.
+
+The file is written from the README into a project of its own and each checker runs on it as a
+user's would (no configuration of ours, this checkout's trinbox as an installed one). What the
+README shows must be the real output: line for line and code for code always, word for word
+under the versions it names (pyright is pinned; mypy's wording may move with a release newer
+than the README's, its lines and codes may not).
+"""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
+from importlib.metadata import version
 from pathlib import Path
 
-import trinbox
 from tests.integration.readme import README, block
+from tests.unit._checkers import Failures, pyright_output, run_mypy, run_pyright
+
+SECTION = README.read_text().split("## Static checks", 1)[1].split("\n## ", 1)[0]
+MISTAKES = {36, 57, 58, 59, 61}
+"""The lines of service.py that hold a mistake (its class keyword, a row lock table on SQLite,
+keys.Tx on a plain queue, a batch handler of one message, a Publisher's wrong message)."""
 
 
-def readme_output(tag: str = "readme_static_checks_output") -> str:
+def shown(tag: str) -> str:
     found = re.search(rf"<!-- test: {tag} -->\n```\n(.*?)```", README.read_text(), re.DOTALL)
     assert found is not None, f"README.md has no block marked {tag}"
     return found.group(1)
 
 
-def mypy_on_service(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def service(tmp_path: Path) -> Path:
     (tmp_path / "service.py").write_text(block("readme_static_checks"))
-    return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *args, "service.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        # This checkout's trinbox, as an installed one (the venv's editable install may be
-        # another checkout's).
-        env={**os.environ, "PYTHONPATH": str(Path(trinbox.__file__).parents[1])},
-    )
+    return tmp_path
+
+
+def mypy_lines_and_codes(output: str) -> Failures:
+    found: Failures = {}
+    for number, code in re.findall(r"^service\.py:(\d+): error: .*  \[([a-z-]+)\]$", output, re.M):
+        found.setdefault(("service.py", int(number)), set()).add(code)
+    return found
+
+
+def pyright_lines_and_rules(output: str) -> Failures:
+    """Each diagnostic starts ``  <path>:<line>:<column> - error: ``, goes on over indented
+    lines, and ends in its rule, ``(reportX)``."""
+    found: Failures = {}
+    diagnostics = re.split(r"^  (?=\S+:\d+:\d+ - )", output, flags=re.M)[1:]
+    for diagnostic in diagnostics:
+        where = re.match(r"\S*service\.py:(\d+):\d+ - error: ", diagnostic)
+        rule = re.search(r"\((report\w+)\)\n", diagnostic)
+        assert where and rule, diagnostic
+        found.setdefault(("service.py", int(where.group(1))), set()).add(rule.group(1))
+    return found
+
+
+def test_mypy_and_pyright_refuse_the_same_lines(tmp_path: Path) -> None:
+    project = service(tmp_path)
+    mypy, _ = run_mypy(project, ["service.py"])
+    pyright, _ = run_pyright(project, ["service.py"])
+    assert {line for _, line in mypy} == MISTAKES
+    assert {line for _, line in pyright} == MISTAKES
 
 
 def test_the_readme_shows_what_mypy_prints(tmp_path: Path) -> None:
-    done = mypy_on_service(tmp_path)
-    assert done.returncode == 1, done.stderr
-    assert done.stdout == readme_output()
-    # Each mistake in the file is caught, and nothing else is reported.
-    assert done.stdout.count(": error: ") == 5
+    mypy, output = run_mypy(service(tmp_path), ["service.py"])
+    assert mypy_lines_and_codes(shown("readme_static_checks_output")) == mypy
+    named = re.search(r"`mypy --strict service\.py` \(mypy ([\d.]+);", SECTION)
+    assert named is not None, "the section names the mypy version whose output it shows"
+    if version("mypy") == named.group(1):
+        assert output == shown("readme_static_checks_output")
 
 
-def test_the_readme_shows_what_the_deprecated_opt_in_adds(tmp_path: Path) -> None:
-    """With ``--enable-error-code deprecated`` mypy prints the five errors and the README's
-    sixth, at the decoration of the keys.Tx handler, in line order."""
-    done = mypy_on_service(tmp_path, "--enable-error-code", "deprecated")
-    assert done.returncode == 1, done.stderr
-    *plain, _ = readme_output().splitlines()
-    added = readme_output("readme_static_checks_deprecated").splitlines()
-    assert len(added) == 1 and added[0].endswith("[deprecated]")
-    expected = sorted([*plain, *added], key=lambda line: int(line.split(":")[1]))
-    summary = "Found 6 errors in 1 file (checked 1 source file)"
-    assert done.stdout.splitlines() == [*expected, summary]
-
-
-def test_the_names_in_the_readme_messages_are_importable() -> None:
-    """The README says each class these messages name is importable from ``trinbox``."""
-    import builtins
-    import collections.abc
-    import typing
-
-    import trinbox.keys
-
-    service = block("readme_static_checks")
-    names = set(
-        re.findall(r"\b[A-Z][A-Za-z]+\b", " ".join(re.findall(r'"[^"]*"', readme_output())))
-    )
-    own = {name for name in names if f"class {name}" in service}
-    shown = names - own - {"Message"}  # Message: App.include's type variable
-    elsewhere = (builtins, typing, collections.abc, trinbox.keys)
-    missing = {
-        n for n in shown if not hasattr(trinbox, n) and not any(hasattr(m, n) for m in elsewhere)
-    }
-    assert shown and not missing, missing
+def test_the_readme_shows_what_pyright_prints(tmp_path: Path) -> None:
+    project = service(tmp_path)
+    pyright, _ = run_pyright(project, ["service.py"])
+    assert pyright_lines_and_rules(shown("readme_static_checks_pyright")) == pyright
+    named = re.search(r"and pyright ([\d.]+) \(`pyright service\.py`", SECTION)
+    assert named is not None and named.group(1) == version("pyright")
+    # The paths pyright prints are the project's: the README's is ~/service.
+    output = pyright_output(project, ["service.py"])
+    assert output.replace(str(project), "~/service") == shown("readme_static_checks_pyright")

@@ -20,14 +20,43 @@ from typing_extensions import TypeVar, dataclass_transform
 
 from .._errors import DeclarationError
 from ._manual import InboxSpec
-from ._markers import Default, Form, Opening
+from ._markers import (
+    Advisory,
+    Default,
+    Deferred,
+    Exclusive,
+    Immediate,
+    Lease,
+    ReadCommitted,
+    ReadUncommitted,
+    RepeatableRead,
+    RowLock,
+    Serializable,
+)
 from ._roles import ROLE_CLASSES, Column, Group, Role
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
 __all__ = ["GENERATED", "Inbox", "row_fields", "spec_of"]
 
-F = TypeVar("F", bound=Form, covariant=True)
-O = TypeVar("O", bound=Opening, covariant=True, default=Default)  # noqa: E741
+# Constrained: a table has one claim form and one opening, so ``Inbox[Lease | Advisory]`` and
+# ``Inbox[Lease, Default | Serializable]`` are type errors under mypy and pyright (and a
+# DeclarationError at runtime). Signatures that take rows of several forms (a dialect's) name
+# them by the protocol ``RowOf`` (_capabilities.py), whose parameters are bounds. O's default is
+# the spelling users write: ``Inbox[Lease]``.
+F = TypeVar("F", RowLock, Lease, Advisory, covariant=True)
+O = TypeVar(  # noqa: E741
+    "O",
+    Default,
+    ReadUncommitted,
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+    Deferred,
+    Immediate,
+    Exclusive,
+    covariant=True,
+    default=Default,
+)
 
 _KEYWORDS = ("table", "schema", "advisory_lock", "spec")
 
@@ -44,17 +73,17 @@ class Inbox(Generic[F, O]):
     """
 
     if TYPE_CHECKING:
-        # Declared for mypy only: at runtime Inbox has no annotations, so typing.get_type_hints
-        # over a row class never evaluates them (trinbox/__init__ sets Inbox.__module__ to
-        # "trinbox", where TableSpec does not resolve).
+        # Declared for type checkers only: at runtime Inbox has no annotations, so
+        # typing.get_type_hints over a row class never evaluates them (trinbox/__init__ sets
+        # Inbox.__module__ to "trinbox", where TableSpec does not resolve).
         __inbox_spec__: ClassVar[TableSpec]
 
         # What _capabilities.RowOf reads: a row's form and opening, for the dialects' mounts
-        # (a protocol, so that mypy's messages never name this class beside trinbox.Inbox).
+        # and publishing.
         def __trinbox_form__(self) -> tuple[F, O]: ...
 
-        # mypy checks a class statement's keywords against this signature (a misspelt or
-        # mistyped keyword fails there); at runtime every keyword reaches _declare, which
+        # Type checkers check a class statement's keywords against this signature (a misspelt
+        # or mistyped keyword fails there); at runtime every keyword reaches _declare, which
         # refuses an unknown one with a message naming the keywords it takes.
         def __init_subclass__(
             cls,
@@ -285,7 +314,7 @@ def _compile_manual(
             f"(InboxSpec(table, id), .within(schema), .advisory([...]))"
         )
         raise DeclarationError(msg)
-    if manual.form is not form:
+    if manual.form is not form:  # pyright: ignore[reportUnnecessaryComparison]
         wanted = check_form(where, form).__name__
         builder = {"Lease": " with .lease(..)", "Advisory": " with .advisory([...])"}
         msg = (

@@ -162,7 +162,7 @@ class InboxSpec(Generic[F]):
                 f"{', '.join(map(repr, missing))}; add the field or pass field= to the setter"
             )
             raise DeclarationError(msg)
-        decls = []
+        decls: list[FieldDecl] = []
         for name, python_type in fields.items():
             rc = by_field.get(name)
             if rc is None:

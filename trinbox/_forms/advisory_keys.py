@@ -40,12 +40,12 @@ class KeyRegistry:
         return cls._by_database.setdefault(database, set())
 
     @classmethod
-    def _forget(cls) -> None:
+    def forget_all(cls) -> None:
         cls._by_database = {}
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=KeyRegistry._forget)
+    os.register_at_fork(after_in_child=KeyRegistry.forget_all)
 
 
 class AdvisoryKeys:

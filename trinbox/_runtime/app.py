@@ -7,14 +7,23 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 import trio
-from typing_extensions import TypeVar
 
 from .._bounds import GRACE, HOOK, within
-from .._declare._capabilities import Serves
+from .._declare._capabilities import (
+    ANY_DATABASE_MOUNTS,
+    MYSQL_MOUNTS,
+    POSTGRES_MOUNTS,
+    SQLITE_MOUNTS,
+    AnyDatabase,
+    MySql,
+    Postgres,
+    Sqlite,
+)
 from .._declare._inbox import spec_of
+from .._declare._markers import Mode
 from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
@@ -31,10 +40,6 @@ __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]
 
 logger = logging.getLogger("trinbox.app")
 
-C = TypeVar("C")
-Message = TypeVar("Message")
-# The handler slot of App.include's subscriber; its default is what the deferral below needs.
-Z = TypeVar("Z", default=Callable[[Message], Awaitable[object]])
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
 T = TypeVar("T", bound=Callable[..., Awaitable[object]])
@@ -99,19 +104,19 @@ class App:
     info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
     grace: float = GRACE
     events: Events | Sequence[Events] = ()
-    _mounts: list[Mount] = field(default_factory=list, init=False)
-    _brokers: list[SqlBroker[Any]] = field(default_factory=list, init=False)
-    _startup: list[Hook] = field(default_factory=list, init=False)
-    _shutdown_hooks: list[Hook] = field(default_factory=list, init=False)
-    _tasks: list[BackgroundTask] = field(default_factory=list, init=False)
+    _mounts: list[Mount] = field(default_factory=list[Mount], init=False)
+    _brokers: list[SqlBroker[Any]] = field(default_factory=list[SqlBroker[Any]], init=False)
+    _startup: list[Hook] = field(default_factory=list[Hook], init=False)
+    _shutdown_hooks: list[Hook] = field(default_factory=list[Hook], init=False)
+    _tasks: list[BackgroundTask] = field(default_factory=list[BackgroundTask], init=False)
     _task_failed: bool = field(default=False, init=False)
     _stop: trio.Event | None = field(default=None, init=False)
     _stop_asked: bool = field(default=False, init=False)  # shutdown() before serve began
     _serving: bool = field(default=False, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     report: ShutdownReport | None = field(default=None, init=False)
-    _subscriptions: list[Subscription] = field(default_factory=list, init=False)
-    _hooks: list[Events] = field(default_factory=list, init=False)
+    _subscriptions: list[Subscription] = field(default_factory=list[Subscription], init=False)
+    _hooks: list[Events] = field(default_factory=list[Events], init=False)
     _shared: SharedStatistics | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -120,7 +125,7 @@ class App:
 
     def add_events(self, hook: Events) -> None:
         """Register an event hook; it takes effect at the next ``serve``."""
-        if not isinstance(hook, Events):
+        if not isinstance(hook, Events):  # pyright: ignore[reportUnnecessaryIsInstance]
             msg = (
                 f"an event hook is a trinbox.Events, found {type(hook).__name__}; subclass "
                 f"trinbox.Events and override the methods you need"
@@ -149,25 +154,44 @@ class App:
         self._tasks.append(BackgroundTask.of(task))
         return task
 
+
+    # One overload per dialect: what it mounts (_capabilities.py) against what the subscriber
+    # needs (its Needs: the row, the row's form and opening, the mode). A broker typed
+    # SqlBroker[Any] takes any subscriber some dialect mounts; a refusal (refusals.py) or a
+    # subscriber the broker's dialect does not mount matches none. The other slots are
+    # object, not Any: a subscriber written inline, include(broker, subscriber(q)(fn)), is
+    # inferred against this type, and an Any there would let the handler's context keys
+    # match any annotation.
+    @overload
     def include(
         self,
-        broker: SqlBroker[Serves[Any, C]],
-        subscriber: Subscriber[Any, Any, Z, C | None],
-    ) -> Mount:
+        broker: SqlBroker[Sqlite],
+        subscriber: Subscriber[object, Mode, object, SQLITE_MOUNTS | None],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[Postgres],
+        subscriber: Subscriber[object, Mode, object, POSTGRES_MOUNTS | None],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[MySql],
+        subscriber: Subscriber[object, Mode, object, MYSQL_MOUNTS | None],
+    ) -> Mount: ...
+    @overload
+    def include(
+        self,
+        broker: SqlBroker[AnyDatabase],
+        subscriber: Subscriber[object, Mode, object, ANY_DATABASE_MOUNTS | None],
+    ) -> Mount: ...
+    def include(self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any, Any, Any]) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
-        opening in the subscriber's mode: mypy refuses what it cannot, and so does this call."""
-        # Typing: mypy infers C from the broker alone (the (row, mode) pairs its dialect
-        # mounts, _capabilities.py), then checks the subscriber's needs against them, so a
-        # mismatch reads "Argument 2 ... incompatible type Subscriber[Job, Plain, <handler>,
-        # Needs[Job, RowLock, Default, Plain] | None]; expected Subscriber[Any, Any, <handler>,
-        # tuple[RowOf[Lease | Advisory, ...], Plain | Transactional] | None]". What defers the
-        # subscriber to mypy's second inference pass is Z: mypy defers an argument whose type
-        # holds a callable with a type variable, and it looks into type variables' defaults
-        # too (Z's is ``Callable[[Message], ...]``). Without it both arguments constrain C at
-        # once and a mismatch is only "Cannot infer value of type parameter"; with a callable
-        # in a union instead, every message would end in "| Callable[[Never], Never]". Z is
-        # the subscriber's handler type, or, for a refusal (not a Subscriber), the default.
-        if not isinstance(subscriber, Subscriber):
+        opening in the subscriber's mode: type checkers refuse what it cannot, and so does this
+        call."""
+        # Untyped callers pass anything.
+        if not isinstance(subscriber, Subscriber):  # pyright: ignore[reportUnnecessaryIsInstance]
             msg = (
                 f"include mounts a subscriber, found {subscriber!r}; decorate the handler with "
                 f"@subscriber(InboxQueue(Row, name))"
@@ -176,7 +200,7 @@ class App:
         spec = spec_of(subscriber.queue.row)
         broker.dialect.check(spec)
         startup.check_mode(broker, spec, subscriber.queue.mode, where=repr(subscriber))
-        mount = Mount(broker, cast("Subscriber[Any, Any]", subscriber))
+        mount = Mount(broker, subscriber)
         self._mounts.append(mount)
         return mount
 
@@ -417,7 +441,9 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
     def walk(exc: BaseException) -> None:
         if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
+            # isinstance narrows to BaseExceptionGroup[Unknown] under pyright.
+            nested = cast("BaseExceptionGroup[BaseException]", exc)
+            for inner in nested.exceptions:
                 walk(inner)
         else:
             leaves.append(exc)

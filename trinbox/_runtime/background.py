@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import cast
@@ -118,7 +118,7 @@ class _Status:
 
 
 @asynccontextmanager
-async def cancelled_at_exit() -> AsyncIterator[trio.Nursery]:
+async def cancelled_at_exit() -> AsyncGenerator[trio.Nursery]:
     """A nursery whose tasks are cancelled when the block ends (the block's own nurseries
     have ended by then): where ``serve`` runs the background tasks."""
     async with trio.open_nursery() as nursery:

@@ -176,8 +176,8 @@ class EventBus:
     """The app's hooks, each called in turn; a hook's failure is contained here."""
 
     def __init__(self, hooks: Sequence[Events]) -> None:
-        self.hooks = tuple(hooks)
-        self.failures = 0
+        self.hooks: tuple[Events, ...] = tuple(hooks)
+        self.failures: int = 0
         self._reported: set[tuple[int, str]] = set()
 
     def _failed(self, hook: Events, method: str) -> None:

@@ -9,17 +9,19 @@ refusal returns the named type of its rule (refusals.py), which ``App.include`` 
 An accepted handler becomes a ``Subscriber`` that keeps its type.
 
 The order is the design: a handler that matches a refusal and a later shape is meant to get
-the refusal, so mypy's ``overload-overlap`` reports are off in this module.
+the refusal, so mypy's ``overload-overlap`` and pyright's ``reportOverlappingOverload`` reports
+are off in this module.
 """
 
 # mypy: disable-error-code="overload-overlap"
+# pyright: reportOverlappingOverload=false
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, overload
 
-from typing_extensions import TypeVar, deprecated
+from typing_extensions import TypeVar
 
 from .._declare._inbox import Inbox
 from .._declare._markers import Form, Opening, Plain, Transactional
@@ -115,34 +117,18 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> ContextKeyNotOptional: ...
     # keys.Tx only in transactional mode
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     @overload
-    @deprecated(
-        "keys.Tx, the delivery's transaction, is lent only in transactional mode; subscribe "
-        "with InboxQueue(Row, name).transactional()"
-    )
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
@@ -446,7 +432,7 @@ def subscriber(queue: Subscribable[G]) -> G:
 
 def factory_for(queue: InboxQueue[Any, Any, Any]) -> _Factory[Any, Any, Any]:
     """The factory of ``queue``'s kind (what ``InboxQueue._subscribe`` returns at runtime)."""
-    if not isinstance(queue, InboxQueue):
+    if not isinstance(queue, InboxQueue):  # pyright: ignore[reportUnnecessaryIsInstance]
         msg = (
             f"subscriber takes an InboxQueue, found {queue!r}; write "
             f"subscriber(InboxQueue(Row, name))"

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any, Generic, NewType, TypeAlias, final, overload
+from typing import Any, Generic, NewType, TypeAlias, cast, final, overload
 
 from typing_extensions import TypeVar
 
@@ -58,7 +58,8 @@ class _Runs:
 
     def _bound(self, sql: str, params: tuple[object, ...]) -> tuple[str, Sequence[object]]:
         if len(params) == 1 and isinstance(params[0], Mapping):
-            return bind_portable(sql, params[0], self._style)
+            values = cast("Mapping[str, object]", params[0])
+            return bind_portable(sql, values, self._style)
         return sql, params
 
     async def execute(self, sql: str, *params: object) -> int:
@@ -114,7 +115,7 @@ class Tx(_Runs, Generic[D]):
     @overload
     async def publish(
         self: Tx[Serves[tuple[F, Any]]],
-        row_type: type[Inbox[F, Any]],
+        row_type: type[RowOf[F, Any]],
         message: object = ...,
         **columns: object,
     ) -> None: ...
@@ -137,10 +138,11 @@ class Tx(_Runs, Generic[D]):
         await self._publisher(self, type(row), None, delay=delay, **fields)
 
 
-AnyTx: TypeAlias = Tx[Serves[object, object]]
+AnyTx: TypeAlias = Tx[Serves[object]]
 """A handler's ``keys.Tx``, whatever the broker: ``Serves`` is contravariant, so
-``Serves[object, object]`` is below every dialect and its ``publish`` takes every row class.
-No ``Any`` in it, so that mypy picks one handler overload for a handler that takes it."""
+``Serves[object]`` is below every dialect and its ``publish`` takes every row class.
+No ``Any`` in it, so that a type checker picks one handler overload for a handler that takes
+it."""
 
 
 @final
@@ -176,7 +178,7 @@ class Pool(_Runs):
         return rows[0][0] if rows else None
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Held]:
+    async def connection(self) -> AsyncGenerator[Held, None]:
         """A pooled connection for several statements, with the same methods as the pool's
         (never the driver's own connection: its internals are trinbox's); returned, rolled
         back if a transaction is left open, when the block ends."""

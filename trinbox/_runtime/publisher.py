@@ -2,8 +2,8 @@
 
 ``broker.publish(Row, message, **columns)`` checks the row class and the broker's dialect, but
 not the message: the message type of a queue is its handler's parameter, which no row class
-carries. A ``Publisher`` names it once, beside the queue, so that mypy refuses a message of
-another type on every publish::
+carries. A ``Publisher`` names it once, beside the queue, so that type checkers refuse a message
+of another type on every publish::
 
     emails = Publisher(InboxQueue(Outbox, "emails"), Email)
     await emails.publish(broker, Email(to="a@example.com"))   # fills the Group field: "emails"
@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final, is_typeddict
 
-from .._declare._capabilities import Serves
-from .._declare._inbox import Inbox, spec_of
+from .._declare._capabilities import RowOf, Serves
+from .._declare._inbox import spec_of
 from .._declare._markers import Form
 from .._errors import DeclarationError
 from .broker import SqlBroker
@@ -27,7 +27,7 @@ from .queue import InboxQueue
 
 __all__ = ["Publisher"]
 
-R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
+R = TypeVar("R", bound=RowOf[Any, Any], covariant=True)
 T = TypeVar("T")
 F = TypeVar("F", bound=Form)
 
@@ -56,7 +56,7 @@ class Publisher(Generic[R, T]):
         return f"<Publisher of {name} into {self.queue.name!r} of {self.queue.row.__qualname__}>"
 
     async def publish(
-        self: Publisher[Inbox[F, Any], T],
+        self: Publisher[RowOf[F, Any], T],
         to: SqlBroker[Serves[tuple[F, Any]]] | Tx[Serves[tuple[F, Any]]],
         message: T,
         *,
@@ -73,10 +73,10 @@ class Publisher(Generic[R, T]):
             await to.publish(self.queue.row, message, delay=delay, **fields)
 
     def _check_message(self, message: object) -> None:
-        """What mypy checks, checked at runtime too where ``isinstance`` can (not for a
+        """What type checkers check, checked at runtime too where ``isinstance`` can (not for a
         TypedDict or a protocol)."""
         kind: object = self.message
-        if not isinstance(kind, type) or is_typeddict(kind):
+        if not isinstance(kind, type) or is_typeddict(kind):  # pyright: ignore[reportUnnecessaryIsInstance]
             return
         try:
             fits = isinstance(message, kind)

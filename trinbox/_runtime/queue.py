@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, final, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from .._declare._inbox import Inbox, spec_of
+from .._declare._capabilities import RowOf
+from .._declare._inbox import spec_of
 from .._declare._markers import (
     Advisory,
     Form,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Batched", "BatchesNeverTransactional", "InboxQueue", "Single"]
 
-R = TypeVar("R", bound=Inbox[Any, Any], covariant=True)
+R = TypeVar("R", bound=RowOf[Any, Any], covariant=True)
 M = DefaultTypeVar("M", bound=Mode, covariant=True, default=Plain)
 F = TypeVar("F", bound=Form)
 O = TypeVar("O", bound=Opening)  # noqa: E741
@@ -62,10 +63,11 @@ B = DefaultTypeVar("B", bound=Single | Batched, covariant=True, default=Single)
 
 @final
 class BatchesNeverTransactional:
-    """What ``.transactional()`` on a batch queue returns for mypy, and what ``.batch(n)`` on a
-    transactional queue expects, so that mypy reads: Argument 1 to "batch" of "InboxQueue" has
-    incompatible type "int"; expected "BatchesNeverTransactional". A batch shares no delivery
-    transaction: drop ``.batch(n)`` or ``.transactional()``. Nothing is of this type."""
+    """What ``.transactional()`` on a batch queue returns for type checkers, and what
+    ``.batch(n)`` on a transactional queue expects, so that mypy reads: Argument 1 to "batch" of
+    "InboxQueue" has incompatible type "int"; expected "BatchesNeverTransactional". A batch
+    shares no delivery transaction: drop ``.batch(n)`` or ``.transactional()``. Nothing is of
+    this type."""
 
 
 @final
@@ -99,7 +101,7 @@ class InboxQueue(Generic[R, M, B]):
     attempt_at_claim: bool
     serves_every_group: bool
 
-    def __init__(self: InboxQueue[R, Plain, Single], row: type[R], name: str) -> None:
+    def __init__(self, row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
         object.__setattr__(self, "row", row)
         object.__setattr__(self, "name", name)
@@ -141,14 +143,14 @@ class InboxQueue(Generic[R, M, B]):
         return changed
 
     @overload
-    def _subscribe(self: InboxQueue[Inbox[F, O], Plain, Single]) -> SubscriberFactory[R, F, O]: ...
+    def _subscribe(self: InboxQueue[RowOf[F, O], Plain, Single]) -> SubscriberFactory[R, F, O]: ...
     @overload
     def _subscribe(
-        self: InboxQueue[Inbox[F, O], Transactional, Single],
+        self: InboxQueue[RowOf[F, O], Transactional, Single],
     ) -> TransactionalSubscriberFactory[R, F, O]: ...
     @overload
     def _subscribe(
-        self: InboxQueue[Inbox[F, O], Plain, Batched],
+        self: InboxQueue[RowOf[F, O], Plain, Batched],
     ) -> BatchSubscriberFactory[R, F, O]: ...
     def _subscribe(self) -> object:
         """The factory ``subscriber(self)`` returns: by the queue's mode and shape. Its type
@@ -164,11 +166,11 @@ class InboxQueue(Generic[R, M, B]):
 
     @overload
     def lease(
-        self: InboxQueue[Inbox[Lease, Any], M, B], lease: timedelta | float
+        self: InboxQueue[RowOf[Lease, Any], M, B], lease: timedelta | float
     ) -> InboxQueue[R, M, B]: ...
     @overload
     def lease(
-        self: InboxQueue[Inbox[RowLock | Advisory, Any], M, B], lease: LeaseNeedsLockedUntil
+        self: InboxQueue[RowOf[RowLock | Advisory, Any], M, B], lease: LeaseNeedsLockedUntil
     ) -> InboxQueue[R, M, B]: ...
     def lease(self, lease: timedelta | float | LeaseNeedsLockedUntil) -> InboxQueue[R, M, B]:
         """How long a claim leases each row (whole seconds, rounded up); lease tables only."""

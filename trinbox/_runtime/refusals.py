@@ -1,17 +1,17 @@
-"""What mypy sees a handler that breaks a rule become: a named type that nothing mounts.
+"""What type checkers see a handler that breaks a rule become: a named type nothing mounts.
 
 ``subscriber(queue)(handler)`` has one overload per handler rule (factories.py); a handler that
-breaks one gets back the type below that names the rule instead of a ``Subscriber``, so that
-``App.include`` reads, e.g.: Argument 2 to "include" of "App" has incompatible type
-"BatchTakesNoRowKeys"; expected "Subscriber[...]". Nothing is ever of these types: at runtime the
-same handlers fail where they are bound or when the app starts (handler.py).
+breaks one gets back the type below that names the rule instead of a ``Subscriber``, and no
+overload of ``App.include`` takes it (mypy: No overload variant of "include" of "App" matches
+argument types "SqlBroker[Sqlite]", "BatchTakesNoRowKeys"). Nothing is ever of these types: at
+runtime the same handlers fail where they are bound or when the app starts (handler.py).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, final
+from typing import Any, Protocol, TypeAlias, final
 
-from .._declare._spec import TableSpec
+from .._declare._capabilities import RowOf
 
 __all__ = [
     "BatchTakesAList",
@@ -32,7 +32,7 @@ __all__ = [
 
 class _Refusal:
     def __new__(cls) -> _Refusal:
-        msg = f"{cls.__name__} names a handler rule for mypy and is never instantiated"
+        msg = f"{cls.__name__} names a handler rule for type checkers and is never instantiated"
         raise TypeError(msg)
 
 
@@ -77,7 +77,7 @@ class HandlerTakesAnotherRow(_Refusal):
 class PayloadHandlerTakesTheMessage(_Refusal):
     """A handler taking the row class on a table with a ``payload`` field: its handler takes
     the decoded payload (a dataclass, msgspec Struct, pydantic model, TypedDict or ``bytes``),
-    never the row. (mypy sees a payload field by its name and type, ``payload: bytes``;
+    never the row. (A type checker sees a payload field by its name and type, ``payload: bytes``;
     handler.py checks it at runtime by its ``Payload()`` role.)"""
 
 
@@ -104,24 +104,21 @@ class NotAHandler(_Refusal):
 
 @final
 class DecorateWithSubscriber(_Refusal):
-    """What ``Subscriber(..)`` takes for mypy: a subscriber is made by decorating its handler,
-    ``@subscriber(InboxQueue(Row, name))``, which checks the handler against its queue."""
+    """What ``Subscriber(..)`` takes for type checkers: a subscriber is made by decorating its
+    handler, ``@subscriber(InboxQueue(Row, name))``, which checks the handler against its
+    queue."""
 
 
-class Row(Protocol):
-    """A row class's instance (what every ``Inbox`` subclass declares)."""
-
-    __inbox_spec__: ClassVar[TableSpec]
+Row: TypeAlias = RowOf[Any, Any]
+"""A row class's instance (every ``Inbox`` subclass's)."""
 
 
-class PayloadRow(Protocol):
+class PayloadRow(RowOf[Any, Any], Protocol):
     """A row with a ``bytes`` field named ``payload``: the name every payload table in the docs
     uses, and the only sign of payload mode a type checker can see (``Payload()`` is
-    ``Annotated`` metadata, which mypy does not read). A payload field of another name is
+    ``Annotated`` metadata, which type checkers do not read). A payload field of another name is
     checked at startup only; a data field ``payload: bytes`` in row mode would be taken for
     one (declare it ``Payload()``, or name it otherwise)."""
-
-    __inbox_spec__: ClassVar[TableSpec]
 
     @property
     def payload(self) -> bytes: ...

@@ -5,7 +5,7 @@ for readers on other threads; and the log-line fields every subscription event c
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -86,7 +86,7 @@ class SharedStatistics:
     @asynccontextmanager
     async def published(
         self, read: Callable[[], tuple[SubscriptionStatistics, ...]]
-    ) -> AsyncIterator[None]:
+    ) -> AsyncGenerator[None]:
         """Publish ``read()`` now and every :data:`SHARE_EVERY` seconds while the block
         runs, and once more as it ends."""
         async with trio.open_nursery() as nursery:

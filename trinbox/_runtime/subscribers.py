@@ -3,15 +3,17 @@
 ``Subscriber[Row, Mode, Handler, Needs]``: ``Handler`` is the handler's own type (its
 parameters and return), and ``Needs`` what the subscriber asks of a dialect: ``Needs[Row, Form,
 Opening, Mode] | None`` for a decorated handler, ``tuple[Row, Mode] | None`` when written with
-two arguments (``list[Subscriber[Job, Plain]]``). ``App.include`` checks it against what the
-broker's dialect mounts (``tuple[RowOf[Forms, Openings], Modes]``, _capabilities.py).
+two arguments (``list[Subscriber[Job, Plain]]``). ``App.include`` has one overload per dialect
+that checks it against what the dialect mounts (``tuple[RowOf[Forms, Openings], Modes]``,
+_capabilities.py).
 
 ``Needs`` is a ``tuple[Row, Mode]`` (what is checked) that also names the row's form and
 opening, so that a refused mount says which form the row has: "Needs[Locked, RowLock, Default,
 Plain]", against the forms the dialect serves. It is a union on purpose: mypy joins the
 subscribers of a list, ``[a, b]``, into one type, and the join of two unions is their union,
-where the join of two row classes is their common base (``Inbox[Form, Opening]``, which no
-dialect mounts). ``None`` is the member that keeps it a union; every dialect accepts it.
+where the join of two row classes is ``object``, which no dialect mounts (pyright keeps a
+list's items as a union). ``None`` is the member that keeps it a union; every dialect accepts
+it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ __all__ = ["Handler", "Needs", "Result", "Subscriber", "bind"]
 Result = HandlerOutcome | Sequence[HandlerOutcome] | None
 Handler = Callable[..., Awaitable[Result]]
 
-R = TypeVar("R", bound=Row, covariant=True)
+# Unbounded: mypy joins a list of subscribers of several row classes into Subscriber[object,
+# ...] (a join outside a bound would be object itself, which include refuses).
+R = TypeVar("R", covariant=True)
 M = TypeVar("M", bound=Mode, covariant=True, default=Plain)
 H = TypeVar("H", covariant=True, default=Handler)
 N = TypeVar("N", covariant=True, default=tuple[R, M] | None)
@@ -45,11 +49,14 @@ NM = TypeVar("NM", bound=Mode, covariant=True)
 
 @final
 class Needs(tuple[NR, NM], Generic[NR, NF, NO, NM]):
-    """What a subscriber asks of the broker's dialect, as mypy's messages show it: its row
-    class, the row's claim form and opening, and its mode. A type only: nothing is of it."""
+    """What a subscriber asks of the broker's dialect, as type checkers' messages show it: its
+    row class, the row's claim form and opening, and its mode. A type only: nothing is of it."""
 
     def __new__(cls) -> Needs[Any, Any, Any, Any]:
-        msg = "Needs names what a subscriber asks of a dialect, for mypy; it is never instantiated"
+        msg = (
+            "Needs names what a subscriber asks of a dialect, for type checkers; it is never "
+            "instantiated"
+        )
         raise TypeError(msg)
 
 
@@ -79,7 +86,7 @@ class Subscriber(Generic[R, M, H, N]):
 def bind(queue: InboxQueue[Any, Any, Any], handler: object) -> Subscriber[Any, Any, Any, Any]:
     """The subscriber of ``handler`` on ``queue`` (what the decorator returns)."""
     _check_handler(handler, queue)
-    made: Subscriber[Any, Any, Any, Any] = object.__new__(Subscriber)
+    made: Subscriber[Any, Any, Any, Any] = object.__new__(Subscriber)  # pyright: ignore[reportUnknownVariableType]
     made.queue = queue
     made.handler = handler
     return made

@@ -79,4 +79,4 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = f"{target} is {found!r}, not a row class; name a class derived from Inbox[...]"
         raise click.BadParameter(msg)
-    return found
+    return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

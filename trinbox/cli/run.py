@@ -25,7 +25,7 @@ from ._logs import Held, configure
 
 __all__ = ["command", "one_line"]
 
-logger = logging.getLogger("trinbox.cli")
+logger: logging.Logger = logging.getLogger("trinbox.cli")
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # What ends `run` with one line and status 1, not a traceback: the service cannot start.
