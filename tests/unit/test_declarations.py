@@ -1,4 +1,5 @@
-"""Declaring a queue table with a class statement (REFERENCE.md §2.1, §2.3; DESIGN.md §1).
+"""Declaring a queue table with a class statement (docs/reference.md#roles,
+docs/reference.md#declaration-errors; docs/design.md#what-a-user-writes).
 
 Every declaration error that applies in Python has a test pinning its whole message: the rule,
 what was found, and the fix. The positive tests pin the compiled ``TableSpec``.

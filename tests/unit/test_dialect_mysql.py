@@ -1,7 +1,7 @@
 """Golden tests of the MySQL/MariaDB dialect: the exact SQL text and parameter order of every
-statement it renders, per form (REFERENCE.md §3, §4.1). No database is needed here; each shape
-was also run once by hand against MariaDB 10.11 in a scratch database (with PyMySQL's client
-side ``%`` interpolation, and as server side ``PREPARE``).
+statement it renders, per form (docs/reference.md#claim-forms, docs/reference.md#support-matrix). No
+database is needed here; each shape was also run once by hand against MariaDB 10.11 in a scratch
+database (with PyMySQL's client side ``%`` interpolation, and as server side ``PREPARE``).
 
 ``%s`` is positional, so a repeated name is bound again each time it appears.
 """

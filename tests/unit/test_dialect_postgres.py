@@ -1,6 +1,6 @@
-"""Golden tests of the PostgreSQL dialect: the exact SQL text and parameter order of every
-statement it renders, per form (REFERENCE.md §3, §4.1). No database is needed here; each shape
-was also run once by hand against PostgreSQL 15 in a scratch database.
+"""Golden tests of the PostgreSQL dialect: the exact SQL text and parameter order of every statement
+it renders, per form (docs/reference.md#claim-forms, docs/reference.md#support-matrix). No database
+is needed here; each shape was also run once by hand against PostgreSQL 15 in a scratch database.
 
 ``$n`` numbers parameters by first appearance and a repeated name reuses its number, so
 ``params`` names each value once; ``Statement.bind`` lays values out in that order.

@@ -1,6 +1,6 @@
-"""Golden tests of the SQLite dialect: the exact SQL text and parameter order of every
-statement it renders, per form (REFERENCE.md §3, §4.1). No database is needed here; each shape
-was also run once by hand against SQLite 3.40 (Python's sqlite3).
+"""Golden tests of the SQLite dialect: the exact SQL text and parameter order of every statement it
+renders, per form (docs/reference.md#claim-forms, docs/reference.md#support-matrix). No database is
+needed here; each shape was also run once by hand against SQLite 3.40 (Python's sqlite3).
 
 ``?`` is positional, so a repeated name is bound again each time it appears.
 """

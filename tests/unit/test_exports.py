@@ -1,5 +1,6 @@
 """The public surface is ``trinbox/__init__.py``: ``__all__`` names exactly what it exports, and
-every exported class and function presents itself as ``trinbox.X`` (STYLE.md §3.3 rule 1)."""
+every exported class and function presents itself as ``trinbox.X``
+(docs/design.md#public-surface)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The layering rule of DESIGN.md §5, checked by walking every module's imports with ``ast``.
+"""The layering rule of docs/design.md#layout-and-layering, checked by walking every module's
+imports with ``ast``.
 
 A module imports only from layers below its own (or from its own package). ``_dialects`` and
 ``_drivers`` share a layer and never import each other; nothing imports a public facade (the

@@ -1,5 +1,5 @@
 """The manual builder: an ``InboxSpec`` compiles to the same ``TableSpec`` as the class statement
-that says the same with annotations (REFERENCE.md §2.2).
+that says the same with annotations (docs/reference.md#manual-spec).
 
 ``TableSpec`` equality leaves out ``row_type``, so ``==`` compares everything else: name, schema,
 form, opening, every column (field, column, role, generated, type, order), and the lock key.
@@ -140,7 +140,7 @@ def test_field_maps_a_column_to_a_differently_named_field() -> None:
 
 
 class Transcode(Inbox[Advisory], table="video_jobs", advisory_lock="video_jobs-{channel}"):
-    """DESIGN.md §1's example, the key on a data column."""
+    """The example of docs/design.md#what-a-user-writes, the key on a data column."""
 
     id: Annotated[int, Id(generated=True)]
     channel: str

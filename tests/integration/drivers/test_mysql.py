@@ -1,6 +1,6 @@
 """What only the MySQL/MariaDB driver does: binary parameters (the PyMySQL <1.2 pin),
 naive-UTC datetimes, ``SET TRANSACTION`` openings, ``EXPLAIN`` as prepare, the server
-version, and killing a connection a cancel cut (FEASIBILITY.md G4)."""
+version, and killing a connection a cancel cut (docs/drivers.md#g4-mariadb-cancel)."""
 
 from __future__ import annotations
 

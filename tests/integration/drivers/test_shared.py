@@ -1,6 +1,7 @@
 """The driver contract (trinbox/_drivers/_base.py), run once per asyncio driver against a real
-server: statements and row counts, transactions, prepare, error translation, the pool, and
-the cancellation traps of FEASIBILITY.md G1, G2 and G4."""
+server: statements and row counts, transactions, prepare, error translation, the pool, and the
+cancellation traps of docs/drivers.md#g1-transaction-cancel, docs/drivers.md#g2-pool-acquire-cancel,
+docs/drivers.md#g4-mariadb-cancel."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The matrix's tables in each dialect, and their row classes in each form (REFERENCE.md
-§10.1): ``email_jobs`` (every role, grouped, ``dead_from`` keeping a dead letter's group) with
-its dead letter table, and ``plain_jobs`` (group-less, no retry_after) with its dead letter
-table."""
+"""The matrix's tables in each dialect, and their row classes in each form
+(docs/reference.md#test-databases): ``email_jobs`` (every role, grouped, ``dead_from`` keeping a
+dead letter's group) with its dead letter table, and ``plain_jobs`` (group-less, no retry_after)
+with its dead letter table."""
 
 from __future__ import annotations
 
@@ -216,9 +216,9 @@ PLAIN: dict[str, type[Inbox[Any, Any]]] = {
 
 
 # -- tables of the batch, transactional, wake, failure, mode, lifecycle and concurrency tests ---
-# (REFERENCE.md §10.2). `audit` takes handler writes; `email_refs` points at email_jobs, so that
-# deleting a referenced job (its ack) fails; `next_jobs` is a second queue handlers publish
-# into; `mail_jobs` is a row mode table (no payload) whose `note` may be NULL.
+# (docs/reference.md#acceptance-scenarios). `audit` takes handler writes; `email_refs` points at
+# email_jobs, so that deleting a referenced job (its ack) fails; `next_jobs` is a second queue
+# handlers publish into; `mail_jobs` is a row mode table (no payload) whose `note` may be NULL.
 
 AUDIT: dict[StandName, str] = {
     "sqlite": """

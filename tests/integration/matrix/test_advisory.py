@@ -1,7 +1,7 @@
-"""The advisory lock form on every stand (REFERENCE.md §3.4, §10.2 forms/advisory/*, seed 000):
-each row is held by a lock on its key; on PostgreSQL and MariaDB the lock lives in the session a
-delivery keeps, with no transaction open, and goes when the delivery settles, drops, or the
-broker shuts down; on SQLite the process keeps the keys in work."""
+"""The advisory lock form on every stand (docs/reference.md#advisory-form,
+docs/reference.md#scenarios-advisory): each row is held by a lock on its key; on PostgreSQL and
+MariaDB the lock lives in the session a delivery keeps, with no transaction open, and goes when the
+delivery settles, drops, or the broker shuts down; on SQLite the process keeps the keys in work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Batches on every stand and form (REFERENCE.md §6.3, §10.2 forms/batches.rs).
+"""Batches on every stand and form (docs/reference.md#batches, docs/reference.md#scenarios-batches).
 
 The row lock form's all-or-nothing batch (BatchRolledBack) is in test_row_lock.py.
 """

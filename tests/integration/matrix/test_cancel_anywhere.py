@@ -1,6 +1,6 @@
-"""Cancel ``App.serve`` at each of its checkpoints, on every stand and form (DESIGN.md §2:
-"cancelling the scope around it is a graceful shutdown"; "after shutdown no lock is held, no
-connection is open, no transaction is open").
+"""Cancel ``App.serve`` at each of its checkpoints, on every stand and form
+(docs/design.md#trio-structure: "cancelling the scope around it is a graceful shutdown"; "after
+shutdown no lock is held, no connection is open, no transaction is open").
 
 The way Trio tests itself: one trial runs uncancelled and counts the task steps of ``serve``
 and of every task under it, from its start until every row is settled (M). Then each trial N

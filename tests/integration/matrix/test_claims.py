@@ -1,6 +1,6 @@
 """A subscription's claims: they never take the pool's last connection, and they run side by
 side only where the dialect allows and only once a claim found rows, in every form, on every
-stand (REFERENCE.md §3.1 Workers, §10.2 forms/claims.rs)."""
+stand (docs/reference.md#workers, docs/reference.md#scenarios-claims)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ async def test_a_subscription_leaves_the_pool_its_last_connection(
     assert stand.rows("SELECT * FROM plain_jobs") == []
 
 
-# -- claims side by side (REFERENCE.md §3.1 Workers) ---------------------------------------------
+# -- claims side by side (docs/reference.md#workers) ---------------------------------------------
 
 # Where claims of one subscription may run at once: not SQLite (one writer), not the MySQL lease
 # claim (a transaction that locks the rows it reads).

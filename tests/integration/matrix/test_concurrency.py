@@ -1,5 +1,6 @@
-"""Claimers that run side by side on one database, on every stand and form (REFERENCE.md
-§3.1, §10.2 forms/concurrency.rs, databases/mysql_family).
+"""Claimers that run side by side on one database, on every stand and form
+(docs/reference.md#claim-loop, docs/reference.md#scenarios-concurrency,
+docs/reference.md#scenarios-databases).
 
 Two OS processes are in test_processes.py.
 """

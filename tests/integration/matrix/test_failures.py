@@ -1,5 +1,6 @@
-"""Failed claims, failing handlers and settlements that find their row gone, on every stand and
-form (REFERENCE.md §3.1, §5.1, §10.2 failures/failures.rs, databases/mysql_family)."""
+"""Failed claims, failing handlers and settlements that find their row gone, on every stand and form
+(docs/reference.md#claim-loop, docs/reference.md#handler-outcomes,
+docs/reference.md#scenarios-failures, docs/reference.md#scenarios-databases)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""FIFO groups (``Group(fifo=True)``, REFERENCE.md §3.6, tests/forms/fifo.rs) on PostgreSQL and
-MariaDB in the row lock and lease forms, and on SQLite in the lease form: a group's rows are
-handled one at a time in order, whatever the workers, across brokers, and while another
-transaction holds the group's guard; a retried, failing or delayed head holds its group at its
-place (behind the rows due before it only with ``delayed_rows_move_behind``), a dead letter
-moves a poison head out; other groups run beside it."""
+"""FIFO groups (``Group(fifo=True)``, docs/reference.md#fifo-groups,
+docs/reference.md#scenarios-fifo) on PostgreSQL and MariaDB in the row lock and lease forms, and on
+SQLite in the lease form: a group's rows are handled one at a time in order, whatever the workers,
+across brokers, and while another transaction holds the group's guard; a retried, failing or delayed
+head holds its group at its place (behind the rows due before it only with
+``delayed_rows_move_behind``), a dead letter moves a poison head out; other groups run beside it."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ async def test_a_failing_head_waits_out_its_backoff(
 @pytest.mark.parametrize("behind", [False, True], ids=["at_its_place", "moved_behind"])
 async def test_a_delayed_head(case: Case, clock: VirtualClock, behind: bool) -> None:
     """``retry_after(d)`` keeps the head at its place, holding its group, unless delayed rows
-    move behind: then it waits behind the rows due before it (REFERENCE.md's [1, 2, 3, 1])."""
+    move behind: then it waits behind the rows due before it (the reference's [1, 2, 3, 1])."""
     row = (LEDGER_BEHIND if behind else LEDGER)[case.form]
     broker = case.stand.broker()
     ledger = Ledger()

@@ -1,6 +1,6 @@
-"""The lease form on every stand (REFERENCE.md §3.3, §10.2 forms/lease.rs): the claim commits
-and counts, the lease is the delivery's token (whole seconds, so a MariaDB DATETIME without
-fractions holds it exactly), the keeper extends it, a drop clears it."""
+"""The lease form on every stand (docs/reference.md#lease-form, docs/reference.md#scenarios-lease):
+the claim commits and counts, the lease is the delivery's token (whole seconds, so a MariaDB
+DATETIME without fractions holds it exactly), the keeper extends it, a drop clears it."""
 
 from __future__ import annotations
 

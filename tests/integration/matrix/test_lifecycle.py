@@ -1,5 +1,6 @@
 """Serving an app on every stand and form: startup, hooks, startup refusals and shutdown
-(DESIGN.md §2, REFERENCE.md §9.3, §10.2 conformance lifecycle/shutdown, databases/mysql_family).
+(docs/design.md#trio-structure, docs/reference.md#opening-a-subscription,
+docs/reference.md#scenarios-lifecycle, docs/reference.md#scenarios-databases).
 
 What only SQLite has (the sqlite3 connections the driver opens and closes, the row lock form
 refused at include) is in tests/integration/sqlite/test_lifecycle.py.

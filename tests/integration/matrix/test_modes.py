@@ -1,5 +1,6 @@
-"""Payloads byte for byte, row mode, and delayed publishes on every stand and form (REFERENCE.md
-§6.1, §6.2, §7.1, §10.2 row_mode/*).
+"""Payloads byte for byte, row mode, and delayed publishes on every stand and form
+(docs/reference.md#payload-mode, docs/reference.md#row-mode, docs/reference.md#publish-api,
+docs/reference.md#scenarios-modes).
 
 Codecs decoding into dataclasses, msgspec, pydantic and TypedDicts, and the refusals of
 publish, differ in no database: they are in tests/integration/sqlite/test_modes.py.
@@ -101,8 +102,8 @@ async def test_row_mode_hands_the_row_itself(case: Case) -> None:
             assert mail.locked_until.tzinfo is UTC
             assert mail.locked_until > mail.retry_after
         elif isinstance(mail, LeasedMail):
-            # The servers' claims return the row as it was before the stamp (REFERENCE.md
-            # §3.3): a fresh row has no lease yet.
+            # The servers' claims return the row as it was before the stamp
+            # (docs/reference.md#lease-form): a fresh row has no lease yet.
             assert mail.locked_until is None
 
 

@@ -1,6 +1,7 @@
-"""Outcomes in every form on every stand (REFERENCE.md §5.2, §10.2 delivery/outcomes.rs): ack
-and drop finish the row, retry counts the attempt and returns it at once, a delayed retry
-waits in the table until it is due, and payloads arrive byte for byte."""
+"""Outcomes in every form on every stand (docs/reference.md#outcome-mapping,
+docs/reference.md#scenarios-outcomes): ack and drop finish the row, retry counts the attempt and
+returns it at once, a delayed retry waits in the table until it is due, and payloads arrive byte for
+byte."""
 
 from __future__ import annotations
 

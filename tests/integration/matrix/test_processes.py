@@ -1,4 +1,4 @@
-"""Two OS processes serving one table (REFERENCE.md §10.2 forms/concurrency.rs, advisory
+"""Two OS processes serving one table (docs/reference.md#scenarios-concurrency, advisory
 sessions): every row is delivered exactly once across both, and rows that share an advisory
 key are never in work at the same time.
 

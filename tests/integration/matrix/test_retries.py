@@ -1,7 +1,8 @@
-"""Retries and dead letters in every form on every stand (REFERENCE.md §5.3, §10.2
-delivery/retries.rs): at the cap a row moves to its dead letter group, or into its dead letter
-table (one statement on PostgreSQL, a copy and a delete in one transaction on MariaDB and
-SQLite), and the two halves of the declaration come together."""
+"""Retries and dead letters in every form on every stand
+(docs/reference.md#max-attempts-and-dead-letters, docs/reference.md#scenarios-retries): at the cap a
+row moves to its dead letter group, or into its dead letter table (one statement on PostgreSQL, a
+copy and a delete in one transaction on MariaDB and SQLite), and the two halves of the declaration
+come together."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The row lock form on the servers (REFERENCE.md §3.2, §10.2): the claim's transaction holds
-the row (FOR UPDATE SKIP LOCKED) for the whole handler; a settlement runs in it and commits, a
-retry counts the attempt as it settles, a drop rolls back; the rows of a batch share the
-transaction and commit all or nothing; the transaction opens at the table's declared level
-(READ COMMITTED by default on MariaDB)."""
+"""The row lock form on the servers (docs/reference.md#row-lock-form,
+docs/reference.md#acceptance-scenarios): the claim's transaction holds the row (FOR UPDATE SKIP
+LOCKED) for the whole handler; a settlement runs in it and commits, a retry counts the attempt as it
+settles, a drop rolls back; the rows of a batch share the transaction and commit all or nothing; the
+transaction opens at the table's declared level (READ COMMITTED by default on MariaDB)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Transactional mode on every stand and form (REFERENCE.md §6.4, §10.2 transactional/*,
-isolation/repeatable_read).
+"""Transactional mode on every stand and form (docs/reference.md#transactional-mode,
+docs/reference.md#scenarios-transactional, isolation/repeatable_read).
 
 On SQLite a delivery's transaction holds the single write lock from its first write until it
 settles, so these subscriptions run one worker, and a handler that writes through the pool does

@@ -1,5 +1,5 @@
-"""Wake-on-publish in one process, on every stand and form (REFERENCE.md §3.1, §7.2, §10.2
-wake/same_process).
+"""Wake-on-publish in one process, on every stand and form (docs/reference.md#claim-loop,
+docs/reference.md#wake-on-publish, docs/reference.md#scenarios-wake).
 
 Every test runs on virtual time with a one-hour poll interval: a subscription that is woken
 claims with ``trio.current_time()`` still near zero, one that is not waits the whole hour.

@@ -1,5 +1,5 @@
-"""PostgreSQL LISTEN/NOTIFY (REFERENCE.md §7.3, §10.2 wake/notify): publishes of another
-process wake this one's subscriptions at once instead of at the next poll.
+"""PostgreSQL LISTEN/NOTIFY (docs/reference.md#listen-and-notify, docs/reference.md#scenarios-wake):
+publishes of another process wake this one's subscriptions at once instead of at the next poll.
 
 These tests run on Trio's real clock: a notification arrives on a socket while every task
 waits, which a virtual clock would skip past.

@@ -1,6 +1,7 @@
 """Row classes and DDL for the SQLite-only scenario tests (transaction modes, codecs, row mode
-handler and publish refusals, sqlite3 connections; REFERENCE.md §10.2), and raw inserts that wake
-nobody. The scenarios every database runs use tests/integration/matrix/schema.py."""
+handler and publish refusals, sqlite3 connections; docs/reference.md#acceptance-scenarios), and raw
+inserts that wake nobody. The scenarios every database runs use
+tests/integration/matrix/schema.py."""
 
 from __future__ import annotations
 

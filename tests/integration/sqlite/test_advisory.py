@@ -1,8 +1,8 @@
-"""The advisory form on SQLite (REFERENCE.md §3.4, §10.2 forms/advisory/*, seed 000): what only
-SQLite asks. The process keeps the keys in work per database file (whatever path names it), and
-its candidate select passes over them: several keys are in work at once, never two rows of one
-key, and a settlement wakes the claim loop. Every advisory scenario of every stand runs
-in tests/integration/matrix/test_advisory.py."""
+"""The advisory form on SQLite (docs/reference.md#advisory-form,
+docs/reference.md#scenarios-advisory): what only SQLite asks. The process keeps the keys in work per
+database file (whatever path names it), and its candidate select passes over them: several keys are
+in work at once, never two rows of one key, and a settlement wakes the claim loop. Every advisory
+scenario of every stand runs in tests/integration/matrix/test_advisory.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``broker.insert_statement``: a queue row written on a connection trinbox does not own, in
-the user's own transaction (REFERENCE.md §7.1 ``Insert``)."""
+the user's own transaction (docs/reference.md#publish-api ``Insert``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The lease form on SQLite: what only SQLite's text times ask (REFERENCE.md §10.2 forms/lease.rs,
+"""The lease form on SQLite: what only SQLite's text times ask (docs/reference.md#scenarios-lease,
 Lite). Every lease scenario of every stand runs in tests/integration/matrix/test_lease.py."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""What serving and shutting down does on SQLite alone: every sqlite3 connection the driver
-opened is closed, and the row lock form is refused (DESIGN.md §2, REFERENCE.md §9.3). Serving,
-hooks, startup refusals and shutdown on every database are in
-tests/integration/matrix/test_lifecycle.py."""
+"""What serving and shutting down does on SQLite alone: every sqlite3 connection the driver opened
+is closed, and the row lock form is refused (docs/design.md#trio-structure,
+docs/reference.md#opening-a-subscription). Serving, hooks, startup refusals and shutdown on every
+database are in tests/integration/matrix/test_lifecycle.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Payload codecs, the handler and publish refusals of row mode, and the rules of publishing,
-on SQLite (REFERENCE.md §6.1, §6.2, §7.1, §9.4; DESIGN.md §1). None of them differs between
-databases; binary payloads, row mode and delayed publishes run on every database in
+"""Payload codecs, the handler and publish refusals of row mode, and the rules of publishing, on
+SQLite (docs/reference.md#payload-mode, docs/reference.md#row-mode, docs/reference.md#publish-api,
+docs/reference.md#rows-that-do-not-decode; docs/design.md#what-a-user-writes). None of them differs
+between databases; binary payloads, row mode and delayed publishes run on every database in
 tests/integration/matrix/test_modes.py.
 
 Each payload test publishes one message through the broker and checks what the handler got.

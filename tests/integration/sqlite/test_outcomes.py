@@ -1,5 +1,6 @@
 """Outcomes on SQLite: what only SQLite's dynamic typing asks. Every outcome scenario of
-REFERENCE.md §10.2 outcomes.rs runs on each stand in tests/integration/matrix/test_outcomes.py."""
+docs/reference.md#scenarios-outcomes runs on each stand in
+tests/integration/matrix/test_outcomes.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""SQLite's transaction modes in transactional mode, lease and advisory forms (REFERENCE.md
-§6.4, §10.2 isolation/sqlite_modes).
+"""SQLite's transaction modes in transactional mode, lease and advisory forms
+(docs/reference.md#transactional-mode, docs/reference.md#scenarios-isolation).
 
 SQLite has one writer: a delivery's transaction holds the write lock from its first write until
 it settles, or from BEGIN when the table opens its transactions IMMEDIATE. What transactional
