@@ -55,7 +55,6 @@ from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._spec import KeyColumn as KeyColumn
 from ._declare._spec import KeyLiteral as KeyLiteral
 from ._declare._sqltype import SqlType as SqlType
-from ._errors import AlreadySettled as AlreadySettled
 from ._errors import AlreadySubscribed as AlreadySubscribed
 from ._errors import BatchRolledBack as BatchRolledBack
 from ._errors import Closed as Closed
@@ -219,7 +218,6 @@ __all__ = [
     "SettlementError",
     "LeaseLost",
     "BatchRolledBack",
-    "AlreadySettled",
     "HandlerFailed",
     "Closed",
     "MissingDriver",

@@ -18,8 +18,7 @@
     │   └── ConnectionLost      the connection broke mid-statement
     ├── SettlementError         a delivery could not be settled as its outcome says
     │   ├── LeaseLost           the lease ran out and another claim took the row
-    │   ├── BatchRolledBack     an earlier settlement of the row lock batch failed
-    │   └── AlreadySettled      a delivery was settled twice
+    │   └── BatchRolledBack     an earlier settlement of the row lock batch failed
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
     ├── Closed                  the broker is shut down
     └── MissingDriver           a broker's driver is not installed (also an ImportError)
@@ -30,7 +29,6 @@ Messages state the rule that was broken, what was found, and the fix.
 from __future__ import annotations
 
 __all__ = [
-    "AlreadySettled",
     "AlreadySubscribed",
     "BatchRolledBack",
     "Closed",
@@ -161,14 +159,10 @@ class BatchRolledBack(SettlementError):
     """An earlier settlement of this row lock batch failed, so the whole batch rolls back."""
 
 
-class AlreadySettled(SettlementError):
-    """A delivery is settled once."""
-
-
 class TransactionHeld(TrinboxError):
-    """A ``Tx`` was used after its transaction ended: a delivery's ``keys.Tx`` after its
-    delivery settled (a handler kept it), or ``broker.transaction()``'s after its block.
-    Nothing ran."""
+    """A handle was used after what it lends ended: a delivery's ``keys.Tx`` after its
+    delivery settled (a handler kept it), ``broker.transaction()``'s ``Tx`` after its block,
+    or a connection of ``keys.Pool.connection()`` after its block. Nothing ran."""
 
 
 class HandlerFailed(TrinboxError):

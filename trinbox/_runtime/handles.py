@@ -45,6 +45,11 @@ BLOCK = (
     "used after the block; do the work inside the block, or open another transaction with "
     "async with broker.transaction() as tx"
 )
+HELD = (
+    "a connection from keys.Pool.connection() goes back to the pool with its async with "
+    "block, found it used after the block; do the work inside the block, or take another "
+    "with async with pool.connection() as conn"
+)
 
 
 class _Runs:
@@ -152,8 +157,20 @@ class Held(_Runs):
     until a ``COMMIT`` or the block's end)."""
 
     def __init__(self, conn: Connection, style: ParamStyle) -> None:
-        self._conn = conn
+        self._held: Connection | None = conn
         self._style = style
+
+    @property
+    def _conn(self) -> Connection:  # type: ignore[override]
+        if self._held is None:
+            raise TransactionHeld(HELD)
+        return self._held
+
+    def end(self) -> None:
+        """The block ended and the connection went back to the pool: what a holder of this
+        handle runs raises ``TransactionHeld``, never a statement on a connection the pool
+        has lent to another task."""
+        self._held = None
 
 
 @final
@@ -183,9 +200,11 @@ class Pool(_Runs):
         (never the driver's own connection: its internals are trinbox's); returned, rolled
         back if a transaction is left open, when the block ends."""
         conn = await self._pool.acquire("keys.Pool")
+        held = Held(conn, self._style)
         try:
-            yield Held(conn, self._style)
+            yield held
         finally:
+            held.end()
             if conn.in_transaction:
                 await rollback_quietly(conn)
             await give_back(self._pool, conn)

@@ -21,13 +21,6 @@ class Permit:
         await self._event.wait()
         self._event = trio.Event()
 
-    def take_nowait(self) -> bool:
-        """Consume a stored wake without waiting; whether there was one."""
-        if self._event.is_set():
-            self._event = trio.Event()
-            return True
-        return False
-
 
 class WakeBoard:
     """One permit per (table, group) a subscription reads; ``None`` group = the whole table (a

@@ -59,3 +59,35 @@ async def test_a_tx_kept_past_its_block_raises_transaction_held_and_runs_nothing
             await broker.aclose()
     assert stand.rows("SELECT tenant FROM plain_jobs") == [("committed",)]
     assert stand.value("SELECT count(*) FROM email_jobs") == 0
+
+
+@cells(forms=["lease"])
+async def test_a_connection_kept_past_its_block_raises_transaction_held_and_runs_nothing(
+    case: Case,
+) -> None:
+    """``keys.Pool.connection()`` lends its connection for its block alone: one kept past it
+    runs nothing on the connection back in the pool, in autocommit or inside the transaction
+    another task opened on it."""
+    stand = case.stand
+    insert = native(case.name, "INSERT INTO plain_jobs (tenant) VALUES (?)")
+    async with asyncio_loop(stand.name != "sqlite"):
+        broker = stand.broker(pool_size=2)
+        await broker.open()
+        try:
+            pool = broker.database
+            async with pool.connection() as conn:
+                await conn.execute(insert, "in the block")
+            kept = conn
+            with pytest.raises(TransactionHeld, match="goes back to the pool with its async"):
+                await kept.execute(insert, "kept, autocommit")
+            with pytest.raises(TransactionHeld):
+                await kept.fetch("SELECT tenant FROM plain_jobs")
+            with pytest.raises(Boom):
+                async with broker.transaction() as other:
+                    await other.execute(insert, "other")
+                    with pytest.raises(TransactionHeld):
+                        await kept.execute(insert, "kept, inside another")
+                    raise Boom
+        finally:
+            await broker.aclose()
+    assert stand.rows("SELECT tenant FROM plain_jobs") == [("in the block",)]
