@@ -22,10 +22,10 @@ from typing import Any
 import trio
 
 from trinbox import App, AppInfo, InboxQueue, subscriber
+from trinbox._engine.deliveries import DeliveryRunner
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
-from trinbox._runtime.deliveries import DeliveryRunner
 from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, fill

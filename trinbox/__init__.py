@@ -3,7 +3,10 @@
 Layers (a module imports only from layers below it):
 
     trinbox, trinbox.keys, trinbox.testing      public facades (re-exports only)
-    _runtime                                    app, broker, subscriptions, handlers, codecs
+    _operations                                 queue depths, dead letters, redrive
+    _engine                                     app, subscriptions, claim loop, deliveries
+    _broker                                     broker, publishing, clocks, wakes, LISTEN
+    _api                                        queues, subscriber, outcomes, codecs, events
     _forms                                      row lock, lease and advisory claim forms
     _dialects | _drivers                        SQL text (pure) | database I/O (only here)
     _declare, _errors                           row declarations, specs, markers; errors
@@ -14,6 +17,47 @@ from __future__ import annotations
 from types import ModuleType as _ModuleType
 
 from . import keys as keys
+from ._api.backoff import Backoff as Backoff
+from ._api.codecs import Codec as Codec
+from ._api.codecs import JsonCodec as JsonCodec
+from ._api.codecs import RawCodec as RawCodec
+from ._api.events import ClaimEvent as ClaimEvent
+from ._api.events import Events as Events
+from ._api.events import EventSource as EventSource
+from ._api.events import HandleEnd as HandleEnd
+from ._api.events import HandleEvent as HandleEvent
+from ._api.events import LeaseEvent as LeaseEvent
+from ._api.events import PublishEvent as PublishEvent
+from ._api.events import ReleaseEvent as ReleaseEvent
+from ._api.events import SettleEvent as SettleEvent
+from ._api.outcome import FailurePolicy as FailurePolicy
+from ._api.outcome import HandlerOutcome as HandlerOutcome
+from ._api.outcome import OnFailure as OnFailure
+from ._api.queue import Batched as Batched
+from ._api.queue import BatchesNeverTransactional as BatchesNeverTransactional
+from ._api.queue import InboxQueue as InboxQueue
+from ._api.queue import LeaseNeedsLockedUntil as LeaseNeedsLockedUntil
+from ._api.queue import Needs as Needs
+from ._api.queue import Single as Single
+from ._api.queue import Subscribable as Subscribable
+from ._api.queue import Subscriber as Subscriber
+from ._api.queue import SubscriberFactory as SubscriberFactory
+from ._api.queue import subscriber as subscriber
+from ._api.refusals import BatchTakesAList as BatchTakesAList
+from ._api.refusals import BatchTakesNoRowKeys as BatchTakesNoRowKeys
+from ._api.refusals import ContextKeyNotOptional as ContextKeyNotOptional
+from ._api.refusals import DecorateWithSubscriber as DecorateWithSubscriber
+from ._api.refusals import HandlerTakesAnotherRow as HandlerTakesAnotherRow
+from ._api.refusals import ListNeedsBatch as ListNeedsBatch
+from ._api.refusals import NotAContextKey as NotAContextKey
+from ._api.refusals import NotAHandler as NotAHandler
+from ._api.refusals import OutcomeListNeedsBatch as OutcomeListNeedsBatch
+from ._api.refusals import PayloadHandlerTakesTheMessage as PayloadHandlerTakesTheMessage
+from ._api.refusals import TxNeedsTransactional as TxNeedsTransactional
+from ._broker.broker import SqlBroker as SqlBroker
+from ._broker.clocks import DatabaseClock as DatabaseClock
+from ._broker.clocks import SystemClock as SystemClock
+from ._broker.publisher import Publisher as Publisher
 from ._declare._capabilities import AnyDatabase as AnyDatabase
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
@@ -55,6 +99,11 @@ from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._spec import KeyColumn as KeyColumn
 from ._declare._spec import KeyLiteral as KeyLiteral
 from ._declare._sqltype import SqlType as SqlType
+from ._engine.app import App as App
+from ._engine.app import AppInfo as AppInfo
+from ._engine.app import Mount as Mount
+from ._engine.app import ShutdownReport as ShutdownReport
+from ._engine.statistics import SubscriptionStatistics as SubscriptionStatistics
 from ._errors import AlreadySubscribed as AlreadySubscribed
 from ._errors import BatchRolledBack as BatchRolledBack
 from ._errors import Closed as Closed
@@ -78,52 +127,6 @@ from ._errors import TransactionHeld as TransactionHeld
 from ._errors import TrinboxError as TrinboxError
 from ._errors import UnsupportedForm as UnsupportedForm
 from ._errors import UnsupportedOpening as UnsupportedOpening
-from ._runtime.app import App as App
-from ._runtime.app import AppInfo as AppInfo
-from ._runtime.app import Mount as Mount
-from ._runtime.app import ShutdownReport as ShutdownReport
-from ._runtime.backoff import Backoff as Backoff
-from ._runtime.broker import SqlBroker as SqlBroker
-from ._runtime.clocks import DatabaseClock as DatabaseClock
-from ._runtime.clocks import SystemClock as SystemClock
-from ._runtime.codecs import Codec as Codec
-from ._runtime.codecs import JsonCodec as JsonCodec
-from ._runtime.codecs import RawCodec as RawCodec
-from ._runtime.events import ClaimEvent as ClaimEvent
-from ._runtime.events import Events as Events
-from ._runtime.events import EventSource as EventSource
-from ._runtime.events import HandleEnd as HandleEnd
-from ._runtime.events import HandleEvent as HandleEvent
-from ._runtime.events import LeaseEvent as LeaseEvent
-from ._runtime.events import PublishEvent as PublishEvent
-from ._runtime.events import ReleaseEvent as ReleaseEvent
-from ._runtime.events import SettleEvent as SettleEvent
-from ._runtime.factories import Subscribable as Subscribable
-from ._runtime.factories import SubscriberFactory as SubscriberFactory
-from ._runtime.factories import subscriber as subscriber
-from ._runtime.outcome import FailurePolicy as FailurePolicy
-from ._runtime.outcome import HandlerOutcome as HandlerOutcome
-from ._runtime.outcome import OnFailure as OnFailure
-from ._runtime.publisher import Publisher as Publisher
-from ._runtime.queue import Batched as Batched
-from ._runtime.queue import BatchesNeverTransactional as BatchesNeverTransactional
-from ._runtime.queue import InboxQueue as InboxQueue
-from ._runtime.queue import LeaseNeedsLockedUntil as LeaseNeedsLockedUntil
-from ._runtime.queue import Single as Single
-from ._runtime.refusals import BatchTakesAList as BatchTakesAList
-from ._runtime.refusals import BatchTakesNoRowKeys as BatchTakesNoRowKeys
-from ._runtime.refusals import ContextKeyNotOptional as ContextKeyNotOptional
-from ._runtime.refusals import DecorateWithSubscriber as DecorateWithSubscriber
-from ._runtime.refusals import HandlerTakesAnotherRow as HandlerTakesAnotherRow
-from ._runtime.refusals import ListNeedsBatch as ListNeedsBatch
-from ._runtime.refusals import NotAContextKey as NotAContextKey
-from ._runtime.refusals import NotAHandler as NotAHandler
-from ._runtime.refusals import OutcomeListNeedsBatch as OutcomeListNeedsBatch
-from ._runtime.refusals import PayloadHandlerTakesTheMessage as PayloadHandlerTakesTheMessage
-from ._runtime.refusals import TxNeedsTransactional as TxNeedsTransactional
-from ._runtime.statistics import SubscriptionStatistics as SubscriptionStatistics
-from ._runtime.subscribers import Needs as Needs
-from ._runtime.subscribers import Subscriber as Subscriber
 
 __all__ = [
     # declaring a table
@@ -251,7 +254,7 @@ __all__ = [
 
 def _present_as_public() -> None:
     """Name every exported class and function ``trinbox.X`` (in reprs, tracebacks and pickles),
-    not ``trinbox._runtime.queue.X``: the private module layout is nobody's business."""
+    not ``trinbox._api.queue.X``: the private module layout is nobody's business."""
     namespace = globals()
     for name in __all__:
         obj = namespace[name]

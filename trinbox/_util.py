@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-__all__ = ["evolve", "positive_duration"]
+__all__ = ["HostClock", "evolve", "positive_duration"]
 
 T = TypeVar("T")
+
+HostClock = Callable[[], datetime]
+"""A host's clock: returns an aware UTC datetime (a broker's ``clock=``, unless it is the
+database's; ``trinbox.testing.TrioClock`` follows Trio's virtual time)."""
 
 
 def evolve(obj: T, **changes: Any) -> T:

@@ -23,14 +23,14 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._api.codecs import JsonCodec, RawCodec
+from ._api.handler import HandlerPlan, plan_handler
+from ._broker.broker import SqlBroker
 from ._declare._inbox import spec_of
 from ._declare._markers import Advisory, Lease, Transactional
 from ._declare._spec import TableSpec
 from ._drivers._urls import port_of
-from ._runtime.app import App, Mount
-from ._runtime.broker import SqlBroker
-from ._runtime.codecs import JsonCodec, RawCodec
-from ._runtime.handler import HandlerPlan, plan_handler
+from ._engine.app import App, Mount
 
 __all__ = ["ASYNCAPI_VERSION", "BINDING", "BINDING_VERSION", "UndescribableType", "document"]
 

@@ -7,9 +7,9 @@ async def handle(
 
 from __future__ import annotations
 
-from ._runtime.handles import AnyTx as Tx
-from ._runtime.handles import Attempt as Attempt
-from ._runtime.handles import Pool as Pool
-from ._runtime.handles import RowId as RowId
+from ._api.handles import AnyTx as Tx
+from ._api.handles import Attempt as Attempt
+from ._api.handles import Pool as Pool
+from ._api.handles import RowId as RowId
 
 __all__ = ["Attempt", "Pool", "RowId", "Tx"]

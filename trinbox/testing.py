@@ -24,9 +24,9 @@ from typing import Any
 
 import trio
 
+from ._api.queue import Subscriber
 from ._drivers._activity import calls_in_flight
-from ._runtime.app import App
-from ._runtime.subscribers import Subscriber
+from ._engine.app import App
 
 __all__ = ["TrioClock", "VirtualClock", "idle", "settled"]
 

@@ -36,7 +36,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
-from trinbox._runtime.app import Mount
+from trinbox._engine.app import Mount
 from trinbox.schema import dialect_named
 from trinbox.testing import settled
 

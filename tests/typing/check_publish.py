@@ -33,7 +33,7 @@ from trinbox import (
     Sqlite,
     keys,
 )
-from trinbox._runtime.handles import Tx  # the class broker.transaction() yields
+from trinbox._api.handles import Tx  # the class broker.transaction() yields
 
 
 @dataclass

@@ -41,7 +41,7 @@ def test_linear_constant_and_none() -> None:
 
 
 def test_the_default_backoff_starts_at_a_second_and_stops_at_five_minutes() -> None:
-    from trinbox._runtime.backoff import DEFAULT_BACKOFF
+    from trinbox._api.backoff import DEFAULT_BACKOFF
 
     assert timedelta(seconds=0.5) <= DEFAULT_BACKOFF.delay(1) <= S
     assert DEFAULT_BACKOFF.delay(100) <= timedelta(minutes=5)

@@ -73,7 +73,7 @@ async def test_a_clean_up_outside_any_bound_gets_the_clean_up_bound(clock: Virtu
 async def test_a_block_cut_at_a_shortened_deadline_gets_its_release_for_clean_ups(
     clock: VirtualClock,
 ) -> None:
-    """As ClaimLoop.stop() does: the claim runs on until RELEASE from the stop; cut there, what
+    """As ClaimState.stop() does: the claim runs on until RELEASE from the stop; cut there, what
     it holds is released as a drop's is, within RELEASE more, however long its bound was."""
     start = trio.current_time()
     with within(60) as bound:

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from trinbox import App, Events, EventSource, HandleEnd, HandleEvent, LeaseEvent
-from trinbox._runtime.events import EventBus
+from trinbox._api.events import EventBus
 
 SOURCE = EventSource("emails", "send", "email_jobs", "emails", "sqlite")
 

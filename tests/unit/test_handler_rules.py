@@ -27,7 +27,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox._runtime import startup
+from trinbox._engine import startup
 
 
 class Mail(Inbox[Lease], table="mail"):

@@ -27,15 +27,18 @@ LAYERS: dict[str, int] = {
     "_dialects": 2,
     "_drivers": 2,
     "_forms": 3,
-    "_runtime": 4,
-    "__init__": 5,
-    "keys": 5,
-    "testing": 5,
-    "asyncapi": 5,
-    "schema": 5,
-    "metrics": 5,
-    "cli": 6,
-    "__main__": 7,
+    "_api": 4,
+    "_broker": 5,
+    "_engine": 6,
+    "_operations": 7,
+    "__init__": 8,
+    "keys": 8,
+    "testing": 8,
+    "asyncapi": 8,
+    "schema": 8,
+    "metrics": 8,
+    "cli": 9,
+    "__main__": 10,
 }
 """Each part of the package (a subpackage or a top-level module) and its layer, lowest first."""
 
@@ -52,7 +55,7 @@ FOREIGN = {"asyncio", "trio_asyncio", "asyncpg", "aiomysql", "pymysql", "sqlite3
 
 
 def part_of(module: str) -> str:
-    """``trinbox._runtime.app`` -> ``_runtime``; ``trinbox`` -> ``__init__``."""
+    """``trinbox._engine.app`` -> ``_engine``; ``trinbox`` -> ``__init__``."""
     parts = module.split(".")
     assert parts[0] == "trinbox", module
     return parts[1] if len(parts) > 1 else "__init__"
@@ -168,10 +171,24 @@ def test_only_drivers_import_foreign_io() -> None:
     [
         pytest.param(
             "trinbox._declare._spec",
-            "from .._runtime.queue import InboxQueue",
-            "trinbox._declare._spec:1 imports trinbox._runtime.queue: _declare (layer 1) may "
-            "import only lower layers, _runtime is layer 4",
+            "from .._api.queue import InboxQueue",
+            "trinbox._declare._spec:1 imports trinbox._api.queue: _declare (layer 1) may "
+            "import only lower layers, _api is layer 4",
             id="upward",
+        ),
+        pytest.param(
+            "trinbox._broker.broker",
+            "from .._engine.app import App",
+            "trinbox._broker.broker:1 imports trinbox._engine.app: _broker (layer 5) may "
+            "import only lower layers, _engine is layer 6",
+            id="broker-to-engine",
+        ),
+        pytest.param(
+            "trinbox._api.handles",
+            "from .._broker.broker import SqlBroker",
+            "trinbox._api.handles:1 imports trinbox._broker.broker: _api (layer 4) may "
+            "import only lower layers, _broker is layer 5",
+            id="api-to-broker",
         ),
         pytest.param(
             "trinbox._dialects.postgres",
@@ -188,16 +205,16 @@ def test_only_drivers_import_foreign_io() -> None:
             id="drivers-to-dialects",
         ),
         pytest.param(
-            "trinbox._runtime.app",
+            "trinbox._engine.app",
             "from trinbox import Inbox",
-            "trinbox._runtime.app:1 imports trinbox: nothing inside trinbox imports the facade "
+            "trinbox._engine.app:1 imports trinbox: nothing inside trinbox imports the facade "
             "__init__",
             id="facade",
         ),
         pytest.param(
-            "trinbox._runtime.broker",
+            "trinbox._broker.broker",
             "import importlib\nimportlib.import_module(f'trinbox.testing.{x}')",
-            "trinbox._runtime.broker:2 imports trinbox.testing: nothing inside trinbox imports "
+            "trinbox._broker.broker:2 imports trinbox.testing: nothing inside trinbox imports "
             "the facade testing",
             id="import-module",
         ),
@@ -222,7 +239,7 @@ def test_checker_finds(module: str, source: str, problem: str) -> None:
 
 
 def test_checker_allows() -> None:
-    assert violations("trinbox._runtime.app", "from .._drivers.aio import asyncio_loop") == []
+    assert violations("trinbox._engine.app", "from .._drivers.aio import asyncio_loop") == []
     assert violations("trinbox._forms._base", "from ._base import x\nfrom .._errors import E") == []
     assert violations("trinbox", "from . import keys as keys", is_package=True) == []
     assert violations("trinbox._drivers.sqlite", "import sqlite3") == []

@@ -25,13 +25,13 @@ from trinbox import (
     RetryAfter,
     RowLock,
 )
+from trinbox._broker.publishing import insert_values
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._columns import FoundColumn
 from trinbox._dialects.ddl import claim_index_columns, render_ddl
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
-from trinbox._runtime.broker import insert_values
 
 PG = PostgresDialect()
 MY = MySqlDialect()

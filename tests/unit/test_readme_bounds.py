@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from trinbox import _bounds
-from trinbox._runtime.backoff import DEFAULT_BACKOFF
+from trinbox._api.backoff import DEFAULT_BACKOFF
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 

@@ -9,7 +9,7 @@ What a dialect mounts, the (row, mode) pairs ``App.include`` takes, is spelt out
 tie the three together (PostgreSQL mounts a lease table at RepeatableRead or Serializable in
 plain mode only: a transactional lease handler must see the lease extensions committed after it
 began). ``App.include`` has one overload per dialect that asks for a subscriber whose ``Needs``
-(subscribers.py) are among them; tests/typing/check_matrix.py has every cell.
+(_api/queue.py) are among them; tests/typing/check_matrix.py has every cell.
 
 The row's slot is the protocol ``RowOf``, not the class ``Inbox``: ``Inbox``'s type parameters
 are constrained (one form, one opening per table), and a dialect's capabilities are unions.

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from .._declare._inbox import Inbox
-from .._runtime.app import App
+from .._engine.app import App
 
 __all__ = ["load_app", "load_object", "load_row"]
 

@@ -9,9 +9,9 @@ from typing import TypeVar
 import click
 import trio
 
+from .._engine.app import App
 from .._errors import TrinboxError
-from .._runtime.app import App
-from .._runtime.operations import Queue, opened, queues_of
+from .._operations.queues import Queue, opened, queues_of
 from ._load import load_app
 from .run import one_line
 

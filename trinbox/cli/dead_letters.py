@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from .._errors import DeclarationError, TrinboxError
-from .._runtime.operations import (
+from .._operations.queues import (
     CHUNK,
     DeadRow,
     Queue,

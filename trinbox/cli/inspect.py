@@ -12,7 +12,7 @@ from dataclasses import asdict
 
 import click
 
-from .._runtime.operations import QueueDepth, depths
+from .._operations.queues import QueueDepth, depths
 from ._queues import app_queues, choose, run_open, table
 
 __all__ = ["command", "render"]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import click
 import trio
 
+from .._engine.app import App, ShutdownReport
 from .._errors import ConnectError, DeclarationError, StartupError
-from .._runtime.app import App, ShutdownReport
 from ._load import load_app
 from ._logs import Held, configure
 

@@ -31,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - the extra's absence is tested i
     )
     raise ImportError(msg, name=exc.name) from exc
 
-from .._runtime.events import (
+from .._api.events import (
     ClaimEvent,
     Events,
     EventSource,

@@ -30,8 +30,7 @@ except ImportError as exc:  # pragma: no cover - the extra's absence is tested i
     )
     raise ImportError(msg, name=exc.name) from exc
 
-from .._runtime.app import App
-from .._runtime.events import (
+from .._api.events import (
     ClaimEvent,
     Events,
     HandleEnd,
@@ -41,7 +40,8 @@ from .._runtime.events import (
     ReleaseEvent,
     SettleEvent,
 )
-from .._runtime.operations import depths, queues_of
+from .._engine.app import App
+from .._operations.queues import depths, queues_of
 
 __all__ = ["DepthLike", "PrometheusMetrics", "QueueDepthGauges"]
 

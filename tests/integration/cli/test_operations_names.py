@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trinbox import InboxQueue, subscriber
-from trinbox._runtime.operations import dead_rows, depths, opened, queues_of, redrive
+from trinbox._operations.queues import dead_rows, depths, opened, queues_of, redrive
 
 from ..._names import FIELDS, Shape, declare
 from ..matrix.test_names import create, quote, rows, run, table_of

@@ -31,7 +31,7 @@ from trinbox import (
     keys,
     subscriber,
 )
-from trinbox._runtime.operations import dead_rows, depths, opened, queues_of, redrive
+from trinbox._operations.queues import dead_rows, depths, opened, queues_of, redrive
 from trinbox.testing import settled
 
 from ..serving import make_app, serving

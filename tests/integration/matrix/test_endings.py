@@ -15,9 +15,9 @@ import trio
 import trio.lowlevel
 
 from trinbox import App, HandlerOutcome, InboxQueue, SchemaError, subscriber
+from trinbox._engine.claim_state import ClaimState
+from trinbox._engine.steps import StepRules
 from trinbox._forms._base import Delivery, Step
-from trinbox._runtime.claim_loop import ClaimLoop
-from trinbox._runtime.steps import StepRules
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
@@ -223,10 +223,10 @@ async def test_a_crash_of_the_claim_loop_ends_serve_with_its_error(
 ) -> None:
     add_rows(case, 1)
 
-    def crash(loop: ClaimLoop, deliveries: object, *, started: float) -> None:
+    def crash(state: ClaimState, deliveries: object, *, started: float) -> None:
         raise RuntimeError("a bug in trinbox")
 
-    monkeypatch.setattr(ClaimLoop, "after_claim", crash)
+    monkeypatch.setattr(ClaimState, "after_claim", crash)
 
     @subscriber(InboxQueue(case.email, "emails"))
     async def handle(job: Job) -> None:

@@ -43,7 +43,7 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
-from trinbox._runtime.operations import depths, opened, queues_of, redrive
+from trinbox._operations.queues import depths, opened, queues_of, redrive
 from trinbox.schema import ddl
 from trinbox.testing import VirtualClock, idle, settled
 

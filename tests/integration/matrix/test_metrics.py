@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 import trinbox
 from trinbox import App, ClaimEvent, Events, HandlerOutcome, InboxQueue, keys, subscriber
-from trinbox._runtime.statistics import SHARE_EVERY
+from trinbox._engine.statistics import SHARE_EVERY
 from trinbox.metrics.otel import OpenTelemetryEvents
 from trinbox.metrics.prometheus import PrometheusMetrics, QueueDepthGauges
 from trinbox.testing import VirtualClock, settled

@@ -30,9 +30,10 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox._broker import broker as broker_module
+from trinbox._engine import claim_loop, deliveries
 from trinbox._forms._base import Delivery, Step
 from trinbox._forms.lease import LeaseForm
-from trinbox._runtime import claim_loop, deliveries, publishing
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
@@ -224,7 +225,7 @@ async def test_without_a_hook_no_event_is_timed_or_made(
     def never() -> int:
         raise AssertionError("an event was timed with no hook registered")
 
-    for module in (deliveries, claim_loop, publishing):
+    for module in (deliveries, claim_loop, broker_module):
         monkeypatch.setattr(module, "now_ns", never)
     broker = case.stand.broker()
     send = outcome_handler(case)

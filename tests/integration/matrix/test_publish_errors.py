@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from trinbox import DeclarationError, SqlBroker
+from trinbox._api.codecs import RawCodec
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._runtime.codecs import RawCodec
 
 from .conftest import Case
 from .kit import cells

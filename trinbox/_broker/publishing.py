@@ -1,124 +1,25 @@
-"""Publishing: a row's insert values from a publish's message and columns, and the write of
-one row on a connection (with the hooks' event and the NOTIFY that wakes other processes).
-
-``SqlBroker.publish`` and friends (broker.py) choose the connection; this module writes.
-"""
+"""What a publish writes: a row's insert values from its message and columns, checked (each
+mistake a ``DeclarationError`` naming the field and the fix), and the error of a NOTIFY that
+failed inside the transaction. ``SqlBroker`` (broker.py) writes them."""
 
 from __future__ import annotations
 
 import logging
-import time
 import typing
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
+from .._api.codecs import Codec
 from .._declare._spec import TableSpec
+from .._dialects._base import Dialect
 from .._dialects._clock import delay_slot
 from .._errors import DatabaseError, DeclarationError
-from .._forms._base import give_back
-from .codecs import Codec
-from .events import EventBus, PublishEvent, now_ns
 
-if TYPE_CHECKING:
-    from .broker import SqlBroker
-
-__all__ = [
-    "group_of",
-    "insert_values",
-    "observed_write",
-    "row_values",
-    "write_pooled",
-    "write_row",
-]
+__all__ = ["aborted_by_notify", "group_of", "insert_values", "row_values"]
 
 logger = logging.getLogger("trinbox.publish")
 
 
-async def write_pooled(
-    broker: SqlBroker[Any],
-    spec: TableSpec,
-    message: object,
-    delay: timedelta | None,
-    columns: dict[str, object],
-) -> None:
-    """``write_row`` on a connection of the broker's pool, given back after."""
-    conn = await broker.pool.acquire("publish")
-    try:
-        await write_row(broker, conn, spec, message, delay, columns)
-    finally:
-        await give_back(broker.pool, conn)
-
-
-async def observed_write(
-    broker: SqlBroker[Any],
-    events: EventBus,
-    spec: TableSpec,
-    message: object,
-    delay: timedelta | None,
-    columns: dict[str, object],
-    conn: Any = None,
-) -> None:
-    """A publish reported to the hooks, with its time and error (on ``conn``: inside a
-    transaction; else on a pooled connection)."""
-    start, t0 = now_ns(), time.perf_counter()
-    error: BaseException | None = None
-    try:
-        if conn is not None:
-            await write_row(broker, conn, spec, message, delay, columns)
-        else:
-            await write_pooled(broker, spec, message, delay, columns)
-    except BaseException as exc:
-        error = exc
-        raise
-    finally:
-        events.published(
-            PublishEvent(
-                spec.qualified_name,
-                group_of(spec, columns),
-                "postgresql" if broker.kind == "postgres" else broker.kind,
-                conn is not None,
-                start,
-                time.perf_counter() - t0,
-                error,
-            )
-        )
-
-
-async def write_row(
-    broker: SqlBroker[Any],
-    conn: Any,
-    spec: TableSpec,
-    message: object,
-    delay: timedelta | None,
-    columns: dict[str, object],
-) -> None:
-    """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes."""
-    dialect = broker.dialect
-    statement = dialect.insert(spec)
-    values = row_values(broker, spec, message, columns, delay)
-    await conn.execute(statement.sql, statement.bind(values))
-    notify = dialect.notify_statement()
-    if broker.listen_notify and notify is not None:
-        group = group_of(spec, columns) or ""
-        # Read before the NOTIFY: a failed statement may end what it ran in.
-        in_transaction = conn.in_transaction
-        try:
-            await conn.execute(
-                notify.sql, notify.bind({"channel": spec.qualified_name, "group": group})
-            )
-        except DatabaseError as exc:
-            if in_transaction:
-                raise _aborted_by_notify(spec, exc) from exc
-            # In autocommit the insert committed on its own: only the wake-up is lost.
-            logger.warning(
-                "NOTIFY for %s failed; the row is written, and other processes see it at "
-                "their next poll",
-                spec.label,
-                exc_info=True,
-            )
-
-
-def _aborted_by_notify(spec: TableSpec, exc: DatabaseError) -> DatabaseError:
+def aborted_by_notify(spec: TableSpec, exc: DatabaseError) -> DatabaseError:
     """A NOTIFY that failed inside a transaction failed the transaction (PostgreSQL aborts it
     at the first error): the publish failed, and so will everything after it. Logged as
     that, and raised to the publisher."""
@@ -134,18 +35,18 @@ def _aborted_by_notify(spec: TableSpec, exc: DatabaseError) -> DatabaseError:
 
 
 def row_values(
-    broker: SqlBroker[Any],
+    dialect: Dialect,
     spec: TableSpec,
     message: object,
     columns: dict[str, object],
     delay: timedelta | None,
+    now: datetime,
+    codec: Codec,
 ) -> dict[str, object]:
-    """The insert's values by slot, as the broker's driver binds them. On the database clock
-    a RetryAfter field the publish leaves out is the server's now plus the delay (bound in
-    microseconds; the host's now only bounds it, as a retry's)."""
-    dialect = broker.dialect
-    now = broker.clock()
-    raw = insert_values(spec, message, columns, now, delay, broker.codec)
+    """The insert's values by slot, as the dialect's driver binds them (``now``: the host's).
+    On the database clock a RetryAfter field the publish leaves out is the server's now plus
+    the delay (bound in microseconds; the host's now only bounds it, as a retry's)."""
+    raw = insert_values(spec, message, columns, now, delay, codec)
     due = spec.retry_after
     if dialect.database_clock and due is not None and not due.generated:
         given = due.field in columns

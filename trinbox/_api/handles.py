@@ -29,7 +29,9 @@ RowId = NewType("RowId", object)
 """The delivery's row id, the value of the row's ``Id`` field as the row class types it (an
 ``int`` for a generated id): an ``object`` to mypy, since each table has its own id type."""
 
-Publisher = Callable[..., Awaitable[None]]
+WriteRow = Callable[..., Awaitable[tuple[str, str | None]]]
+"""How a ``Tx`` publishes: its broker writes the row on the given connection, and says where
+it went (the table and group to wake once the transaction commits)."""
 
 D = TypeVar("D", bound=Serves[Any], covariant=True, default=Any)
 F = TypeVar("F", bound=Form)
@@ -93,11 +95,11 @@ class Tx(_Runs, Generic[D]):
     as the broker's does); a handler's ``keys.Tx`` is ``Tx[Any]``."""
 
     def __init__(
-        self, conn: Connection, publisher: Publisher, style: ParamStyle, *, ended: str = DELIVERY
+        self, conn: Connection, write: WriteRow, style: ParamStyle, *, ended: str = DELIVERY
     ) -> None:
         self._tx_conn: Connection | None = conn
         self._style = style
-        self._publisher = publisher
+        self._write = write
         self._ended = ended
         self.published: list[tuple[str, str | None]] = []
 
@@ -126,7 +128,7 @@ class Tx(_Runs, Generic[D]):
     ) -> None: ...
     async def publish(self, row_type: Any, message: object = None, **columns: object) -> None:
         """Write a row into a queue table inside this transaction; it commits with it."""
-        await self._publisher(self, row_type, message, **columns)
+        self.published.append(await self._write(self._conn, row_type, message, **columns))
 
     @overload
     async def publish_row(
@@ -140,7 +142,8 @@ class Tx(_Runs, Generic[D]):
         """Write ``row``, an instance of a row class, inside this transaction (see
         ``SqlBroker.publish_row``)."""
         fields = row_fields(row, delay=delay is not None)
-        await self._publisher(self, type(row), None, delay=delay, **fields)
+        written = await self._write(self._conn, type(row), None, delay=delay, **fields)
+        self.published.append(written)
 
 
 AnyTx: TypeAlias = Tx[Serves[object]]

@@ -17,13 +17,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final, is_typeddict
 
+from .._api.handles import Tx
+from .._api.queue import InboxQueue
 from .._declare._capabilities import RowOf, Serves
 from .._declare._inbox import spec_of
 from .._declare._markers import Form
 from .._errors import DeclarationError
 from .broker import SqlBroker
-from .handles import Tx
-from .queue import InboxQueue
 
 __all__ = ["Publisher"]
 

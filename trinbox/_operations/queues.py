@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._spec import TableSpec
 from .._dialects import _inspect as sql
 from .._dialects._base import DeadLetter
 from .._drivers._base import Connection
 from .._drivers.aio import asyncio_loop
+from .._engine.app import App, Mount
+from .._engine.startup import declared_dead_letter
 from .._errors import DeclarationError
 from .._forms._base import give_back, rollback_quietly
-from .app import App, Mount
-from .broker import SqlBroker
-from .startup import _dead_letter
 
 __all__ = [
     "DeadRow",
@@ -116,7 +116,7 @@ def queue_of(mount: Mount) -> Queue:
     queue = mount.subscriber.queue
     spec = spec_of(queue.row)
     where = f"{queue.name} on {spec.label}"
-    dead = _dead_letter(where, spec, mount.attempts, mount.dead_letter_to)
+    dead = declared_dead_letter(where, spec, mount.attempts, mount.dead_letter_to)
     return Queue(mount.broker, spec, queue.name, queue.group, dead, queue.attempt_at_claim)
 
 
@@ -160,16 +160,16 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
     and broker for the queues, one per queue for its dead letters."""
     # By broker and table as declared (two row classes of one table's shape read it once).
     tables: dict[tuple[int, TableSpec], list[Queue]] = {}
-    for q in queues:
-        tables.setdefault((id(q.broker), q.spec), []).append(q)
+    for queue in queues:
+        tables.setdefault((id(queue.broker), queue.spec), []).append(queue)
     by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]] = {}
     for same in tables.values():
         first = same[0]
         groups: list[str] = []
-        for q in same:
-            if q.group is not None and q.group not in groups:
-                groups.append(q.group)
-        if any(_every_group(q) for q in same):
+        for queue in same:
+            if queue.group is not None and queue.group not in groups:
+                groups.append(queue.group)
+        if any(_every_group(queue) for queue in same):
             groups = []  # every group of the table is read
         statement, columns = sql.depth(first.broker.dialect, first.spec, len(groups))
         values = {f"g{n}": g for n, g in enumerate(groups)}
@@ -179,46 +179,46 @@ async def depths(queues: Sequence[Queue]) -> list[QueueDepth]:
             rest = row[1:] if columns.grouped else row
             by_group[(id(first.broker), first.spec, group)] = rest
     found = []
-    for q in queues:
-        key = (id(q.broker), q.spec)
+    for queue in queues:
+        key = (id(queue.broker), queue.spec)
         # A group without rows has no row in the result: nothing of it is counted.
-        if _every_group(q):
-            counts = _summed(q, by_group)
+        if _every_group(queue):
+            counts = _summed(queue, by_group)
         else:
-            counts = by_group.get((*key, q.group)) or (0, 0, 0, 0, None)
+            counts = by_group.get((*key, queue.group)) or (0, 0, 0, 0, None)
         due, scheduled = counts[1], counts[2]
-        in_work = _int(counts[3]) if q.spec.locked_until is not None else None
+        in_work = _int(counts[3]) if queue.spec.locked_until is not None else None
         age = _float(counts[-1])
         found.append(
             QueueDepth(
-                table=q.table,
-                group=q.group,
-                queue=q.name,
+                table=queue.table,
+                group=queue.group,
+                queue=queue.name,
                 due=_int(due),
                 scheduled=_int(scheduled),
                 in_work=in_work,
-                dead=await _dead_count(q),
+                dead=await _dead_count(queue),
                 oldest_due_age_seconds=age,
             )
         )
     return found
 
 
-def _every_group(q: Queue) -> bool:
+def _every_group(queue: Queue) -> bool:
     """A subscription over every group of a FIFO table."""
-    return q.group is None and q.spec.group is not None
+    return queue.group is None and queue.spec.group is not None
 
 
 def _summed(
-    q: Queue, by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]]
+    queue: Queue, by_group: dict[tuple[int, TableSpec, str | None], tuple[object, ...]]
 ) -> tuple[object, ...]:
     """The counts of every group of the queue's table but its dead letter group, added up;
     the oldest due row's age is the oldest of any group."""
-    dest = q.dead_letter.group if q.dead_letter is not None else None
+    dest = queue.dead_letter.group if queue.dead_letter is not None else None
     found = [
         rest
         for (broker, spec, group), rest in by_group.items()
-        if broker == id(q.broker) and spec == q.spec and group != dest
+        if broker == id(queue.broker) and spec == queue.spec and group != dest
     ]
     if not found:
         return (0, 0, 0, 0, None)
@@ -228,49 +228,53 @@ def _summed(
     return (*sums, max(ages) if ages else None)
 
 
-async def _dead_count(q: Queue) -> int | None:
+async def _dead_count(queue: Queue) -> int | None:
     """The queue's dead letters: in a dead letter group, those that came from its group."""
-    dead = q.dead_letter
+    dead = queue.dead_letter
     if dead is None:
         return None
-    statement = sql.count_rows(q.broker.dialect, q.spec, dead, every_group=_every_group(q))
-    values = {"dest": dead.group, "origin": q.group}
-    return _int(await q.broker.database.fetchval(statement.sql, *statement.bind(values)))
+    statement = sql.count_rows(
+        queue.broker.dialect, queue.spec, dead, every_group=_every_group(queue)
+    )
+    values = {"dest": dead.group, "origin": queue.group}
+    return _int(await queue.broker.database.fetchval(statement.sql, *statement.bind(values)))
 
 
-def _require_dead(q: Queue) -> DeadLetter:
-    if q.dead_letter is None:
+def _require_dead(queue: Queue) -> DeadLetter:
+    if queue.dead_letter is None:
         msg = (
-            f"queue {q.name!r} on {q.spec.label} has no dead letter destination; mount it "
+            f"queue {queue.name!r} on {queue.spec.label} has no dead letter destination; mount it "
             f"with .max_attempts(n).dead_letter(..) to have one"
         )
         raise DeclarationError(msg)
-    return q.dead_letter
+    return queue.dead_letter
 
 
-async def dead_rows(q: Queue, *, limit: int = 100) -> tuple[list[DeadRow], int]:
+async def dead_rows(queue: Queue, *, limit: int = 100) -> tuple[list[DeadRow], int]:
     """The first ``limit`` dead letters of a queue by id, and how many there are. In a dead
     letter group they are the rows that came from the queue's group."""
-    dead = _require_dead(q)
-    dialect = q.broker.dialect
-    every = _every_group(q)
-    count = sql.count_rows(dialect, q.spec, dead, every_group=every)
-    listing = sql.list_dead(dialect, q.spec, dead, every_group=every)
-    values = {"dest": dead.group, "origin": q.group, "limit": limit}
-    total = _int(await q.broker.database.fetchval(count.sql, *count.bind(values)))
-    rows = await q.broker.database.fetch(listing.sql, *listing.bind(values))
+    dead = _require_dead(queue)
+    dialect = queue.broker.dialect
+    every = _every_group(queue)
+    count = sql.count_rows(dialect, queue.spec, dead, every_group=every)
+    listing = sql.list_dead(dialect, queue.spec, dead, every_group=every)
+    values = {"dest": dead.group, "origin": queue.group, "limit": limit}
+    total = _int(await queue.broker.database.fetchval(count.sql, *count.bind(values)))
+    rows = await queue.broker.database.fetch(listing.sql, *listing.bind(values))
     found = []
     for row in rows:
-        by_field = {c.field: v for c, v in zip(q.spec.columns, row, strict=True)}
-        attempt = by_field.get(q.spec.attempt.field) if q.spec.attempt else None
-        due = by_field.get(q.spec.retry_after.field) if q.spec.retry_after else None
+        by_field = {c.field: v for c, v in zip(queue.spec.columns, row, strict=True)}
+        attempt = by_field.get(queue.spec.attempt.field) if queue.spec.attempt else None
+        due = by_field.get(queue.spec.retry_after.field) if queue.spec.retry_after else None
         found.append(
             DeadRow(
-                queue=q.name,
-                id=by_field[q.spec.id.field],
+                queue=queue.name,
+                id=by_field[queue.spec.id.field],
                 attempts=None
                 if attempt is None
-                else sql.deliveries_made(q.spec, _int(attempt), counted_at_claim=q.counts_at_claim),
+                else sql.deliveries_made(
+                    queue.spec, _int(attempt), counted_at_claim=queue.counts_at_claim
+                ),
                 retry_after=due,
                 values=by_field,
             )
@@ -278,9 +282,9 @@ async def dead_rows(q: Queue, *, limit: int = 100) -> tuple[list[DeadRow], int]:
     return found, total
 
 
-def parse_id(q: Queue, text: str) -> object:
+def parse_id(queue: Queue, text: str) -> object:
     """An id given as text, as the id field's type holds it (``int``, ``str``, ``UUID``)."""
-    kind = q.spec.id.python_type
+    kind = queue.spec.id.python_type
     try:
         if kind is int:
             return int(text)
@@ -288,7 +292,7 @@ def parse_id(q: Queue, text: str) -> object:
             return uuid.UUID(text)
     except ValueError:
         msg = (
-            f"the ids of {q.spec.label} are {getattr(kind, '__name__', kind)}, found "
+            f"the ids of {queue.spec.label} are {getattr(kind, '__name__', kind)}, found "
             f"{text!r}; give ids as the table holds them"
         )
         raise DeclarationError(msg) from None
@@ -296,7 +300,7 @@ def parse_id(q: Queue, text: str) -> object:
 
 
 async def redrive(
-    q: Queue,
+    queue: Queue,
     ids: Sequence[object] | None,
     *,
     to_group: str | None = None,
@@ -304,43 +308,43 @@ async def redrive(
     progress: Callable[[int], None] | None = None,
     on_count: Callable[[int], None] | None = None,
 ) -> Redriven:
-    """Move dead letters of ``q`` back into its queue as first deliveries due now (attempt 1,
+    """Move dead letters of ``queue`` back into its queue as first deliveries due now (attempt 1,
     RetryAfter now, lease cleared), ``ids`` or every one (``None``), in one transaction that
     moves ``chunk`` rows per statement. In a dead letter group the queue's dead letters are
     the rows that came from its group; they go back to it, or into ``to_group`` when given,
     and ids of other queues' rows are left where they are and reported. ``on_count`` hears
     how many rows will move before the first chunk, ``progress`` how many each chunk moved."""
-    dead = _require_dead(q)
-    into = redrive_group(q, to_group)
+    dead = _require_dead(queue)
+    into = redrive_group(queue, to_group)
     # Over every group of a FIFO table: each row goes back to the group it came from.
-    every = _every_group(q)
+    every = _every_group(queue)
     if ids is not None:
         ids = list(dict.fromkeys(ids))
-    dialect = q.broker.dialect
-    base = {"dest": dead.group, "origin": q.group, "group": into}
-    pool = q.broker.pool
+    dialect = queue.broker.dialect
+    base = {"dest": dead.group, "origin": queue.group, "group": into}
+    pool = queue.broker.pool
     conn = await pool.acquire("dead letter redrive")
     elsewhere: list[tuple[object, str | None]] = []
     try:
         await conn.begin(sql.redrive_begin(dialect))
         found: list[object] = []
         if ids is None:
-            st = sql.dead_ids(dialect, q.spec, dead, None, every_group=every)
+            st = sql.dead_ids(dialect, queue.spec, dead, None, every_group=every)
             found = [r[0] for r in await conn.fetch(st.sql, st.bind(base))]
         else:
             for start in range(0, len(ids), chunk):
                 part = list(ids[start : start + chunk])
-                st = sql.dead_ids(dialect, q.spec, dead, len(part), every_group=every)
+                st = sql.dead_ids(dialect, queue.spec, dead, len(part), every_group=every)
                 values = {**base, **sql.bind_ids(part)}
                 found += [r[0] for r in await conn.fetch(st.sql, st.bind(values))]
-            if dead.group is not None and q.spec.origin_group is not None:
-                elsewhere = await _of_other_queues(conn, q, dead, ids, found, base, chunk)
+            if dead.group is not None and queue.spec.origin_group is not None:
+                elsewhere = await _of_other_queues(conn, queue, dead, ids, found, base, chunk)
         if on_count is not None:
             on_count(len(found))
         for start in range(0, len(found), chunk):
             part = found[start : start + chunk]
             values = {**base, **sql.bind_ids(part)}
-            for st in sql.redrive(dialect, q.spec, dead, len(part), every_group=every):
+            for st in sql.redrive(dialect, queue.spec, dead, len(part), every_group=every):
                 await conn.execute(st.sql, st.bind(values))
             if progress is not None:
                 progress(len(part))
@@ -352,16 +356,16 @@ async def redrive(
         await give_back(pool, conn)
     present = {_key(v) for v in found} | {_key(v) for v, _ in elsewhere}
     missing = () if ids is None else tuple(i for i in ids if _key(i) not in present)
-    return Redriven(q.name, tuple(found), missing, tuple(elsewhere), into)
+    return Redriven(queue.name, tuple(found), missing, tuple(elsewhere), into)
 
 
-def redrive_group(q: Queue, to_group: str | None) -> str | None:
-    """The group a redrive of ``q`` moves rows into: the queue's own, or ``to_group``
+def redrive_group(queue: Queue, to_group: str | None) -> str | None:
+    """The group a redrive of ``queue`` moves rows into: the queue's own, or ``to_group``
     (``DeclarationError`` for one that names no queue's group)."""
-    dead = _require_dead(q)
+    dead = _require_dead(queue)
     if to_group is None:
-        return q.group
-    where = f"redrive of queue {q.name!r} on {q.spec.label}"
+        return queue.group
+    where = f"redrive of queue {queue.name!r} on {queue.spec.label}"
     if dead.group is None:
         msg = (
             f"{where}: a redrive into another group moves rows within a table's group column, "
@@ -381,7 +385,7 @@ def redrive_group(q: Queue, to_group: str | None) -> str | None:
 
 async def _of_other_queues(
     conn: Connection,
-    q: Queue,
+    queue: Queue,
     dead: DeadLetter,
     ids: Sequence[object],
     found: Sequence[object],
@@ -395,7 +399,7 @@ async def _of_other_queues(
     others: list[tuple[object, str | None]] = []
     for start in range(0, len(rest), chunk):
         part = rest[start : start + chunk]
-        st = sql.dead_origins(q.broker.dialect, q.spec, dead, len(part))
+        st = sql.dead_origins(queue.broker.dialect, queue.spec, dead, len(part))
         rows = await conn.fetch(st.sql, st.bind({**base, **sql.bind_ids(part)}))
         others += [(r[0], None if r[1] is None else str(r[1])) for r in rows]
     return others

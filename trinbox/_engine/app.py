@@ -11,7 +11,12 @@ from typing import Any, TypeVar, cast, overload
 
 import trio
 
+from .._api.backoff import Backoff, require_backoff
+from .._api.events import EventBus, Events
+from .._api.queue import Subscriber
 from .._bounds import GRACE, HOOK, within
+from .._broker.broker import SqlBroker
+from .._broker.notify import NotifyListener
 from .._declare._capabilities import (
     ANY_DATABASE_MOUNTS,
     MYSQL_MOUNTS,
@@ -28,12 +33,7 @@ from .._drivers.aio import asyncio_loop
 from .._errors import HandlerFailed
 from . import startup
 from .background import BackgroundTask, cancelled_at_exit
-from .backoff import Backoff, require_backoff
-from .broker import SqlBroker
-from .events import EventBus, Events
-from .notify import NotifyListener
 from .statistics import SharedStatistics, SubscriptionStatistics
-from .subscribers import Subscriber
 from .subscription import Subscription
 
 __all__ = ["App", "AppInfo", "Mount", "ShutdownReport"]

@@ -3,9 +3,9 @@ every delivery that ends any other way.
 
 Every way a unit of work ends leaves no row held: a return settles it; an exception (or a
 ``Cancelled`` that no scope of trinbox's sent) is a failure settled by the failure policy; a
-cancel of the handler, ``KeyboardInterrupt`` or ``SystemExit`` drops it, and so does a crash of
-trinbox's own code (the unit's ``finally``). A drop releases its deliveries side by side within
-one bound (trinbox._bounds.RELEASE), counted from the drop; a release that runs out of it
+cancel of the handler, ``KeyboardInterrupt`` or ``SystemExit`` releases it, and so does a crash
+of trinbox's own code (the unit's ``finally``). A unit's deliveries are released side by side
+within one bound (trinbox._bounds.RELEASE), counted from the release; one that runs out of it
 abandons the delivery's connection, and the server frees its locks.
 """
 
@@ -16,11 +16,27 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
+from .._api.backoff import Backoff
+from .._api.codecs import DecodeError
+from .._api.events import (
+    EventBus,
+    EventSource,
+    HandleEnd,
+    HandleEvent,
+    ReleaseEvent,
+    SettleEvent,
+    now_ns,
+)
+from .._api.handler import HandlerPlan, decode_message, row_id
+from .._api.handles import Attempt, Tx
+from .._api.outcome import FailurePolicy, HandlerOutcome
+from .._api.queue import Subscriber
 from .._bounds import RELEASE, SETTLE, within
+from .._broker.broker import SqlBroker
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._errors import SettlementError, TrinboxError
@@ -33,19 +49,9 @@ from .._forms._base import (
     Drop,
     Step,
 )
-from .backoff import Backoff
-from .broker import SqlBroker
-from .codecs import DecodeError
-from .events import EventBus, EventSource, HandleEnd, HandleEvent, ReleaseEvent, SettleEvent, now_ns
-from .handler import HandlerPlan, decode_message, row_id
-from .handles import Attempt, Tx
-from .outcome import FailurePolicy, HandlerOutcome
+from .claim_state import ClaimState, Timing
 from .statistics import Fields
 from .steps import StepRules
-from .subscribers import Subscriber
-
-if TYPE_CHECKING:
-    from .claim_loop import ClaimLoop
 
 __all__ = ["DeliveryRunner"]
 
@@ -53,8 +59,6 @@ delivery_log = logging.getLogger("trinbox.delivery")
 settle_log = logging.getLogger("trinbox.settle")
 claim_log = logging.getLogger("trinbox.claim")
 WARNING = logging.WARNING
-
-Timing = tuple[int, float]  # an event's start: wall time (ns) and perf_counter
 
 KEPT_ERRORS = 10  # settlement errors kept for inspection; the count goes on
 
@@ -81,6 +85,7 @@ class DeliveryRunner:
         form: ClaimForm,
         spec: TableSpec,
         plan: HandlerPlan,
+        claims: ClaimState,
         *,
         slots: trio.Semaphore,
         dead_letter: DeadLetter | None,
@@ -103,7 +108,7 @@ class DeliveryRunner:
         self.where = where
         self._on_fail_fast = on_fail_fast
         self._per_claim = self._queue.batch_size or 1
-        self.claims: ClaimLoop | None = None  # set by the subscription: chained claims report there
+        self._claims = claims  # where chained claims report, and whether claiming goes on
         self.handlers: trio.Nursery | None = None  # open while handlers may start
         self.stopping = False
         self.finished = 0
@@ -126,7 +131,7 @@ class DeliveryRunner:
             counts_at_claim=form.traits.counts_at_claim,
             backoff=backoff,
             clock=broker.clock,
-            due_in=self._due_in,
+            due_in=claims.due_in,
             where=where,
             fields=self.fields,
         )
@@ -142,7 +147,7 @@ class DeliveryRunner:
         the units instead."""
         if self.handlers is None or self.stopping:
             self.give_slots(len(units))
-            await self.drop([d for unit in units for d in unit])
+            await self.release([d for unit in units for d in unit])
             return
         for unit in units:
             self.handlers.start_soon(self._work, unit)
@@ -158,24 +163,24 @@ class DeliveryRunner:
                     # Whatever ended the unit, none of its rows stays held.
                     unsettled = [d for d in deliveries if not d.settled]
                     if unsettled:
-                        await self.drop(unsettled)
+                        await self.release(unsettled)
                     self.finished += len(deliveries)
                     if self.finished >= self._finished_wanted:
                         self._finished_changed.set()
                         self._finished_changed = trio.Event()
                         self._finished_wanted = math.inf
-                    if self._queue.serves_every_group and self.claims is not None:
+                    if self._queue.serves_every_group:
                         # Over every group of a FIFO table, its group is free now: a claim
                         # that ran dry while the row was in work may take the group's next.
-                        self.claims.wake()
+                        self._claims.wake()
                 if chained and self.stopping:
-                    await self.drop(chained)  # claimed as the subscription began to stop
+                    await self.release(chained)  # claimed as the subscription began to stop
                     chained = None
                 deliveries = chained or []
         except BaseException:
             # Whatever leaves this task as an exception ends the handlers' nursery and the
             # subscription: claiming stops now, not once the unwind reaches the claim loop
-            # (its claims would be dropped, each with an attempt counted).
+            # (its claims would be released, each with an attempt counted).
             self.stop_claiming()
             raise
         finally:
@@ -184,8 +189,7 @@ class DeliveryRunner:
     def stop_claiming(self) -> None:
         """Claim no more: claims in flight return their rows, settlements claim nothing."""
         self.stopping = True
-        if self.claims is not None:
-            self.claims.stop()
+        self._claims.stop()
 
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""
@@ -244,7 +248,7 @@ class DeliveryRunner:
                 if started is not None:
                     self._handle_ended(started, [], exc)
                 if not _is_failure(exc):
-                    await self.drop(ready)
+                    await self.release(ready)
                     raise
                 failure = exc
             else:
@@ -293,7 +297,7 @@ class DeliveryRunner:
                 attempt=ready[0].attempt,
                 exc_info=exc,
             )
-            await self.drop(ready)
+            await self.release(ready)
             self._on_fail_fast(exc)
             return
         self.fields.log(
@@ -337,21 +341,15 @@ class DeliveryRunner:
                     self._broker.wakes.wake(table, group)
         return chained
 
-    def _due_in(self, seconds: float) -> None:
-        if self.claims is not None:
-            self.claims.due_in(seconds)
-
     def _may_chain(self, batch: bool) -> bool:
         """Whether a settling delivery (``batch``: batch) claims the next row (batch) for its
         worker in the same round trip: where the form chains them, while claims find rows
         and claiming goes on."""
-        claims = self.claims
         traits = self._form.traits
         return (
             (traits.chains_batches if batch else traits.chains)
             and (self._queue.batch_size is not None) == batch
-            and claims is not None
-            and claims.found_rows
+            and self._claims.found_rows
             and not self.stopping
         )
 
@@ -366,7 +364,7 @@ class DeliveryRunner:
                 args.append(self._broker.database)
             else:
                 conn = await self._form.open_transaction(ready[0])
-                args.append(Tx(conn, self._broker._publish_in, self._broker.dialect.style))
+                args.append(self._broker.tx_on(conn))
         return args
 
     # -- settlements ----------------------------------------------------------------------------
@@ -400,7 +398,7 @@ class DeliveryRunner:
 
     async def _settle(self, delivery: Delivery, step: Step) -> bool:
         """Settle shielded and bounded: a shutdown waits for settlements in flight. Whether it
-        took effect. A settlement that fails or runs out of time drops its delivery."""
+        took effect. A settlement that fails or runs out of time releases its delivery."""
         timing = None if self._events is None else (now_ns(), time.perf_counter())
         with within(SETTLE) as bound:
             try:
@@ -413,7 +411,7 @@ class DeliveryRunner:
                 self._settle_failed(delivery, step, exc, timing)
         if bound.cancelled_caught:
             self._settle_failed(delivery, step, None, timing)
-        await self.drop([delivery])
+        await self.release([delivery])
         return False
 
     def _settle_failed(
@@ -481,14 +479,13 @@ class DeliveryRunner:
             self._settle_failed(delivery, step, None, timing)
             failed = True
         if failed:
-            await self.drop([delivery])
+            await self.release([delivery])
         return not failed, chained.claimed
 
     def _chained_claim(self, chained: Chained, timing: Timing | None, started: float) -> None:
         """Count and report the claim a settlement ran for its worker (its round trip began
         at ``started``, trio time)."""
-        claims = self.claims
-        assert claims is not None
+        claims = self._claims
         if chained.claim_error is not None:
             self.fields.log(
                 claim_log, WARNING, f"a claim failed: {chained.claim_error}; next claim in 1 s"
@@ -535,12 +532,12 @@ class DeliveryRunner:
             for delivery, step in items:
                 if not delivery.settled:
                     self._settle_failed(delivery, step, None, timing, len(items))
-        await self.drop([d for d, _ in items if not d.settled])
+        await self.release([d for d, _ in items if not d.settled])
         return chained.claimed or None
 
-    # -- drops ------------------------------------------------------------------------------------
+    # -- releases ---------------------------------------------------------------------------------
 
-    async def drop(self, deliveries: list[Delivery]) -> None:
+    async def release(self, deliveries: list[Delivery]) -> None:
         """Deliveries left unsettled: return their rows side by side, all within RELEASE from
         now; a release that runs out of time abandons its connection."""
         pending = [d for d in deliveries if not d.settled]
@@ -550,7 +547,7 @@ class DeliveryRunner:
         with within(RELEASE):
             async with trio.open_nursery() as nursery:
                 for delivery in pending:
-                    nursery.start_soon(self._release, delivery, done)
+                    nursery.start_soon(self._release_one, delivery, done)
         self.released += len(pending)
         for delivery in pending:
             if delivery not in done:
@@ -576,7 +573,7 @@ class DeliveryRunner:
                     )
                 )
 
-    async def _release(self, delivery: Delivery, done: set[Delivery]) -> None:
+    async def _release_one(self, delivery: Delivery, done: set[Delivery]) -> None:
         try:
             if self.stopping:
                 if await self._form.release_for_shutdown(delivery):

@@ -9,14 +9,12 @@ clock, bound into the statements as a value. Any other callable returning an awa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-__all__ = ["Clock", "DatabaseClock", "SystemClock", "host_clock", "uses_database_clock"]
+from .._util import HostClock
 
-Clock = Callable[[], datetime]
-"""A host clock: returns an aware UTC datetime."""
+__all__ = ["DatabaseClock", "SystemClock", "host_clock", "uses_database_clock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +35,7 @@ class DatabaseClock:
     it wrote as the delivery's token, so no host's clock enters a lease."""
 
 
-def host_clock(clock: Clock | DatabaseClock | None) -> Clock:
+def host_clock(clock: HostClock | DatabaseClock | None) -> HostClock:
     """The callable a broker reads for host-side "now": the clock given, or the system clock
     (also under the database clock, where it only bounds delays and serves events)."""
     if clock is None or isinstance(clock, DatabaseClock):

@@ -11,18 +11,15 @@ listening: both are refused at startup, before anything is claimed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from .._declare._markers import Advisory
+from .._declare._spec import TableSpec
 from .._errors import StartupError
 
-if TYPE_CHECKING:
-    from .._declare._spec import TableSpec
-    from .broker import SqlBroker
+__all__ = ["PoolMode", "check_form", "check_listen", "check_pool_mode", "driver_options"]
 
-__all__ = ["Pooling", "check_form", "check_listen", "driver_options", "pooling_mode"]
-
-Pooling = Literal["session", "transaction"]
+PoolMode = Literal["session", "transaction"]
 """PgBouncer's ``pool_mode`` between the broker and PostgreSQL: ``"session"`` (every form,
 LISTEN too: the same as a direct connection) or ``"transaction"``."""
 
@@ -32,9 +29,9 @@ _FIX = (
 )
 
 
-def pooling_mode(value: object) -> Pooling | None:
+def check_pool_mode(value: object) -> PoolMode | None:
     """The ``pgbouncer=`` setting, checked when the broker is made."""
-    if value is None or value in get_args(Pooling):
+    if value is None or value in get_args(PoolMode):
         return value  # type: ignore[return-value]
     msg = (
         f"pgbouncer= names PgBouncer's pool_mode in front of the database: None (a direct "
@@ -48,20 +45,21 @@ def pooling_mode(value: object) -> Pooling | None:
     raise ValueError(msg)
 
 
-def driver_options(pooling: Pooling | None) -> dict[str, Any]:
+def driver_options(pool_mode: PoolMode | None) -> dict[str, Any]:
     """What the PostgreSQL driver's ``open_pool`` is given for the setting."""
-    if pooling == "transaction":
+    if pool_mode == "transaction":
         # No named statement outlives its transaction: PgBouncer hands the server session
         # to another client next, where the name is missing (or taken by another client's).
         return {"statement_cache": False}
     return {}
 
 
-def check_listen(broker: SqlBroker[Any]) -> None:
-    """Refuse ``listen_notify`` through transaction pooling (the broker's startup)."""
-    if broker.pgbouncer == "transaction" and broker.listen_notify:
+def check_listen(pool_mode: PoolMode | None, *, listen_notify: bool, on: str) -> None:
+    """Refuse ``listen_notify`` through transaction pooling (the startup of the broker ``on``
+    a database, named without credentials)."""
+    if pool_mode == "transaction" and listen_notify:
         msg = (
-            f"a broker on {broker.url_label}: listen_notify keeps one database session "
+            f"a broker on {on}: listen_notify keeps one database session "
             f"listening for as long as the app serves, and PgBouncer's transaction pooling "
             f"hands a session to other clients after each transaction, so notifications would "
             f"be lost; found listen_notify=True with pgbouncer='transaction'. Drop "
@@ -71,11 +69,11 @@ def check_listen(broker: SqlBroker[Any]) -> None:
 
 
 def check_form(
-    where: str, broker: SqlBroker[Any], spec: TableSpec, *, count_at_claim: bool = False
+    where: str, pool_mode: PoolMode | None, spec: TableSpec, *, count_at_claim: bool = False
 ) -> None:
     """Refuse the advisory form, and the row lock form's count at claim, through transaction
     pooling (a subscription's startup)."""
-    if broker.pgbouncer == "transaction" and count_at_claim:
+    if pool_mode == "transaction" and count_at_claim:
         msg = (
             f"{where}: .count_attempt_at_claim() holds a session lock from each claim's "
             f"select to its relock, across the count's commit, and PgBouncer's transaction "
@@ -84,7 +82,7 @@ def check_form(
             f"broker with pgbouncer='transaction'. Drop .count_attempt_at_claim(), or {_FIX}"
         )
         raise StartupError(msg)
-    if broker.pgbouncer == "transaction" and spec.form is Advisory:
+    if pool_mode == "transaction" and spec.form is Advisory:
         msg = (
             f"{where}: the advisory form holds each row's lock in the database session from "
             f"its claim to its settlement, across transactions, and PgBouncer's transaction "

@@ -1,4 +1,4 @@
-"""``SqlBroker``: one database, its pool, publishing, and wake-on-publish.
+"""``SqlBroker``: one database, its pool, publishing, table creation, and wake-on-publish.
 
 Nothing connects when a broker is made: its pool opens when the app serves. The type argument
 is the dialect (``SqlBroker[Sqlite]``...), which lets type checkers refuse mounts it cannot
@@ -8,6 +8,8 @@ serve.
 from __future__ import annotations
 
 import importlib
+import logging
+import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -16,6 +18,12 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._api.codecs import Codec, JsonCodec
+from .._api.events import EventBus, PublishEvent, now_ns
+from .._api.handles import BLOCK as TX_BLOCK
+from .._api.handles import DELIVERY as TX_DELIVERY
+from .._api.handles import Pool as HandlerPool
+from .._api.handles import Tx
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, spec_of
 from .._declare._markers import Form
@@ -28,33 +36,24 @@ from .._dialects._paramstyle import (
     check_paramstyle,
     render_for_driver,
 )
+from .._dialects._statement import render
+from .._dialects.ddl import render_ddl
 from .._dialects.sqlite import SqliteDialect
-from .._drivers._base import Pool
+from .._drivers._base import Connection, Pool
 from .._drivers._requires import load_driver, require_driver
 from .._drivers._urls import check_server_url, kind_of_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
-from .._errors import Closed
+from .._errors import Closed, DatabaseError
 from .._forms._base import give_back, rollback_quietly, whole_seconds
-from .._util import positive_duration
-from .clocks import Clock, DatabaseClock, host_clock, uses_database_clock
-from .codecs import Codec, JsonCodec
-from .events import EventBus
-from .handles import BLOCK as TX_BLOCK
-from .handles import Pool as HandlerPool
-from .handles import Tx
-from .pooling import Pooling, check_listen, driver_options, pooling_mode
-from .publishing import (
-    group_of,
-    insert_values,
-    observed_write,
-    row_values,
-    write_pooled,
-    write_row,
-)
-from .tables import create_tables
+from .._util import HostClock, positive_duration
+from .clocks import DatabaseClock, host_clock, uses_database_clock
+from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
+from .publishing import aborted_by_notify, group_of, row_values
 from .wake import WakeBoard
 
-__all__ = ["SqlBroker", "insert_values"]
+__all__ = ["SqlBroker"]
+
+publish_log = logging.getLogger("trinbox.publish")
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
@@ -73,10 +72,10 @@ class SqlBroker(Generic[D]):
         pool_size: int,
         poll_interval: timedelta | float,
         lease: timedelta | float,
-        clock: Clock | DatabaseClock | None,
+        clock: HostClock | DatabaseClock | None,
         codec: Codec | None,
         listen_notify: bool = False,
-        pgbouncer: Pooling | None = None,
+        pgbouncer: PoolMode | None = None,
     ) -> None:
         if pool_size < 2:
             msg = (
@@ -92,10 +91,10 @@ class SqlBroker(Generic[D]):
         self.lease: timedelta = whole_seconds(positive_duration("a lease", lease))
         # The host's "now"; under the database clock the statements read the server's
         # (dialect.database_clock) and this one only bounds delays.
-        self.clock: Clock = host_clock(clock)
+        self.clock: HostClock = host_clock(clock)
         self.codec: Codec = codec or JsonCodec()
         self.listen_notify = listen_notify
-        self.pgbouncer = pooling_mode(pgbouncer)
+        self.pgbouncer: PoolMode | None = check_pool_mode(pgbouncer)
         self._pool_options = driver_options(self.pgbouncer)
         self.wakes: WakeBoard = WakeBoard()
         self._pool: Pool | None = None
@@ -112,7 +111,7 @@ class SqlBroker(Generic[D]):
         pool_size: int = 8,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | DatabaseClock | None = None,
+        clock: HostClock | DatabaseClock | None = None,
         codec: Codec | None = None,
     ) -> SqlBroker[Sqlite]:
         """A SQLite database file (``sqlite:///path.db``); one process serves a file.
@@ -138,10 +137,10 @@ class SqlBroker(Generic[D]):
         pool_size: int = 10,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | DatabaseClock | None = None,
+        clock: HostClock | DatabaseClock | None = None,
         codec: Codec | None = None,
         listen_notify: bool = False,
-        pgbouncer: Pooling | None = None,
+        pgbouncer: PoolMode | None = None,
     ) -> SqlBroker[Postgres]:
         """A PostgreSQL database (asyncpg); ``listen_notify`` wakes subscriptions of other
         processes on publish.
@@ -183,7 +182,7 @@ class SqlBroker(Generic[D]):
         pool_size: int = 10,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | DatabaseClock | None = None,
+        clock: HostClock | DatabaseClock | None = None,
         codec: Codec | None = None,
     ) -> SqlBroker[MySql]:
         """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql).
@@ -213,10 +212,10 @@ class SqlBroker(Generic[D]):
         pool_size: int | None = None,
         poll_interval: timedelta | float = 1.0,
         lease: timedelta | float = 30.0,
-        clock: Clock | DatabaseClock | None = None,
+        clock: HostClock | DatabaseClock | None = None,
         codec: Codec | None = None,
         listen_notify: bool = False,
-        pgbouncer: Pooling | None = None,
+        pgbouncer: PoolMode | None = None,
     ) -> SqlBroker[AnyDatabase]:
         """The broker of the database ``url`` names by its scheme: ``postgresql://`` (or
         ``postgres://``) as ``postgres(url)``, ``mysql://`` (or ``mariadb://``) as
@@ -287,7 +286,7 @@ class SqlBroker(Generic[D]):
             await pool.open()
             self._pool = pool
         else:
-            check_listen(self)
+            check_listen(self.pgbouncer, listen_notify=self.listen_notify, on=self.url_label)
             module = load_driver(self.kind)
             pool = await module.open_pool(self.url, max_size=self.pool_size, **self._pool_options)
             self._pool = cast("Pool", pool)
@@ -329,8 +328,34 @@ class SqlBroker(Generic[D]):
         ``dead_letter`` names one as the mount does, where they are missing: idempotent, for
         development and tests (an ``on_startup`` hook runs before the subscriptions check
         their tables). A production schema belongs to your migrations: ``trinbox schema``
-        prints the same statements."""
-        await create_tables(self, row_type, dead_letter)
+        prints the same statements.
+
+        One statement at a time on one connection (autocommit: each ``IF NOT EXISTS`` stands
+        alone, and MySQL commits DDL anyway), once the server is known to take them all."""
+        spec = spec_of(row_type)
+        statements = [
+            render("ddl", sql, self.dialect.style)
+            for sql in render_ddl(self.dialect, spec, dead_letter)
+        ]
+        try:
+            pool = self.pool
+        except Closed:
+            msg = (
+                f"create_tables({spec.label}) runs on the broker's pool, found the broker not "
+                f"open (its pool opens when the app serves); call it in an on_startup hook, "
+                f"which runs before the subscriptions check their tables"
+            )
+            raise Closed(msg) from None
+        conn = await pool.acquire("create_tables")
+        try:
+            version_query = self.dialect.version_query
+            if version_query is not None:
+                rows = await conn.fetch(version_query)
+                self.dialect.check_ddl_server([s.sql for s in statements], str(rows[0][0]))
+            for statement in statements:
+                await conn.execute(statement.sql, ())
+        finally:
+            await give_back(pool, conn)
 
     # -- publishing ------------------------------------------------------------------------------
 
@@ -351,11 +376,7 @@ class SqlBroker(Generic[D]):
         if self._closed:
             raise Closed("the broker is shut down; publish before shutdown")
         spec = spec_of(row_type)
-        events = self.events
-        if events is not None:
-            await observed_write(self, events, spec, message, delay, columns)
-        else:
-            await write_pooled(self, spec, message, delay, columns)
+        await self._write(spec, message, delay, columns)
         self.wakes.wake(spec.qualified_name, group_of(spec, columns))
 
     async def publish_row(
@@ -381,7 +402,7 @@ class SqlBroker(Generic[D]):
         subscriptions once it commits. The ``Tx`` ends with the block: one kept past it
         raises ``TransactionHeld``."""
         conn = await self.pool.acquire("broker.transaction")
-        tx = Tx(conn, self._publish_in, self.dialect.style, ended=TX_BLOCK)
+        tx = self.tx_on(conn, ended=TX_BLOCK)
         try:
             await conn.begin(self.dialect.plain_begin().sql)
             try:
@@ -455,7 +476,7 @@ class SqlBroker(Generic[D]):
         """
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
-        values = row_values(self, spec, message, columns, delay)
+        values = self._values(spec, message, columns, delay)
         # The text is made of the declaration's names and the dialect's own text, never of a
         # value (those are the parameters): a LiteralString, as psycopg's typing asks of SQL.
         if style is None:
@@ -464,22 +485,119 @@ class SqlBroker(Generic[D]):
         sql, params = render_for_driver(self.dialect.insert_sql(spec), values, style)
         return _literal(sql), params  # type: ignore[return-value]
 
-    async def _publish_in(
+    def tx_on(self, conn: Connection, *, ended: str = TX_DELIVERY) -> Tx[D]:
+        """The ``Tx`` of a transaction open on ``conn`` (a delivery's, unless ``ended`` says
+        otherwise): its publishes write through this broker, on ``conn``."""
+        return Tx(conn, self._write_in, self.dialect.style, ended=ended)
+
+    async def _write_in(
         self,
-        tx: Tx,
+        conn: Connection,
         row_type: type[Inbox[Any, Any]],
         message: object = None,
         *,
         delay: timedelta | None = None,
         **columns: object,
-    ) -> None:
+    ) -> tuple[str, str | None]:
+        """A ``Tx``'s publish: the row written in its transaction, and where it went."""
         spec = spec_of(row_type)
+        await self._write(spec, message, delay, columns, conn)
+        return spec.qualified_name, group_of(spec, columns)
+
+    # -- writing a published row -----------------------------------------------------------------
+
+    def _values(
+        self,
+        spec: TableSpec,
+        message: object,
+        columns: dict[str, object],
+        delay: timedelta | None,
+    ) -> dict[str, object]:
+        return row_values(self.dialect, spec, message, columns, delay, self.clock(), self.codec)
+
+    async def _write(
+        self,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        columns: dict[str, object],
+        conn: Connection | None = None,
+    ) -> None:
+        """Write the row on ``conn`` (inside a transaction), else on a pooled connection given
+        back after; with hooks, reported to them with its time and error."""
         events = self.events
-        if events is not None:
-            await observed_write(self, events, spec, message, delay, columns, tx._conn)  # pyright: ignore[reportPrivateUsage]
-        else:
-            await write_row(self, tx._conn, spec, message, delay, columns)  # pyright: ignore[reportPrivateUsage]
-        tx.published.append((spec.qualified_name, group_of(spec, columns)))
+        if events is None:
+            await self._write_on(conn, spec, message, delay, columns)
+            return
+        start, t0 = now_ns(), time.perf_counter()
+        error: BaseException | None = None
+        try:
+            await self._write_on(conn, spec, message, delay, columns)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            events.published(
+                PublishEvent(
+                    spec.qualified_name,
+                    group_of(spec, columns),
+                    "postgresql" if self.kind == "postgres" else self.kind,
+                    conn is not None,
+                    start,
+                    time.perf_counter() - t0,
+                    error,
+                )
+            )
+
+    async def _write_on(
+        self,
+        conn: Connection | None,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        columns: dict[str, object],
+    ) -> None:
+        if conn is not None:
+            await self._insert(conn, spec, message, delay, columns)
+            return
+        conn = await self.pool.acquire("publish")
+        try:
+            await self._insert(conn, spec, message, delay, columns)
+        finally:
+            await give_back(self.pool, conn)
+
+    async def _insert(
+        self,
+        conn: Connection,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        columns: dict[str, object],
+    ) -> None:
+        """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes."""
+        statement = self.dialect.insert(spec)
+        values = self._values(spec, message, columns, delay)
+        await conn.execute(statement.sql, statement.bind(values))
+        notify = self.dialect.notify_statement()
+        if not self.listen_notify or notify is None:
+            return
+        group = group_of(spec, columns) or ""
+        # Read before the NOTIFY: a failed statement may end what it ran in.
+        in_transaction = conn.in_transaction
+        try:
+            await conn.execute(
+                notify.sql, notify.bind({"channel": spec.qualified_name, "group": group})
+            )
+        except DatabaseError as exc:
+            if in_transaction:
+                raise aborted_by_notify(spec, exc) from exc
+            # In autocommit the insert committed on its own: only the wake-up is lost.
+            publish_log.warning(
+                "NOTIFY for %s failed; the row is written, and other processes see it at "
+                "their next poll",
+                spec.label,
+                exc_info=True,
+            )
 
 
 def _literal(sql: str) -> LiteralString:

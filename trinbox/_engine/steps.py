@@ -7,11 +7,11 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
+from .._api.backoff import RETRY_AFTER_FIELD, Backoff
+from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._forms._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
-from .backoff import RETRY_AFTER_FIELD, Backoff
-from .outcome import FailurePolicy, HandlerOutcome
 from .statistics import Fields
 
 __all__ = ["LATEST_RETRY", "StepRules"]

@@ -1,6 +1,6 @@
 """What type checkers see a handler that breaks a rule become: a named type nothing mounts.
 
-``subscriber(queue)(handler)`` has one overload per handler rule (factories.py); a handler that
+``subscriber(queue)(handler)`` has one overload per handler rule (queue.py); a handler that
 breaks one gets back the type below that names the rule instead of a ``Subscriber``, and no
 overload of ``App.include`` takes it (mypy: No overload variant of "include" of "App" matches
 argument types "SqlBroker[Sqlite]", "BatchTakesNoRowKeys"). Nothing is ever of these types: at

@@ -8,6 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._api.backoff import RETRY_AFTER_FIELD, Backoff
+from .._api.handler import HandlerPlan, plan_handler
+from .._api.outcome import FailurePolicy, OnFailure
+from .._api.queue import Subscriber
+from .._broker.broker import SqlBroker
+from .._broker.notify import check_channel
 from .._declare._inbox import spec_of
 from .._declare._markers import (
     Advisory,
@@ -28,21 +34,16 @@ from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
 from .._forms.rowlock_counted import CountedRowLockForm
-from .backoff import RETRY_AFTER_FIELD, Backoff
-from .broker import SqlBroker
 from .column_check import check_columns, prepare_statements
-from .handler import HandlerPlan, plan_handler
-from .notify import check_channel
-from .outcome import FailurePolicy, OnFailure
-from .subscribers import Subscriber
 
 __all__ = [
     "Checked",
-    "Held",
+    "HeldConnections",
     "check",
     "check_backoff",
     "check_mode",
     "check_pool_budget",
+    "declared_dead_letter",
     "held_connections",
     "make_form",
     "prepare",
@@ -76,7 +77,7 @@ def check(
     queue = subscriber.queue
     spec = spec_of(queue.row)
     transactional = queue.mode is Transactional
-    dest = _dead_letter(where, spec, max_attempts, dead_letter)
+    dest = declared_dead_letter(where, spec, max_attempts, dead_letter)
     if queue.attempt_at_claim:  # the row lock form's opt-in (checked by the queue)
         statements = counted_statements(broker.dialect, spec, dest)
     else:
@@ -146,9 +147,11 @@ def _backoff_label(backoff: Backoff) -> str:
     return f"Backoff.{backoff.kind} ({base} s)"
 
 
-def _dead_letter(
+def declared_dead_letter(
     where: str, spec: TableSpec, cap: int | None, dest: str | None
 ) -> DeadLetter | None:
+    """A mount's dead letter destination (``max_attempts`` and ``dead_letter`` declared
+    together), as serving and the operations read it."""
     if cap is not None and dest is None:
         msg = (
             f"{where}: max_attempts and dead_letter are declared together, found "
@@ -277,7 +280,7 @@ def worker_cap(
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class HeldConnections:
     """The connections a subscription holds at most: one per delivery in work where its
     deliveries hold one, and then its upkeep's (the lease keeper's round) besides."""
 
@@ -297,15 +300,15 @@ class Held:
         return f"{self.deliveries} and {self.upkeep} for its lease keeper"
 
 
-def held_connections(traits: FormTraits, workers: int) -> Held:
+def held_connections(traits: FormTraits, workers: int) -> HeldConnections:
     """What a subscription of ``workers`` deliveries holds, for ``check_pool_budget``."""
     if not traits.holds_connections:
-        return Held(0)
-    return Held(workers, traits.upkeep_connections)
+        return HeldConnections(0)
+    return HeldConnections(workers, traits.upkeep_connections)
 
 
 def check_pool_budget(
-    app: str, broker: SqlBroker[Any], holding: Sequence[tuple[str, Held]]
+    app: str, broker: SqlBroker[Any], holding: Sequence[tuple[str, HeldConnections]]
 ) -> None:
     """The subscriptions of one broker whose deliveries hold connections (``(where, held)``
     each) must leave one connection of its pool free, or their handlers can wait for ever on

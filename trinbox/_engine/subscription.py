@@ -2,7 +2,8 @@
 shutdown.
 
     run()                       the subscription's nursery
-    ├── claim loop              claims while a worker is free (claim_loop.py)
+    ├── claim loop              claims while a worker is free (claim_loop.py; what its
+    │                           claims and the chained ones share: claim_state.py)
     └── work area (shielded)    lives through the grace period after the claim loop stops
         ├── upkeep              the lease keeper
         └── handlers            at most workers(n) at once (deliveries.py)
@@ -21,21 +22,22 @@ from typing import Any
 
 import trio
 
+from .._api.backoff import DEFAULT_BACKOFF, Backoff
+from .._api.events import EventBus, EventSource, LeaseEvent
+from .._api.queue import InboxQueue, Subscriber
 from .._bounds import RELEASE, within
+from .._broker import pgbouncer
+from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._markers import Advisory, Transactional
 from .._drivers.sqlite import SqlitePool
 from .._errors import AlreadySubscribed, StartupError, TrinboxError
 from .._forms._base import ClaimForm, Delivery, FormContext
-from . import pooling, startup
-from .backoff import DEFAULT_BACKOFF, Backoff
-from .broker import SqlBroker
+from . import startup
 from .claim_loop import ClaimLoop
+from .claim_state import ClaimState
 from .deliveries import DeliveryRunner
-from .events import EventBus, EventSource, LeaseEvent
-from .queue import InboxQueue
 from .statistics import SubscriptionStatistics
-from .subscribers import Subscriber
 
 __all__ = ["Subscription", "system_of"]
 
@@ -110,7 +112,8 @@ class Subscription:
         self._stopped = trio.Event()
         self._claims_done = trio.Event()
         self._runner: DeliveryRunner | None = None
-        self._claims: ClaimLoop | None = None
+        self._loop: ClaimLoop | None = None
+        self._claims: ClaimState | None = None  # what the loop's and the chained claims share
         self._events = events
         self.source = EventSource(
             subscription=self.name,
@@ -140,9 +143,9 @@ class Subscription:
             self.backoff,
             chosen=self.backoff is not DEFAULT_BACKOFF,
         )
-        pooling.check_form(
+        pgbouncer.check_form(
             self.where,
-            self.broker,
+            self.broker.pgbouncer,
             self.spec,
             count_at_claim=self.queue.attempt_at_claim,
         )
@@ -202,12 +205,19 @@ class Subscription:
         )
         self.held_connections = startup.held_connections(self.form.traits, workers)
         slots = trio.Semaphore(workers)
+        claiming = ClaimState(
+            permit=permit,
+            poll=(self.queue.poll_every or broker.poll_interval).total_seconds(),
+            source=self.source,
+            events=self._events,
+        )
         runner = DeliveryRunner(
             broker,
             self.subscriber,
             self.form,
             self.spec,
             checked.plan,
+            claiming,
             slots=slots,
             dead_letter=checked.dead_letter,
             max_attempts=self.max_attempts,
@@ -217,21 +227,20 @@ class Subscription:
             source=self.source,
             events=self._events,
         )
-        runner.claims = self._claims = ClaimLoop(
+        self._loop = ClaimLoop(
             self.form,
             runner,
+            claiming,
             slots=slots,
-            permit=permit,
-            poll=(self.queue.poll_every or broker.poll_interval).total_seconds(),
             # A FIFO claim takes the group's head alone: a batch of one row.
             per_claim=1 if self.spec.fifo else self.queue.batch_size or 1,
             batch=self.queue.batch_size is not None,
             side_by_side=not broker.dialect.claims_one_at_a_time(self.spec),
             pool=broker.pool,
-            where=self.where,
             source=self.source,
             events=self._events,
         )
+        self._claims = claiming
         self._runner = runner
 
     def _extended(self, delivery: Delivery, extended: bool) -> None:
@@ -257,7 +266,7 @@ class Subscription:
         """Serve until cancelled or stopped. The work area starts beside the claim loop, not
         through ``nursery.start``: a cancel that lands while it starts must still reach the
         claim loop, whose end lets the work area shut down."""
-        claims = self._claims
+        claims = self._loop
         assert claims is not None, "open() the subscription first"
         ready = trio.Event()
         async with trio.open_nursery() as nursery:
