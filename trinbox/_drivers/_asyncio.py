@@ -2,7 +2,8 @@
 shielded and bounded cleanup, and the pool of connections.
 
 Every database call crosses from Trio into asyncio once (about 66 µs per crossing,
-FEASIBILITY.md §5b): a driver method is one asyncio coroutine called through :func:`aio`.
+docs/drivers.md#one-hop-per-unit-of-work): a driver method is one asyncio coroutine called
+through :func:`aio`.
 A Trio cancel of a crossing cancels the asyncio task and waits for it to finish, so the
 driver knows the statement was cut and can undo it before the connection serves again.
 

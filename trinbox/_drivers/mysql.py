@@ -5,11 +5,11 @@ mode; a transaction is opened by the dialect's text (``SET TRANSACTION …``, fo
 ``START TRANSACTION``). Row counts are rows *matched* (``CLIENT.FOUND_ROWS``), as on
 PostgreSQL and SQLite: an UPDATE that writes a value a row already has still counts it.
 
-Cancellation (FEASIBILITY.md G4): when Trio cancels a running statement, aiomysql closes its
-socket but the server goes on running the statement, with its locks. The cut connection is
-never used again: ``KILL CONNECTION`` is sent from a fresh connection (shielded, bounded by
-CLEANUP_TIMEOUT), and the kill waits until the server has let go of the session, so the
-cancel only reaches the caller once the session's locks are free.
+Cancellation (docs/drivers.md#g4-mariadb-cancel): when Trio cancels a running statement,
+aiomysql closes its socket but the server goes on running the statement, with its locks. The
+cut connection is never used again: ``KILL CONNECTION`` is sent from a fresh connection
+(shielded, bounded by CLEANUP_TIMEOUT), and the kill waits until the server has let go of the
+session, so the cancel only reaches the caller once the session's locks are free.
 
 Times: DATETIME(6) columns hold naive UTC. Aware datetimes are sent as naive UTC; the
 session runs at ``time_zone = '+00:00'``; results come back naive.

@@ -2,7 +2,8 @@
 
 Each method is one hop into asyncio (:func:`~._asyncio.aio`). Transactions are plain
 statements (``BEGIN …`` / ``COMMIT`` / ``ROLLBACK``), never asyncpg's ``transaction()``
-context manager, whose rollback a Trio cancel would cut short (FEASIBILITY.md G1).
+context manager, whose rollback a Trio cancel would cut short
+(docs/drivers.md#g1-transaction-cancel).
 
 A Trio cancel of a running statement makes asyncpg send the server a cancel request; the
 connection stays usable, and its next statement waits for the server to acknowledge the
