@@ -25,16 +25,8 @@ from typing import Any
 
 import trio
 
-from trinbox import (
-    App,
-    AppInfo,
-    DatabaseClock,
-    Events,
-    InboxQueue,
-    SqlBroker,
-    SystemClock,
-    subscriber,
-)
+from trinbox import App, AppInfo, DatabaseClock, InboxQueue, SqlBroker, SystemClock, subscriber
+from trinbox.events import Events
 from trinbox.testing import settled
 
 from .common import GROUP, ROWS, WORKERS, Job, emit, fill, remaining

@@ -34,10 +34,10 @@ from trinbox import (
     Payload,
     RetryAfter,
     SqlBroker,
-    Sqlite,
     keys,
     subscriber,
 )
+from trinbox.typing import Sqlite
 
 
 class SendEmail(Inbox[Lease], table="email_jobs"):

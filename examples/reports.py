@@ -26,9 +26,9 @@ from trinbox import (
     LockedUntil,
     Payload,
     SqlBroker,
-    Sqlite,
     subscriber,
 )
+from trinbox.typing import Sqlite
 
 
 class Report(Inbox[Lease], table="report_jobs"):

@@ -36,10 +36,10 @@ from trinbox import (
     InboxQueue,
     Payload,
     SqlBroker,
-    Sqlite,
     keys,
     subscriber,
 )
+from trinbox.typing import Sqlite
 
 
 class Transcode(Inbox[Advisory], table="video_jobs", advisory_lock="video_jobs-{channel}"):

@@ -25,7 +25,6 @@ from examples import mailer, reports, transcoder
 from trinbox import (
     App,
     AppInfo,
-    DeclarationError,
     Group,
     Id,
     Inbox,
@@ -35,11 +34,12 @@ from trinbox import (
     OriginGroup,
     Payload,
     SqlBroker,
-    Sqlite,
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
 from trinbox.asyncapi import UndescribableType, document
+from trinbox.errors import DeclarationError
+from trinbox.typing import Sqlite
 
 from . import apps
 from .check import SCHEMA_FILE, problems

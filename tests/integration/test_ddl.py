@@ -24,7 +24,6 @@ import trinbox
 import trinbox.schema
 from examples import mailer, reports, transcoder
 from trinbox import (
-    DeclarationError,
     HandlerOutcome,
     Id,
     Inbox,
@@ -37,6 +36,7 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._engine.app import Mount
+from trinbox.errors import DeclarationError
 from trinbox.schema import dialect_named
 from trinbox.testing import settled
 
@@ -399,7 +399,7 @@ async def test_json_decimal_and_uuid_fields_round_trip(
 
 async def test_create_tables_outside_serve_says_where_to_call_it(tmp_path: Path) -> None:
     broker = trinbox.SqlBroker.sqlite(f"sqlite:///{tmp_path / 'q.db'}")
-    with pytest.raises(trinbox.Closed, match="call it in an on_startup hook"):
+    with pytest.raises(trinbox.errors.Closed, match="call it in an on_startup hook"):
         await broker.create_tables(mailer.SendEmail)
 
 

@@ -18,18 +18,10 @@ from typing import Annotated, Any
 import pytest
 import trio
 
-from trinbox import (
-    Advisory,
-    Backoff,
-    DeclarationError,
-    Group,
-    Id,
-    Inbox,
-    InboxQueue,
-    Subscriber,
-    subscriber,
-)
+from trinbox import Advisory, Backoff, Group, Id, Inbox, InboxQueue, subscriber
+from trinbox.errors import DeclarationError
 from trinbox.testing import VirtualClock, settled
+from trinbox.typing import Subscriber
 
 from .readme import README, block
 from .serving import make_app, serving

@@ -17,11 +17,9 @@ import trio
 
 from trinbox import (
     Advisory,
-    AnyDatabase,
     App,
     AppInfo,
     Attempt,
-    DatabaseError,
     HandlerOutcome,
     Id,
     Inbox,
@@ -31,7 +29,9 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.errors import DatabaseError
 from trinbox.testing import TrioClock, VirtualClock, settled
+from trinbox.typing import AnyDatabase
 
 from .readme import README, block
 from .stands import STANDS, Stand, StandName, fresh_stand

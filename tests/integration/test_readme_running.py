@@ -13,20 +13,10 @@ from typing import Annotated
 import pytest
 import trio
 
-from trinbox import (
-    Advisory,
-    App,
-    AppInfo,
-    Attempt,
-    Closed,
-    ConnectError,
-    Id,
-    Inbox,
-    Payload,
-    SqlBroker,
-    Sqlite,
-)
+from trinbox import Advisory, App, AppInfo, Attempt, Id, Inbox, Payload, SqlBroker
+from trinbox.errors import Closed, ConnectError
 from trinbox.testing import TrioClock, VirtualClock
+from trinbox.typing import Sqlite
 
 from .readme import block, child_env
 from .stands import fresh_stand

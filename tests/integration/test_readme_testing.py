@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from trinbox import App, AppInfo, ConnectError, SqlBroker
+from trinbox import App, AppInfo, SqlBroker
+from trinbox.errors import ConnectError
 from trinbox.testing import TrioClock, VirtualClock
 
 from .readme import blocks, child_env, run_pytest

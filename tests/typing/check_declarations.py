@@ -18,7 +18,6 @@ from trinbox import (
     Advisory,
     Attempt,
     Default,
-    Form,
     Generated,
     Group,
     Id,
@@ -27,18 +26,13 @@ from trinbox import (
     InboxSpec,
     Lease,
     LockedUntil,
-    MySql,
-    Opening,
     Payload,
-    Plain,
-    Postgres,
     RowLock,
     Serializable,
     SqlBroker,
-    Sqlite,
-    Subscriber,
     subscriber,
 )
+from trinbox.typing import Form, MySql, Opening, Plain, Postgres, Sqlite, Subscriber
 
 # -- class keywords ------------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from typing import Annotated, assert_type
 
 from trinbox import (
     Advisory,
-    AnyDatabase,
     App,
     Id,
     Immediate,
@@ -24,7 +23,6 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    Mount,
     Payload,
     RowLock,
     Serializable,
@@ -32,6 +30,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.typing import AnyDatabase, Mount
 
 
 class Leased(Inbox[Lease], table="leased"):

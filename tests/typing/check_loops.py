@@ -22,19 +22,13 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    Mount,
-    MySql,
-    Plain,
-    Postgres,
     RepeatableRead,
     RowLock,
     Serializable,
     SqlBroker,
-    Sqlite,
-    Subscriber,
-    Transactional,
     subscriber,
 )
+from trinbox.typing import Mount, MySql, Plain, Postgres, Sqlite, Subscriber, Transactional
 
 
 class Job(Inbox[Lease], table="jobs"):

@@ -23,17 +23,15 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    MySql,
-    Postgres,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
     RowLock,
     Serializable,
     SqlBroker,
-    Sqlite,
     subscriber,
 )
+from trinbox.typing import MySql, Postgres, Sqlite
 
 
 class RowLockDefault(Inbox[RowLock, Default], table="t"):

@@ -22,18 +22,15 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    MySql,
     Payload,
-    Postgres,
     Publisher,
     RetryAfter,
     RowLock,
-    Serves,
     SqlBroker,
-    Sqlite,
     keys,
 )
 from trinbox._api.handles import Tx  # the class broker.transaction() yields
+from trinbox.typing import MySql, Postgres, Serves, Sqlite
 
 
 @dataclass

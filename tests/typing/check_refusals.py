@@ -22,16 +22,14 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    MySql,
-    Postgres,
     ReadUncommitted,
     RowLock,
     Serializable,
     SqlBroker,
-    Sqlite,
     keys,
     subscriber,
 )
+from trinbox.typing import MySql, Postgres, Sqlite
 
 
 class Locked(Inbox[RowLock], table="locked"):

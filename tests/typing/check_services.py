@@ -32,26 +32,28 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    Mount,
-    MySql,
     OnFailure,
     Payload,
-    Plain,
-    Postgres,
     Publisher,
     RetryAfter,
     RowLock,
     Serializable,
-    ShutdownReport,
     SqlBroker,
-    Sqlite,
-    Subscriber,
-    SubscriptionStatistics,
-    Transactional,
     keys,
     subscriber,
 )
+from trinbox.events import SubscriptionStatistics
 from trinbox.testing import settled
+from trinbox.typing import (
+    Mount,
+    MySql,
+    Plain,
+    Postgres,
+    ShutdownReport,
+    Sqlite,
+    Subscriber,
+    Transactional,
+)
 
 
 @dataclass

@@ -17,7 +17,6 @@ from trinbox import (
     Advisory,
     App,
     Attempt,
-    Batched,
     Default,
     HandlerOutcome,
     Id,
@@ -26,21 +25,24 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    Payload,
+    RowLock,
+    Serializable,
+    SqlBroker,
+    keys,
+    subscriber,
+)
+from trinbox.typing import (
+    Batched,
     Mount,
     MySql,
     Needs,
-    Payload,
     Plain,
     Postgres,
-    RowLock,
-    Serializable,
     Single,
-    SqlBroker,
     Sqlite,
     Subscriber,
     Transactional,
-    keys,
-    subscriber,
 )
 
 

@@ -11,7 +11,7 @@ import pytest
 from trinbox import SqlBroker
 from trinbox._drivers._urls import port_of, redacted
 from trinbox._drivers.sqlite import SqlitePool
-from trinbox._errors import ConnectError
+from trinbox.errors import ConnectError
 
 SCHEMES = {"postgres": "postgresql", "mysql": "mysql"}
 

@@ -16,11 +16,9 @@ from trinbox import (
     Advisory,
     Attempt,
     Column,
-    DeclarationError,
     Generated,
     Group,
     Id,
-    IdentifierTooLong,
     Inbox,
     Lease,
     LockedUntil,
@@ -33,6 +31,7 @@ from trinbox import (
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.ddl import index_name
 from trinbox._dialects.postgres import PostgresDialect
+from trinbox.errors import DeclarationError, IdentifierTooLong
 from trinbox.schema import ddl, ddl_script
 
 

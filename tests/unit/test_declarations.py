@@ -19,7 +19,6 @@ from trinbox import (
     Advisory,
     Attempt,
     Column,
-    DeclarationError,
     Default,
     Generated,
     Group,
@@ -28,8 +27,6 @@ from trinbox import (
     Inbox,
     InboxQueue,
     InboxSpec,
-    KeyColumn,
-    KeyLiteral,
     Lease,
     LockedUntil,
     OriginGroup,
@@ -41,6 +38,8 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._declare._spec import ColumnSpec, TableSpec
+from trinbox.errors import DeclarationError
+from trinbox.typing import KeyColumn, KeyLiteral
 
 
 def refused(message: str) -> pytest.RaisesExc[DeclarationError]:

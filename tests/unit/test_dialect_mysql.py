@@ -28,7 +28,7 @@ from trinbox._declare._markers import (
 from trinbox._dialects._base import DeadLetter, Statements
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.mysql import MySqlDialect
-from trinbox._errors import IdentifierTooLong, ServerTooOld, UnsupportedOpening
+from trinbox.errors import IdentifierTooLong, ServerTooOld, UnsupportedOpening
 
 from ._tables import (
     DEAD_APP_PLAIN,

@@ -27,7 +27,7 @@ from trinbox._declare._markers import (
 from trinbox._dialects._base import DeadLetter, Statements
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.postgres import PostgresDialect
-from trinbox._errors import DeclarationError, IdentifierTooLong, UnsupportedOpening
+from trinbox.errors import DeclarationError, IdentifierTooLong, UnsupportedOpening
 
 from ._tables import (
     DEAD_APP_PLAIN,

@@ -26,7 +26,7 @@ from trinbox._declare._markers import (
 from trinbox._dialects._base import DeadLetter, Statements
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.sqlite import SqliteDialect
-from trinbox._errors import UnsupportedForm, UnsupportedOpening
+from trinbox.errors import UnsupportedForm, UnsupportedOpening
 
 from ._tables import (
     DEAD_APP_PLAIN,

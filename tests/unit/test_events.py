@@ -9,8 +9,9 @@ import logging
 
 import pytest
 
-from trinbox import App, Events, EventSource, HandleEnd, HandleEvent, LeaseEvent
+from trinbox import App
 from trinbox._api.events import EventBus
+from trinbox.events import Events, EventSource, HandleEnd, HandleEvent, LeaseEvent
 
 SOURCE = EventSource("emails", "send", "email_jobs", "emails", "sqlite")
 
@@ -77,5 +78,5 @@ def test_app_takes_one_hook_or_several_and_refuses_anything_else() -> None:
     app = App(events=[one, two])
     app.add_events(one)  # once is enough
     assert app._hooks == [one, two]
-    with pytest.raises(TypeError, match=r"an event hook is a trinbox\.Events, found object"):
+    with pytest.raises(TypeError, match=r"event hook is a trinbox\.events\.Events, found object"):
         app.add_events(object())  # type: ignore[arg-type]

@@ -12,15 +12,11 @@ import pytest
 from trinbox import (
     Advisory,
     Attempt,
-    DeclarationError,
-    FifoAtSerializable,
     Group,
     Id,
     Inbox,
     InboxQueue,
     InboxSpec,
-    KeyColumn,
-    KeyLiteral,
     Lease,
     LockedUntil,
     Payload,
@@ -29,7 +25,6 @@ from trinbox import (
     RetryAfter,
     RowLock,
     Serializable,
-    UnsupportedOpening,
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
@@ -38,6 +33,8 @@ from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
+from trinbox.errors import DeclarationError, FifoAtSerializable, UnsupportedOpening
+from trinbox.typing import KeyColumn, KeyLiteral
 
 PG = PostgresDialect()
 MY = MySqlDialect()

@@ -8,10 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from trinbox import ConnectError, SqlBroker
+from trinbox import SqlBroker
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
+from trinbox.errors import ConnectError
 
 from ..integration.readme import README
 
@@ -102,8 +103,8 @@ def test_the_readme_shows_the_refusal_as_it_reads() -> None:
     (shown,) = [
         line
         for line in README.read_text().splitlines()
-        if line.startswith("trinbox.ConnectError: SqlBroker.from_url")
+        if line.startswith("trinbox.errors.ConnectError: SqlBroker.from_url")
     ]
     with pytest.raises(ConnectError) as refused:
         SqlBroker.from_url("postgresql+asyncpg://app:s3cret@db/app")
-    assert shown == f"trinbox.ConnectError: {refused.value}"
+    assert shown == f"trinbox.errors.ConnectError: {refused.value}"

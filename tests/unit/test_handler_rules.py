@@ -14,7 +14,6 @@ import pytest
 from trinbox import (
     Advisory,
     Attempt,
-    DeclarationError,
     HandlerOutcome,
     Id,
     Inbox,
@@ -23,11 +22,12 @@ from trinbox import (
     LockedUntil,
     Payload,
     SqlBroker,
-    Subscriber,
     keys,
     subscriber,
 )
 from trinbox._engine import startup
+from trinbox.errors import DeclarationError
+from trinbox.typing import Subscriber
 
 
 class Mail(Inbox[Lease], table="mail"):

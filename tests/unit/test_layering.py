@@ -3,8 +3,8 @@ imports with ``ast``.
 
 A module imports only from layers below its own (or from its own package). ``_dialects`` and
 ``_drivers`` share a layer and never import each other; nothing imports a public facade (the
-package ``__init__`` re-exporting ``keys`` aside). Only ``_drivers`` touches the asyncio world
-and the database client libraries.
+package ``__init__`` binding ``keys``, ``events`` and ``typing`` aside). Only ``_drivers``
+touches the asyncio world and the database client libraries.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import trinbox
 ROOT = Path(trinbox.__file__).parent
 
 LAYERS: dict[str, int] = {
-    "_errors": 0,
+    "errors": 0,
     "_util": 0,
     "_bounds": 0,
     "_declare": 1,
@@ -33,6 +33,8 @@ LAYERS: dict[str, int] = {
     "_operations": 7,
     "__init__": 8,
     "keys": 8,
+    "events": 8,
+    "typing": 8,
     "testing": 8,
     "asyncapi": 8,
     "schema": 8,
@@ -42,9 +44,12 @@ LAYERS: dict[str, int] = {
 }
 """Each part of the package (a subpackage or a top-level module) and its layer, lowest first."""
 
-FACADES = {"__init__", "keys", "testing", "asyncapi", "schema", "metrics"}
+FACADES = {"__init__", "keys", "events", "typing", "testing", "asyncapi", "schema", "metrics"}
 ALLOWED = {
-    ("__init__", "keys"),  # the package re-exports the keys module
+    # the package binds its namespaces: trinbox.keys, trinbox.events, trinbox.typing
+    ("__init__", "keys"),
+    ("__init__", "events"),
+    ("__init__", "typing"),
     # The command line renders what the facades render; ``python -m trinbox`` runs it.
     ("cli", "schema"),
     ("cli", "asyncapi"),
@@ -219,9 +224,9 @@ def test_only_drivers_import_foreign_io() -> None:
             id="import-module",
         ),
         pytest.param(
-            "trinbox._errors",
+            "trinbox.errors",
             "from ._util import evolve",
-            "trinbox._errors:1 imports trinbox._util: _errors (layer 0) may import only lower "
+            "trinbox.errors:1 imports trinbox._util: errors (layer 0) may import only lower "
             "layers, _util is layer 0",
             id="sibling",
         ),
@@ -240,6 +245,6 @@ def test_checker_finds(module: str, source: str, problem: str) -> None:
 
 def test_checker_allows() -> None:
     assert violations("trinbox._engine.app", "from .._drivers.aio import asyncio_loop") == []
-    assert violations("trinbox._forms._base", "from ._base import x\nfrom .._errors import E") == []
+    assert violations("trinbox._forms._base", "from ._base import x\nfrom ..errors import E") == []
     assert violations("trinbox", "from . import keys as keys", is_package=True) == []
     assert violations("trinbox._drivers.sqlite", "import sqlite3") == []

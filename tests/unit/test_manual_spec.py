@@ -18,8 +18,6 @@ from trinbox import (
     Id,
     Inbox,
     InboxSpec,
-    KeyColumn,
-    KeyLiteral,
     Lease,
     LockedUntil,
     OriginGroup,
@@ -30,6 +28,7 @@ from trinbox import (
     Serializable,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox.typing import KeyColumn, KeyLiteral
 
 # -- lease, payload mode, every role, in a schema, at an isolation level ------------------------
 

@@ -29,16 +29,14 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
-    Mount,
     ReadUncommitted,
     RowLock,
     Serializable,
     SqlBroker,
-    Subscriber,
-    UnsupportedForm,
-    UnsupportedOpening,
     subscriber,
 )
+from trinbox.errors import UnsupportedForm, UnsupportedOpening
+from trinbox.typing import Mount, Subscriber
 
 
 def test_check_matrix_is_current() -> None:
@@ -114,7 +112,7 @@ def test_include_refuses_what_type_checkers_refuse(cell: Cell) -> None:
         assert isinstance(mount, Mount)
         assert (mount.broker, mount.subscriber) == (broker, sub)
     else:
-        with pytest.raises(getattr(trinbox, cell.refusal)):
+        with pytest.raises(getattr(trinbox.errors, cell.refusal)):
             app.include(broker, sub)
 
 

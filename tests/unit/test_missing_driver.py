@@ -54,9 +54,9 @@ CATCH = """
 def caught(make):
     try:
         make()
-    except trinbox.MissingDriver as exc:
+    except trinbox.errors.MissingDriver as exc:
         return {"type": type(exc).__name__, "import_error": isinstance(exc, ImportError),
-                "trinbox_error": isinstance(exc, trinbox.TrinboxError), "name": exc.name,
+                "trinbox_error": isinstance(exc, trinbox.errors.TrinboxError), "name": exc.name,
                 "message": str(exc)}
     return None
 """
@@ -148,7 +148,7 @@ def test_the_readme_shows_the_real_message() -> None:
     )
     assert done.returncode == 1
     said = done.stderr.rstrip("\n").rsplit("\n", 1)[-1]
-    assert said == f"trinbox.MissingDriver: {POSTGRES}"
+    assert said == f"trinbox.errors.MissingDriver: {POSTGRES}"
     readme = (ROOT / "README.md").read_text()
     install = readme.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```\n(.*?)```", install, re.DOTALL)

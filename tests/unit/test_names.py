@@ -29,7 +29,7 @@ from trinbox._dialects._statement import P, Param, Sql, Statement, join, render
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
-from trinbox._errors import DeclarationError, IdentifierTooLong
+from trinbox.errors import DeclarationError, IdentifierTooLong
 
 from .._names import Shape, declare, fold, shapes
 

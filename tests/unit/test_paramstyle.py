@@ -24,7 +24,7 @@ from trinbox._dialects._paramstyle import bind_names, render_for_driver
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
-from trinbox._errors import DeclarationError
+from trinbox.errors import DeclarationError
 
 from .._names import declare, shapes
 

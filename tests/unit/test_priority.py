@@ -12,7 +12,6 @@ import pytest
 from trinbox import (
     Advisory,
     Attempt,
-    DeclarationError,
     Group,
     Id,
     Inbox,
@@ -32,6 +31,7 @@ from trinbox._dialects.ddl import claim_index_columns, render_ddl
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
+from trinbox.errors import DeclarationError
 
 PG = PostgresDialect()
 MY = MySqlDialect()

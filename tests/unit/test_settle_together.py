@@ -9,9 +9,9 @@ import pytest
 import trio
 import trio.testing
 
-from trinbox._errors import LeaseLost, TrinboxError
 from trinbox._forms._base import Ack, Delivery, Retry, Step
 from trinbox._forms._coalesce import SettleTogether
+from trinbox.errors import LeaseLost, TrinboxError
 
 
 def delivery(n: int) -> Delivery:

@@ -20,8 +20,6 @@ from trinbox import (
     GENERATED,
     Advisory,
     Attempt,
-    Closed,
-    DeclarationError,
     Default,
     Generated,
     Group,
@@ -38,6 +36,7 @@ from trinbox import (
     SqlBroker,
 )
 from trinbox._declare._inbox import row_fields
+from trinbox.errors import Closed, DeclarationError
 
 
 def declare(base: Any, **keywords: Any) -> type:

@@ -14,7 +14,7 @@ from trinbox import Attempt, Id, Inbox, Lease, LockedUntil, RetryAfter
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._columns import FoundColumn, column_warnings
 from trinbox._dialects.mysql import MySqlDialect
-from trinbox._errors import ServerTooOld
+from trinbox.errors import ServerTooOld
 from trinbox.schema import ddl
 
 MY = MySqlDialect()

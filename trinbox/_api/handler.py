@@ -15,7 +15,7 @@ from typing import Any, get_args, get_origin
 from uuid import UUID
 
 from .._declare._spec import TableSpec
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from .codecs import Codec
 from .handles import Attempt, Pool, RowId, Tx
 

@@ -59,8 +59,8 @@ from .._declare._markers import (
     RowLock,
     Transactional,
 )
-from .._errors import DeclarationError
 from .._util import evolve, positive_duration
+from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
 from .handles import AnyTx, Attempt, Pool, RowId

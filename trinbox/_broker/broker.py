@@ -43,9 +43,9 @@ from .._drivers._base import Connection, Pool
 from .._drivers._requires import load_driver, require_driver
 from .._drivers._urls import check_server_url, kind_of_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
-from .._errors import Closed, DatabaseError
 from .._forms._base import give_back, rollback_quietly, whole_seconds
 from .._util import HostClock, positive_duration
+from ..errors import Closed, DatabaseError
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, row_values

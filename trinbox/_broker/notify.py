@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._bounds import RELEASE, within
-from .._errors import DatabaseError, DeclarationError, StartupError
+from ..errors import DatabaseError, DeclarationError, StartupError
 
 if TYPE_CHECKING:
     from .broker import SqlBroker

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 
 from .._declare._markers import Advisory
 from .._declare._spec import TableSpec
-from .._errors import StartupError
+from ..errors import StartupError
 
 __all__ = ["PoolMode", "check_form", "check_listen", "check_pool_mode", "driver_options"]
 

@@ -22,7 +22,7 @@ from .._api.queue import InboxQueue
 from .._declare._capabilities import RowOf, Serves
 from .._declare._inbox import spec_of
 from .._declare._markers import Form
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from .broker import SqlBroker
 
 __all__ = ["Publisher"]

@@ -12,7 +12,7 @@ from .._api.codecs import Codec
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
 from .._dialects._clock import delay_slot
-from .._errors import DatabaseError, DeclarationError
+from ..errors import DatabaseError, DeclarationError
 
 __all__ = ["aborted_by_notify", "group_of", "insert_values", "row_values"]
 

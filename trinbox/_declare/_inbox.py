@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, get_args, get_or
 
 from typing_extensions import TypeVar, dataclass_transform
 
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from ._manual import InboxSpec
 from ._markers import (
     Advisory,

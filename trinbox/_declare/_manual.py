@@ -25,8 +25,8 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from .._errors import DeclarationError
 from .._util import evolve
+from ..errors import DeclarationError
 from ._markers import Advisory, Form, Lease, RowLock
 from ._spec import FieldDecl, KeyColumn, KeyLiteral, KeyPart, TableSpec, compile_spec
 

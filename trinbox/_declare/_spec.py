@@ -12,7 +12,7 @@ import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from ._markers import FORMS, OPENINGS, Advisory, Default, Form, Lease, Opening, RowLock
 from ._roles import ROLE_CLASSES, ROLE_NAMES
 

@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 
 __all__ = ["DIALECT_KEYS", "SqlType", "sql_types_of"]
 

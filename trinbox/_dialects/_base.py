@@ -29,7 +29,7 @@ from uuid import UUID
 
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
-from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
+from ..errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
 from ._clock import insert_slot, lease_at, on_server_clock, token_column
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules

@@ -22,7 +22,7 @@ from typing import get_args, get_origin
 from .._declare._roles import ROLE_CLASSES
 from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 
 __all__ = ["DdlRules", "column_type", "is_optional"]
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from .._declare._markers import Lease, RowLock, Serializable
 from .._declare._spec import TableSpec
-from .._errors import FifoAtSerializable
+from ..errors import FifoAtSerializable
 from ._clock import lease_at, lease_stamp, token_column
 from ._statement import Frag, P, Sql, Statement
 

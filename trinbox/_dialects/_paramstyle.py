@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal, TypeAlias, get_args
 
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from ._statement import Frag, Param, Sql
 
 __all__ = [

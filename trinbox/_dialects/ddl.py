@@ -23,7 +23,7 @@ import hashlib
 
 from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType, sql_types_of
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from ._base import DeadLetter, Dialect, _fold
 from ._ddl_types import DdlRules, column_type, is_optional
 

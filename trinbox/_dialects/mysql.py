@@ -47,7 +47,7 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
-from .._errors import DeclarationError, ServerTooOld
+from ..errors import DeclarationError, ServerTooOld
 from ._base import Dialect
 from ._clock import lease_stamp, token_column
 from ._columns import FoundColumn, Retype, default_value

@@ -25,7 +25,7 @@ from .._declare._markers import (
     Opening,
 )
 from .._declare._spec import ColumnSpec, TableSpec
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from ._base import Dialect, Statements
 from ._clock import lease_at, lease_stamp, token_column
 from ._columns import FoundColumn, Retype

@@ -29,7 +29,7 @@ import trio_asyncio
 from trio_asyncio import aio_as_trio
 
 from .._bounds import CLEANUP, cleanup_scope
-from .._errors import Closed
+from ..errors import Closed
 from ._activity import database_call
 from ._base import Connection
 from ._holders import Holders

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from .._errors import DatabaseError
+from ..errors import DatabaseError
 
 __all__ = ["Connection", "Op", "Pool", "Record", "Result", "failing", "script_failed", "stops"]
 

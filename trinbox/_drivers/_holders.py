@@ -15,7 +15,7 @@ from collections.abc import Collection
 import trio
 
 from .._bounds import POOL_WAIT
-from .._errors import PoolExhausted
+from ..errors import PoolExhausted
 
 __all__ = ["Holders"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from types import ModuleType
 
-from .._errors import MissingDriver
+from ..errors import MissingDriver
 
 __all__ = ["load_driver", "require_driver"]
 

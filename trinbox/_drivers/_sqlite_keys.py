@@ -32,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX: no detection
     fcntl = None  # type: ignore[assignment]
 
-from .._errors import StartupError
+from ..errors import StartupError
 from ._base import Op, Record
 
 __all__ = ["KeyClaim", "hold", "let_go", "let_key_go", "lock_path", "run_key_claim"]

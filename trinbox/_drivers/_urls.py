@@ -10,7 +10,7 @@ import re
 from typing import Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .._errors import ConnectError
+from ..errors import ConnectError
 
 __all__ = ["check_server_url", "kind_of_url", "port_of", "redacted"]
 

@@ -34,7 +34,7 @@ import pymysql
 from pymysql.constants import CLIENT, ER, SERVER_STATUS
 
 from .._bounds import CONNECT
-from .._errors import (
+from ..errors import (
     ConnectError,
     ConnectionLost,
     DatabaseError,

@@ -24,7 +24,7 @@ import asyncpg
 import trio
 
 from .._bounds import CONNECT
-from .._errors import (
+from ..errors import (
     ConnectError,
     ConnectionLost,
     DatabaseError,

@@ -31,7 +31,7 @@ import outcome
 import trio
 
 from .._bounds import cleanup_scope
-from .._errors import ConnectError, ConnectionLost, DatabaseError, IntegrityError, LockNotAvailable
+from ..errors import ConnectError, ConnectionLost, DatabaseError, IntegrityError, LockNotAvailable
 from . import _sqlite_keys
 from ._activity import database_call
 from ._base import Connection, Op, Record, Result, failing, script_failed, stops

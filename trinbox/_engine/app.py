@@ -30,7 +30,7 @@ from .._declare._capabilities import (
 from .._declare._inbox import spec_of
 from .._declare._markers import Mode
 from .._drivers.aio import asyncio_loop
-from .._errors import HandlerFailed
+from ..errors import HandlerFailed
 from . import startup
 from .background import BackgroundTask, cancelled_at_exit
 from .statistics import SharedStatistics, SubscriptionStatistics
@@ -98,7 +98,7 @@ class Mount:
 @dataclass(eq=False)
 class App:
     """A service of queue subscriptions. ``trio.run(app.serve)`` or
-    ``await nursery.start(app.serve)``. ``events``: hooks (``trinbox.Events``) that see every
+    ``await nursery.start(app.serve)``. ``events``: hooks (``trinbox.events.Events``) that see every
     publish of the app's brokers, claim, handler run and settlement."""
 
     info: AppInfo = field(default_factory=lambda: AppInfo("trinbox-app"))
@@ -127,8 +127,8 @@ class App:
         """Register an event hook; it takes effect at the next ``serve``."""
         if not isinstance(hook, Events):  # pyright: ignore[reportUnnecessaryIsInstance]
             msg = (
-                f"an event hook is a trinbox.Events, found {type(hook).__name__}; subclass "
-                f"trinbox.Events and override the methods you need"
+                f"an event hook is a trinbox.events.Events, found {type(hook).__name__}; subclass "
+                f"trinbox.events.Events and override the methods you need"
             )
             raise TypeError(msg)
         if hook not in self._hooks:

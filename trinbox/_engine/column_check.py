@@ -13,7 +13,7 @@ from .._dialects._base import Dialect
 from .._dialects._columns import column_warnings
 from .._dialects._statement import Statement
 from .._drivers._base import Connection
-from .._errors import DatabaseError, SchemaError, TrinboxError
+from ..errors import DatabaseError, SchemaError, TrinboxError
 
 __all__ = ["check_columns", "prepare_statements"]
 

@@ -39,7 +39,6 @@ from .._bounds import RELEASE, SETTLE, within
 from .._broker.broker import SqlBroker
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
-from .._errors import SettlementError, TrinboxError
 from .._forms._base import (
     Ack,
     Chained,
@@ -49,6 +48,7 @@ from .._forms._base import (
     Drop,
     Step,
 )
+from ..errors import SettlementError, TrinboxError
 from .claim_state import ClaimState, Timing
 from .statistics import Fields
 from .steps import StepRules

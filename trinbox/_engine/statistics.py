@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import trio
 
-from .._errors import TrinboxError
+from ..errors import TrinboxError
 
 __all__ = ["SHARE_EVERY", "Fields", "SharedStatistics", "SubscriptionStatistics"]
 

@@ -31,8 +31,8 @@ from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._markers import Advisory, Transactional
 from .._drivers.sqlite import SqlitePool
-from .._errors import AlreadySubscribed, StartupError, TrinboxError
 from .._forms._base import ClaimForm, Delivery, FormContext
+from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
 from .claim_loop import ClaimLoop
 from .claim_state import ClaimState

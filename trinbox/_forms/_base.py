@@ -17,7 +17,7 @@ from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect, Statements
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Pool, Record
-from .._errors import ConnectionLost, TrinboxError
+from ..errors import ConnectionLost, TrinboxError
 
 __all__ = [
     "Ack",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from .._errors import TrinboxError
+from ..errors import TrinboxError
 from ._base import Delivery, Step
 
 __all__ = ["SettleTogether"]

@@ -27,7 +27,7 @@ from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, stops
 from .._drivers._sqlite_keys import let_key_go
 from .._drivers.sqlite import SqliteConnection
-from .._errors import Closed, DatabaseError, SettlementError, TrinboxError
+from ..errors import Closed, DatabaseError, SettlementError, TrinboxError
 from ._base import (
     Ack,
     Chained,

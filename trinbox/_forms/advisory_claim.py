@@ -17,7 +17,7 @@ from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record, Result, stops
 from .._drivers._sqlite_keys import KeyClaim
 from .._drivers.sqlite import SqliteConnection
-from .._errors import DatabaseError
+from ..errors import DatabaseError
 from ._base import (
     Claimed,
     Delivery,

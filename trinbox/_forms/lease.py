@@ -34,7 +34,7 @@ import trio
 from .._bounds import EXTEND_ERROR_WAIT, cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
-from .._errors import DatabaseError, LeaseLost, TrinboxError
+from ..errors import DatabaseError, LeaseLost, TrinboxError
 from ._base import (
     Ack,
     Chained,

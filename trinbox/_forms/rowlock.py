@@ -17,7 +17,7 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record
-from .._errors import BatchRolledBack, DatabaseError, TrinboxError
+from ..errors import BatchRolledBack, DatabaseError, TrinboxError
 from ._base import (
     Ack,
     Chained,

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from .._dialects._count_at_claim import GUARD_TAKEN
 from .._drivers._base import Connection, Op, Record
-from .._errors import DatabaseError, TrinboxError
+from ..errors import DatabaseError, TrinboxError
 from ._base import (
     Chained,
     Claimed,

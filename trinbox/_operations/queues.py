@@ -24,8 +24,8 @@ from .._drivers._base import Connection
 from .._drivers.aio import asyncio_loop
 from .._engine.app import App, Mount
 from .._engine.startup import declared_dead_letter
-from .._errors import DeclarationError
 from .._forms._base import give_back, rollback_quietly
+from ..errors import DeclarationError
 
 __all__ = [
     "DeadRow",

@@ -10,8 +10,8 @@ import click
 import trio
 
 from .._engine.app import App
-from .._errors import TrinboxError
 from .._operations.queues import Queue, opened, queues_of
+from ..errors import TrinboxError
 from ._load import load_app
 from .run import one_line
 

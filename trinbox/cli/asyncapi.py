@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import asyncapi
-from .._errors import DeclarationError
+from ..errors import DeclarationError
 from ._load import load_app
 
 __all__ = ["command", "render"]

@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 
-from .._errors import DeclarationError, TrinboxError
 from .._operations.queues import (
     CHUNK,
     DeadRow,
@@ -29,6 +28,7 @@ from .._operations.queues import (
     redrive,
     redrive_group,
 )
+from ..errors import DeclarationError, TrinboxError
 from ._queues import app_queues, choose, label, run_open, table
 from .run import one_line
 

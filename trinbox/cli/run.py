@@ -19,7 +19,7 @@ import click
 import trio
 
 from .._engine.app import App, ShutdownReport
-from .._errors import ConnectError, DeclarationError, StartupError
+from ..errors import ConnectError, DeclarationError, StartupError
 from ._load import load_app
 from ._logs import Held, configure
 

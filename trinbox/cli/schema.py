@@ -6,7 +6,7 @@ from typing import cast
 
 import click
 
-from .._errors import TrinboxError
+from ..errors import TrinboxError
 from ..schema import DIALECTS, DialectName, ddl_script
 from ._load import load_row
 

@@ -22,7 +22,7 @@ import pytest
 import trio
 
 from trinbox._drivers import mysql, postgres
-from trinbox._errors import ConnectError
+from trinbox.errors import ConnectError
 
 Kind = Literal["postgres", "mysql"]
 TestPool = postgres.PgPool | mysql.MySqlPool

@@ -17,7 +17,7 @@ import trio
 
 from trinbox._bounds import CONNECT, within
 from trinbox._drivers import mysql, postgres
-from trinbox._errors import ConnectError
+from trinbox.errors import ConnectError
 
 LIMIT = 0.5  # the connect bound under test, in seconds
 SLACK = 2.0  # how late past it the error may come on a loaded machine

@@ -10,7 +10,7 @@ import time
 import asyncpg
 
 from trinbox._drivers import postgres
-from trinbox._errors import ConnectionLost
+from trinbox.errors import ConnectionLost
 
 from ..stands import MariaStand, PostgresStand
 from .harness import Backend, TestPool, session_id, using

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from trinbox._drivers.mysql import MySqlPool, _explain_args, open_pool
-from trinbox._errors import ConnectionLost, DatabaseError, LockNotAvailable
+from trinbox.errors import ConnectionLost, DatabaseError, LockNotAvailable
 
 from .harness import Backend, using
 

@@ -38,7 +38,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._drivers.mysql import SQL_MODE, MySqlPool, open_pool
-from trinbox._errors import ConnectionLost, DatabaseError
+from trinbox.errors import ConnectionLost, DatabaseError
 from trinbox.testing import settled
 
 from ..serving import make_app, serving

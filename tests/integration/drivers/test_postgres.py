@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from trinbox._drivers.postgres import PgConnection, PgPool, _rowcount, open_pool
-from trinbox._errors import DatabaseError, LockNotAvailable
+from trinbox.errors import DatabaseError, LockNotAvailable
 
 from .harness import Backend
 

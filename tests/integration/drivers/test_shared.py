@@ -10,7 +10,7 @@ import trio
 
 from trinbox._drivers import mysql, postgres
 from trinbox._drivers._base import Op
-from trinbox._errors import (
+from trinbox.errors import (
     Closed,
     ConnectError,
     ConnectionLost,

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import Subscriber
 from trinbox._forms._base import Delivery
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
+from trinbox.typing import Subscriber
 
 from ..stands import STANDS, Stand, StandName
 from .schema import FORMS

@@ -23,10 +23,8 @@ from trinbox import (
     Advisory,
     App,
     Attempt,
-    Closed,
     FailurePolicy,
     Group,
-    HandlerFailed,
     HandlerOutcome,
     Id,
     Inbox,
@@ -34,7 +32,6 @@ from trinbox import (
     OnFailure,
     Payload,
     RetryAfter,
-    SchemaError,
     SqlBroker,
     keys,
     subscriber,
@@ -44,6 +41,7 @@ from trinbox._drivers._base import Connection, Op, Pool, Record, Result, stops
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
+from trinbox.errors import Closed, HandlerFailed, SchemaError
 from trinbox.testing import VirtualClock, idle, settled
 
 from ..serving import make_app, serving

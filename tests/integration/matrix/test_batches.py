@@ -12,15 +12,10 @@ from typing import Any
 
 import trio
 
-from trinbox import (
-    HandlerOutcome,
-    InboxQueue,
-    IntegrityError,
-    LeaseLost,
-    Subscriber,
-    subscriber,
-)
+from trinbox import HandlerOutcome, InboxQueue, subscriber
+from trinbox.errors import IntegrityError, LeaseLost
 from trinbox.testing import settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from .conftest import Case

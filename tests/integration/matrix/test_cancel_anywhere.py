@@ -51,12 +51,13 @@ import pytest
 import trio
 import trio.lowlevel
 
-from trinbox import HandlerOutcome, InboxQueue, Subscriber, keys, subscriber
+from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._drivers.mysql import MySqlPool
 from trinbox._drivers.postgres import PgPool
 from trinbox._drivers.sqlite import SqlitePool
 from trinbox._forms.advisory import KeyRegistry
 from trinbox.testing import settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app
 from ..stands import SqliteStand, Stand

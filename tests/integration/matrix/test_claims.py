@@ -10,13 +10,14 @@ from dataclasses import dataclass, replace
 import pytest
 import trio
 
-from trinbox import DatabaseError, InboxQueue, subscriber
+from trinbox import InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import Ack, FormContext, whole_seconds
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
+from trinbox.errors import DatabaseError
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

@@ -35,12 +35,12 @@ from trinbox import (
     Payload,
     ProcessedAt,
     RetryAfter,
-    SchemaError,
     keys,
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
+from trinbox.errors import SchemaError
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

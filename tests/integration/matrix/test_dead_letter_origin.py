@@ -18,7 +18,6 @@ import trio
 
 from trinbox import (
     Attempt,
-    DeclarationError,
     Group,
     HandlerOutcome,
     Id,
@@ -32,6 +31,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._operations.queues import dead_rows, depths, opened, queues_of, redrive
+from trinbox.errors import DeclarationError
 from trinbox.testing import settled
 
 from ..serving import make_app, serving

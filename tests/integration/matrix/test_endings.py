@@ -14,10 +14,11 @@ import pytest
 import trio
 import trio.lowlevel
 
-from trinbox import App, HandlerOutcome, InboxQueue, SchemaError, subscriber
+from trinbox import App, HandlerOutcome, InboxQueue, subscriber
 from trinbox._engine.claim_state import ClaimState
 from trinbox._engine.steps import StepRules
 from trinbox._forms._base import Delivery, Step
+from trinbox.errors import SchemaError
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

@@ -13,18 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import (
-    DatabaseError,
-    FailurePolicy,
-    HandlerFailed,
-    HandlerOutcome,
-    InboxQueue,
-    LeaseLost,
-    OnFailure,
-    keys,
-    subscriber,
-)
+from trinbox import FailurePolicy, HandlerOutcome, InboxQueue, OnFailure, keys, subscriber
 from trinbox._drivers.mysql import MySqlConnection
+from trinbox.errors import DatabaseError, HandlerFailed, LeaseLost
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

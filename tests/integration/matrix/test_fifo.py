@@ -21,11 +21,9 @@ import pytest
 import trio
 
 from trinbox import (
-    AlreadySubscribed,
     App,
     Attempt,
     Backoff,
-    FifoAtSerializable,
     Group,
     HandlerOutcome,
     Id,
@@ -40,12 +38,13 @@ from trinbox import (
     RowLock,
     Serializable,
     SqlBroker,
-    Subscriber,
     subscriber,
 )
 from trinbox._operations.queues import depths, opened, queues_of, redrive
+from trinbox.errors import AlreadySubscribed, FifoAtSerializable
 from trinbox.schema import ddl
 from trinbox.testing import VirtualClock, idle, settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from ..stands import MariaStand, Stand, fresh_stand

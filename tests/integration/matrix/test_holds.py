@@ -12,16 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import (
-    ConnectionLost,
-    HandlerOutcome,
-    InboxQueue,
-    SettlementError,
-    StartupError,
-    TransactionHeld,
-    keys,
-    subscriber,
-)
+from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
+from trinbox.errors import ConnectionLost, SettlementError, StartupError, TransactionHeld
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

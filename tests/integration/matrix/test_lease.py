@@ -16,10 +16,8 @@ import trio
 
 from trinbox import (
     FailurePolicy,
-    HandlerFailed,
     HandlerOutcome,
     InboxQueue,
-    LeaseLost,
     OnFailure,
     SqlBroker,
     keys,
@@ -40,6 +38,7 @@ from trinbox._forms._base import (
     whole_seconds,
 )
 from trinbox._forms.lease import LeaseForm
+from trinbox.errors import HandlerFailed, LeaseLost
 from trinbox.testing import TrioClock, VirtualClock, idle, settled
 
 from ..serving import make_app, serving

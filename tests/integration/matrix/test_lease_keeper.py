@@ -16,8 +16,10 @@ from typing import Any
 
 import trio
 
-from trinbox import DatabaseError, Events, InboxQueue, LeaseEvent, SqlBroker, keys, subscriber
+from trinbox import InboxQueue, SqlBroker, keys, subscriber
 from trinbox._bounds import EXTEND_ERROR_WAIT
+from trinbox.errors import DatabaseError
+from trinbox.events import Events, LeaseEvent
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

@@ -14,20 +14,11 @@ from dataclasses import dataclass
 import pytest
 import trio
 
-from trinbox import (
-    AlreadySubscribed,
-    App,
-    Closed,
-    DatabaseError,
-    InboxQueue,
-    SchemaError,
-    ServerTooOld,
-    ShutdownReport,
-    keys,
-    subscriber,
-)
+from trinbox import App, InboxQueue, keys, subscriber
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox.errors import AlreadySubscribed, Closed, DatabaseError, SchemaError, ServerTooOld
 from trinbox.testing import VirtualClock, settled
+from trinbox.typing import ShutdownReport
 
 from ..serving import make_app, serving
 from ..stands import Stand

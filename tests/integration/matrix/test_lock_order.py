@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import InboxQueue, StartupError, Subscriber, keys, subscriber
+from trinbox import InboxQueue, keys, subscriber
+from trinbox.errors import StartupError
 from trinbox.testing import VirtualClock, settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from ..stands import Stand

@@ -21,8 +21,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry
 
 import trinbox
-from trinbox import App, ClaimEvent, Events, HandlerOutcome, InboxQueue, keys, subscriber
+from trinbox import App, HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._engine.statistics import SHARE_EVERY
+from trinbox.events import ClaimEvent, Events
 from trinbox.metrics.otel import OpenTelemetryEvents
 from trinbox.metrics.prometheus import PrometheusMetrics, QueueDepthGauges
 from trinbox.testing import VirtualClock, settled

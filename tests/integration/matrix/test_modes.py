@@ -14,8 +14,9 @@ from typing import Any
 
 import trio
 
-from trinbox import HandlerOutcome, InboxQueue, Subscriber, keys, subscriber
+from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox.testing import settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from .conftest import Case

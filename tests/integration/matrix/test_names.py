@@ -25,8 +25,8 @@ import trio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from trinbox import DeclarationError, HandlerOutcome, InboxQueue, keys, subscriber
-from trinbox._errors import SchemaError
+from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
+from trinbox.errors import DeclarationError, SchemaError
 from trinbox.testing import settled
 
 from ..._names import FIELDS, Shape, declare, names, refused_anywhere, shapes

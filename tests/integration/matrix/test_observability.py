@@ -15,26 +15,23 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import (
-    ClaimEvent,
-    Events,
-    HandleEnd,
-    HandleEvent,
-    HandlerOutcome,
-    InboxQueue,
-    LeaseEvent,
-    PublishEvent,
-    ReleaseEvent,
-    SettleEvent,
-    Subscriber,
-    keys,
-    subscriber,
-)
+from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._broker import broker as broker_module
 from trinbox._engine import claim_loop, deliveries
 from trinbox._forms._base import Delivery, Step
 from trinbox._forms.lease import LeaseForm
+from trinbox.events import (
+    ClaimEvent,
+    Events,
+    HandleEnd,
+    HandleEvent,
+    LeaseEvent,
+    PublishEvent,
+    ReleaseEvent,
+    SettleEvent,
+)
 from trinbox.testing import VirtualClock, settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from .conftest import Case

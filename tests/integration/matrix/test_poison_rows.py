@@ -25,7 +25,6 @@ import trio
 import trinbox
 from trinbox import (
     Attempt,
-    DeclarationError,
     Group,
     HandlerOutcome,
     Id,
@@ -40,6 +39,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox.errors import DeclarationError
 from trinbox.schema import ddl
 from trinbox.testing import settled
 

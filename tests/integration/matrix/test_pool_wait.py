@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import pytest
 import trio
 
-from trinbox import InboxQueue, PoolExhausted, keys, subscriber
+from trinbox import InboxQueue, keys, subscriber
 from trinbox._bounds import POOL_WAIT
 from trinbox._drivers.aio import asyncio_loop
+from trinbox.errors import PoolExhausted
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

@@ -27,12 +27,12 @@ from trinbox import (
     Priority,
     RetryAfter,
     RowLock,
-    SchemaError,
     SqlBroker,
-    Subscriber,
     subscriber,
 )
+from trinbox.errors import SchemaError
 from trinbox.testing import settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from ..stands import STANDS, Stand, StandName, fresh_stand

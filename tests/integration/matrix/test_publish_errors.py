@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from trinbox import DeclarationError, SqlBroker
+from trinbox import SqlBroker
 from trinbox._api.codecs import RawCodec
 from trinbox._drivers.aio import asyncio_loop
+from trinbox.errors import DeclarationError
 
 from .conftest import Case
 from .kit import cells

@@ -18,7 +18,6 @@ import trio
 from trinbox import (
     Advisory,
     Backoff,
-    DeclarationError,
     FailurePolicy,
     HandlerOutcome,
     Id,
@@ -29,6 +28,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.errors import DeclarationError
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

@@ -17,15 +17,12 @@ import trio
 
 from trinbox import (
     Attempt,
-    BatchRolledBack,
     FailurePolicy,
     Group,
-    HandlerFailed,
     HandlerOutcome,
     Id,
     Inbox,
     InboxQueue,
-    IntegrityError,
     OnFailure,
     Payload,
     RepeatableRead,
@@ -35,6 +32,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.errors import BatchRolledBack, HandlerFailed, IntegrityError
 from trinbox.testing import idle, settled
 
 from ..serving import make_app, serving

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from trinbox import TransactionHeld, keys
+from trinbox import keys
 from trinbox._drivers.aio import asyncio_loop
+from trinbox.errors import TransactionHeld
 
 from .conftest import Case
 from .kit import cells, native

@@ -17,17 +17,8 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import (
-    FailurePolicy,
-    HandlerOutcome,
-    Inbox,
-    InboxQueue,
-    IntegrityError,
-    OnFailure,
-    UnsupportedOpening,
-    keys,
-    subscriber,
-)
+from trinbox import FailurePolicy, HandlerOutcome, Inbox, InboxQueue, OnFailure, keys, subscriber
+from trinbox.errors import IntegrityError, UnsupportedOpening
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

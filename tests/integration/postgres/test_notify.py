@@ -23,8 +23,6 @@ from trinbox import (
     App,
     AppInfo,
     Attempt,
-    DatabaseError,
-    DeclarationError,
     Group,
     Id,
     Inbox,
@@ -34,11 +32,12 @@ from trinbox import (
     Payload,
     RetryAfter,
     SqlBroker,
-    Subscriber,
     subscriber,
 )
 from trinbox._drivers.aio import asyncio_loop
+from trinbox.errors import DatabaseError, DeclarationError
 from trinbox.testing import idle
+from trinbox.typing import Subscriber
 
 from ..stands import PostgresStand, fresh_stand
 

@@ -22,16 +22,8 @@ import psycopg
 import pytest
 import trio
 
-from trinbox import (
-    DatabaseError,
-    HandlerOutcome,
-    Inbox,
-    InboxQueue,
-    SqlBroker,
-    StartupError,
-    keys,
-    subscriber,
-)
+from trinbox import HandlerOutcome, Inbox, InboxQueue, SqlBroker, keys, subscriber
+from trinbox.errors import DatabaseError, StartupError
 from trinbox.testing import TrioClock, settled
 
 from ..matrix.schema import EMAIL, EMAIL_JOBS

@@ -6,8 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from trinbox import SqlBroker, Sqlite
+from trinbox import SqlBroker
 from trinbox.testing import TrioClock
+from trinbox.typing import Sqlite
 
 
 class Db:

@@ -18,11 +18,12 @@ import pytest
 import trio
 
 import trinbox
-from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
+from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._drivers.sqlite import SqliteConnection, SqlitePool
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
+from trinbox.errors import StartupError
 from trinbox.testing import TrioClock, VirtualClock, settled
 
 from ..matrix.test_advisory import pass_over_each_others_key
@@ -263,7 +264,7 @@ FORKER = """
 import os, sys
 import trio
 from trinbox._drivers.sqlite import SqlitePool
-from trinbox._errors import StartupError
+from trinbox.errors import StartupError
 from trinbox._forms.advisory import KeyRegistry
 
 def serve(path):

@@ -18,7 +18,7 @@ import trio
 
 from trinbox._bounds import within
 from trinbox._drivers.sqlite import BUSY_SLICE, SqliteConnection, SqlitePool
-from trinbox._errors import ConnectionLost, LockNotAvailable
+from trinbox.errors import ConnectionLost, LockNotAvailable
 
 BUSY_TIMEOUT = 5.0  # the pool's (SQLite's default in trinbox): far longer than any bound here
 SLACK = 1.0  # how late past its bound a call may end on a loaded machine

@@ -9,7 +9,7 @@ import pytest
 
 from trinbox._drivers._base import Op
 from trinbox._drivers.sqlite import TIME_FORMAT, SqlitePool, _param
-from trinbox._errors import IntegrityError
+from trinbox.errors import IntegrityError
 
 
 async def test_a_failed_script_names_its_step_and_keeps_the_results_before_it(

@@ -14,16 +14,11 @@ import pytest
 import trio
 
 import trinbox._drivers.sqlite as sqlite_driver
-from trinbox import (
-    Inbox,
-    InboxQueue,
-    ShutdownReport,
-    UnsupportedForm,
-    keys,
-    subscriber,
-)
+from trinbox import Inbox, InboxQueue, keys, subscriber
 from trinbox._drivers.sqlite import SqlitePool
+from trinbox.errors import UnsupportedForm
 from trinbox.testing import VirtualClock, settled
+from trinbox.typing import ShutdownReport
 
 from ..serving import make_app, serving
 from .harness import Db

@@ -21,7 +21,6 @@ import trio
 
 from trinbox import (
     Attempt,
-    DeclarationError,
     Id,
     Inbox,
     InboxQueue,
@@ -29,11 +28,12 @@ from trinbox import (
     LockedUntil,
     Payload,
     RetryAfter,
-    Subscriber,
     keys,
     subscriber,
 )
+from trinbox.errors import DeclarationError
 from trinbox.testing import settled
+from trinbox.typing import Subscriber
 
 from ..serving import make_app, serving
 from .harness import Db

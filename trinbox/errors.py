@@ -19,6 +19,7 @@
     ├── SettlementError         a delivery could not be settled as its outcome says
     │   ├── LeaseLost           the lease ran out and another claim took the row
     │   └── BatchRolledBack     an earlier settlement of the row lock batch failed
+    ├── TransactionHeld         a transaction or connection used after its block ended
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
     ├── Closed                  the broker is shut down
     └── MissingDriver           a broker's driver is not installed (also an ImportError)
@@ -48,6 +49,7 @@ __all__ = [
     "ServerTooOld",
     "SettlementError",
     "StartupError",
+    "TransactionHeld",
     "TrinboxError",
     "UnsupportedForm",
     "UnsupportedOpening",
