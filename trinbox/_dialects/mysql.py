@@ -47,12 +47,12 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
-from .._errors import DeclarationError, ServerTooOld
+from .._errors import DeclarationError, FifoAtSerializable, ServerTooOld
 from ._base import Dialect
-from ._clock import lease_stamp, token_column
+from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
+from ._count_at_claim import GUARD_WAIT_SECONDS
 from ._ddl_types import DdlRules
-from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
 from ._statement import P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -132,6 +132,23 @@ _DDL = DdlRules(
 )
 
 
+# UTC_TIMESTAMP is UTC whatever the session's time_zone (NOW() would follow it); it is read
+# once per statement, so its three reads below agree. The expiry is rounded up to the next
+# whole second: a DATETIME without fractions then stores the token exactly.
+_NOW = "UTC_TIMESTAMP(6)"
+_FRACTION = f"MICROSECOND({_NOW})"
+_CLOCK = ServerClock(
+    now=_NOW,
+    due=lambda d: f"({_NOW} + INTERVAL " + d + " MICROSECOND)",
+    expiry=lambda s: (
+        f"({_NOW} - INTERVAL {_FRACTION} MICROSECOND + INTERVAL ("
+        + s
+        + f" + ({_FRACTION} > 0)) SECOND)"
+    ),
+    age=f"TIMESTAMPDIFF(MICROSECOND, {{t}}, {_NOW}) / 1000000",
+)
+
+
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -152,6 +169,7 @@ class MySqlDialect(Dialect):
     )
     lease_claim_serial: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
+    server_clock: ClassVar[ServerClock] = _CLOCK
     version_query: ClassVar[str | None] = "SELECT VERSION()"
     time_rule: ClassVar[str] = (
         "on MySQL and MariaDB a DATETIME or TIMESTAMP (whole seconds hold the lease token; "
@@ -280,7 +298,7 @@ class MySqlDialect(Dialect):
         select = self.r(
             "claim",
             f"SELECT {self.select_list(spec)}"
-            + token_column(self, spec)
+            + self.token_column(spec)
             + f" FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
@@ -290,7 +308,7 @@ class MySqlDialect(Dialect):
         stamp = self.r(
             "stamp",
             f"UPDATE {t} SET "
-            + lease_stamp(self, spec, lease=P("lease"))
+            + self.lease_stamp(spec, lease=P("lease"))
             + f" WHERE {self.c(spec.id)} = "
             + P("id")
             + " AND "
@@ -299,7 +317,9 @@ class MySqlDialect(Dialect):
         return (select, stamp)
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return mysql_lease_head_claim(self, spec, self.lease_claim(spec)[1])
+        """The lease claim of the head: the locking select, then the form's own stamp."""
+        select = self.r("claim", self.lease_head_select(spec, self.token_column(spec)))
+        return (select, self.lease_claim(spec)[1])
 
     def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
         """No RETURNING, so two statements of one READ COMMITTED transaction: the locking
@@ -314,16 +334,46 @@ class MySqlDialect(Dialect):
         held = f" WHERE ({ident}, {locked}) IN (" + pairs + ")"
         select = self.r(
             "extend",
-            f"SELECT {ident}" + token_column(self, spec) + f" FROM {t}" + held + " FOR UPDATE",
+            f"SELECT {ident}" + self.token_column(spec) + f" FROM {t}" + held + " FOR UPDATE",
         )
         update = self.r("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
         return (select, update)
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
-        return mysql_guard(self, spec)
+        """1 when this transaction could lock every unfinished row of the group (no other
+        transaction holds one), 0 otherwise."""
+        t = self.table(spec)
+        where = self.where(self.fifo_unfinished(spec))
+        guard = self.internal(spec, "__guard")
+        return self.r(
+            "guard",
+            f"SELECT CAST((SELECT COUNT(*) FROM {t}"
+            + where
+            + f") = (SELECT COUNT(*) FROM (SELECT {self.c(spec.id)} FROM {t}"
+            + where
+            + f" FOR UPDATE SKIP LOCKED) AS {guard}) AS SIGNED)",
+        )
 
     def check_fifo(self, spec: TableSpec) -> None:
-        check_fifo_opening(self, spec)
+        """A row lock FIFO table at SERIALIZABLE is refused. There a plain read locks what it
+        reads, so the guard's count waits on the row another claim holds until it settles."""
+        if spec.form is not RowLock or spec.opening is not Serializable:
+            return
+        msg = (
+            f"{spec.label}: a FIFO group's guard counts its rows without locking them, which "
+            f"MySQL and MariaDB do not do at SERIALIZABLE, found a row lock FIFO table at "
+            f"Serializable (the guard would wait for every delivery in work to settle); "
+            f"declare Inbox[RowLock, ReadCommitted] (or leave the opening out), or use "
+            f"Inbox[Lease]"
+        )
+        raise FifoAtSerializable(msg)
+
+    def count_guard(self, *, unlock: bool) -> Statement:
+        # Lock names are the server's: the database's name goes in; SHA2 keeps 64 characters.
+        name = "SHA2(CONCAT_WS('.', DATABASE(), " + P("key") + "), 256)"
+        if unlock:
+            return self.r("unlock", "SELECT RELEASE_LOCK(" + name + ")")
+        return self.r("lock", "SELECT GET_LOCK(" + name + f", {GUARD_WAIT_SECONDS})")
 
     # -- advisory ---------------------------------------------------------------------------
 

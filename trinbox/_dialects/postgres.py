@@ -30,10 +30,10 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
-from ._clock import lease_at, lease_stamp, token_column
+from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
+from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
-from ._fifo import postgres_guard, postgres_lease_head_claim
 from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["PostgresDialect"]
@@ -75,6 +75,17 @@ _DDL = DdlRules(
 )
 
 
+_CLOCK = ServerClock(
+    now="statement_timestamp()",
+    due=lambda d: "(statement_timestamp() + " + d + "::bigint * interval '1 microsecond')",
+    # The epoch, not date_trunc: date_trunc works in the session's TimeZone.
+    expiry=lambda s: (
+        "to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + " + s + "::integer))"
+    ),
+    age="EXTRACT(EPOCH FROM statement_timestamp() - {t})",
+)
+
+
 @dataclass(frozen=True)
 class PostgresDialect(Dialect):
     name: ClassVar[str] = "PostgreSQL"
@@ -90,6 +101,7 @@ class PostgresDialect(Dialect):
         Serializable,
     )
     ddl_rules: ClassVar[DdlRules] = _DDL
+    server_clock: ClassVar[ServerClock] = _CLOCK
 
     folds_column_names: ClassVar[bool] = False
     time_rule: ClassVar[str] = "on PostgreSQL a timestamp with time zone (timestamptz)"
@@ -158,10 +170,10 @@ class PostgresDialect(Dialect):
                 + P("limit")
                 + " FOR UPDATE SKIP LOCKED), "
                 + f"{stamped} AS (UPDATE {t} AS {row} SET "
-                + lease_stamp(self, spec, lease=lease_at(self), row=row)
+                + self.lease_stamp(spec, lease=self.lease_at(), row=row)
                 + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
                 + "SELECT *"
-                + token_column(self, spec)
+                + self.token_column(spec)
                 + f" FROM {claimed} ORDER BY {order}",
             ),
         )
@@ -188,10 +200,45 @@ class PostgresDialect(Dialect):
         )
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return (postgres_lease_head_claim(self, spec),)
+        """The lease claim of the head: lock, stamp, and read it as it was, in one statement
+        of the guard's transaction."""
+        t = self.table(spec)
+        ident = self.c(spec.id)
+        claimed = self.internal(spec, "__claimed")
+        stamped = self.internal(spec, "__stamped")
+        row = self.internal(spec, "__row")
+        return (
+            self.r(
+                "claim",
+                f"WITH {claimed} AS ("
+                + self.lease_head_select(spec)
+                + f"), {stamped} AS (UPDATE {t} AS {row} SET "
+                + self.lease_stamp(spec, lease=self.lease_at(), row=row)
+                + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) SELECT *"
+                + self.token_column(spec)
+                + f" FROM {claimed}",
+            ),
+        )
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
-        return postgres_guard(self, spec)
+        """1 when this transaction took the group's advisory lock, 0 when another holds it.
+        The key is the table's name as declared (unquoted), a colon and the group."""
+        prefix = self.literal(f"{spec.qualified_name}:")
+        return self.r(
+            "guard",
+            f"SELECT pg_try_advisory_xact_lock(hashtextextended({prefix} || CAST("
+            + P("group")
+            + " AS text), 0))::int::bigint",
+        )
+
+    def count_guard(self, *, unlock: bool) -> Statement:
+        if unlock:
+            return self.r(
+                "unlock", "SELECT pg_advisory_unlock(hashtextextended(" + P("key") + ", 0))"
+            )
+        # pg_advisory_lock returns void: as a row source it yields one row, once held.
+        sql = f"SELECT {GUARD_TAKEN} FROM pg_advisory_lock(hashtextextended(" + P("key") + ", 0))"
+        return self.r("lock", sql)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order whose keys no other session holds. The shared

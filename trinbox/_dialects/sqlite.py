@@ -27,10 +27,9 @@ from .._declare._markers import (
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect, Statements
-from ._clock import lease_at, lease_stamp, token_column
+from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
-from ._fifo import sqlite_lease_head_claim, sqlite_lease_heads_claim
 from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
@@ -71,6 +70,22 @@ _DDL = DdlRules(
     now="(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')",
     schema_on_index=True,
 )
+# 'now' is read once per statement step (the claim's UPDATE stamps every row in its first step)
+# and has milliseconds, padded to the six digits of the text trinbox writes.
+_DAY = "%Y-%m-%d %H:%M"
+_CLOCK = ServerClock(
+    now=f"(strftime('{_DAY}:%f', 'now') || '000')",
+    due=lambda d: (
+        f"(strftime('{_DAY}:%f', 'now', '+' || (" + d + " / 1000000.0) || ' seconds') || '000')"
+    ),
+    # Whole seconds of now + lease + 0.999 s: the next whole second ('now' has ms).
+    expiry=lambda s: (
+        f"(strftime('{_DAY}:%S', 'now', '+' || "
+        + s
+        + " || ' seconds', '+0.999 seconds') || '.000000')"
+    ),
+    age="(julianday('now') - julianday({t})) * 86400.0",
+)
 # A STRICT table's options, after the column list: "STRICT", "WITHOUT ROWID", in any order.
 _OPTIONS = re.compile(r"\)([^)]*)$")
 _RECREATE = "(SQLite changes a column's declaration by recreating its table)"
@@ -100,6 +115,7 @@ class SqliteDialect(Dialect):
     openings: ClassVar[tuple[type[Opening], ...]] = (Default, Deferred, Immediate, Exclusive)
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
+    server_clock: ClassVar[ServerClock] = _CLOCK
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"
     count_rule: ClassVar[str] = (
         "on SQLite a declared type of INTEGER or NUMERIC affinity, or none (in a STRICT table "
@@ -158,22 +174,47 @@ class SqliteDialect(Dialect):
             self.r(
                 "claim",
                 f"UPDATE {t} SET "
-                + lease_stamp(self, spec, lease=lease_at(self))
+                + self.lease_stamp(spec, lease=self.lease_at())
                 + f" WHERE {self.c(spec.id)} IN ("
                 + inner
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}"
-                + token_column(self, spec, stored=True),
+                + self.token_column(spec, stored=True),
             ),
         )
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return (sqlite_lease_head_claim(self, spec),)
+        """The lease claim of the head: one UPDATE ... RETURNING (the single writer is the
+        guard)."""
+        t = self.table(spec)
+        return (
+            self.r(
+                "claim",
+                f"UPDATE {t} SET "
+                + self.lease_stamp(spec, lease=self.lease_at())
+                + self.where(self.fifo_lease_head(spec))
+                + f" RETURNING {self.select_list(spec, attempt_before=True)}"
+                + self.token_column(spec, stored=True),
+            ),
+        )
 
     def every_group_statements(
         self, spec: TableSpec, st: Statements, skip: str | None
     ) -> Statements:
-        """One writer: one statement stamps the heads of several groups at once."""
-        return replace(st, claim=(sqlite_lease_heads_claim(self, spec, skip),))
+        """One writer: one UPDATE ... RETURNING stamps the heads of up to ``limit`` groups
+        but ``skip`` at once (the single writer is every group's guard)."""
+        row, source, order = self.every_head(spec, skip)
+        claim = self.r(
+            "claim",
+            f"UPDATE {self.table(spec)} SET "
+            + self.lease_stamp(spec, lease=self.lease_at())
+            + f" WHERE {self.c(spec.id)} IN (SELECT {row}.{self.c(spec.id)}"
+            + source
+            + f" ORDER BY {order} LIMIT "
+            + P("limit")
+            + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+            + self.token_column(spec, stored=True),
+        )
+        return replace(st, claim=(claim,))
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.
