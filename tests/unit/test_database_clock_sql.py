@@ -223,7 +223,7 @@ def test_a_statement_without_now_is_left_as_it_is() -> None:
 def test_sqlites_expressions_write_the_text_trinbox_stores() -> None:
     conn = sqlite3.connect(":memory:")
     try:
-        expiry = LITE.r("clock", "SELECT " + LITE.lease_at())
+        expiry = LITE.render("clock", "SELECT " + LITE.lease_at())
         before = datetime.now(UTC).replace(tzinfo=None)
         (token,) = conn.execute(expiry.sql, (30,)).fetchone()
         (now,) = conn.execute(f"SELECT {LITE_NOW}").fetchone()

@@ -127,7 +127,7 @@ def test_a_queues_dead_letters_are_those_from_its_group() -> None:
 def test_a_redrive_moves_only_its_queues_rows_and_clears_the_origin(dialect: Dialect) -> None:
     (update,) = sql.redrive(dialect, spec_of(Posting), DEAD, 1)
     assert update.params == ("group", "dest", "origin", "i0")
-    q = dialect.q
+    q = dialect.quoted
     assert update.sql.startswith(
         f"UPDATE {q('postings')} SET {q('account')} = {_slot(dialect, 1)}, "
         f"{q('dead_from')} = NULL, {q('attempt')} = 1, "

@@ -159,18 +159,20 @@ class Dialect(ColumnRules):
 
     # -- naming ---------------------------------------------------------------------------
 
-    def q(self, name: str) -> str:
+    def quoted(self, name: str) -> str:
+        """``name`` as an identifier: in the dialect's quotes, its own quotes doubled."""
         return f"{self.quote}{name.replace(self.quote, self.quote * 2)}{self.quote}"
 
     def table(self, spec: TableSpec) -> str:
         return self.qualified(spec.table, spec.schema)
 
     def qualified(self, table: str, schema: str | None) -> str:
-        return f"{self.q(schema)}.{self.q(table)}" if schema else self.q(table)
+        return f"{self.quoted(schema)}.{self.quoted(table)}" if schema else self.quoted(table)
 
-    def c(self, col: ColumnSpec | None) -> str:
+    def column(self, col: ColumnSpec | None) -> str:
+        """The quoted name of a column the spec has (``None``: a role the form needs)."""
         assert col is not None
-        return self.q(col.column)
+        return self.quoted(col.column)
 
     def internal(self, spec: TableSpec, name: str, *also: str | None) -> str:
         """The name of an alias or CTE the statements of ``spec`` introduce: ``name`` itself,
@@ -281,7 +283,9 @@ class Dialect(ColumnRules):
         claim over every group)."""
         return replace(st, heads=self.heads(spec, skip))
 
-    def r(self, event: str, sql: Frag) -> Statement:
+    def render(self, event: str, sql: Frag) -> Statement:
+        """``sql`` as the statement of ``event``, in this dialect's placeholders (on the
+        database clock with the server's now)."""
         return render(event, self.on_server_clock(sql), self.style)
 
     def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
@@ -290,37 +294,37 @@ class Dialect(ColumnRules):
         cols = []
         for col in spec.columns:
             if attempt_before and col.role == "attempt":
-                cols.append(f"{self.attempt_before(col)} AS {self.c(col)}")
+                cols.append(f"{self.attempt_before(col)} AS {self.column(col)}")
             else:
-                cols.append(self.c(col))
+                cols.append(self.column(col))
         return ", ".join(cols)
 
     def attempt_before(self, col: ColumnSpec) -> str:
-        return f"{self.c(col)} - 1"
+        return f"{self.column(col)} - 1"
 
     def claimable(self, spec: TableSpec, *, prefix: str = "") -> list[Frag]:
         """Conditions of a due, unfinished row of the subscription's group."""
         conds: list[Frag] = []
         if spec.group is not None:
-            conds.append(prefix + self.c(spec.group) + " = " + P("group"))
+            conds.append(prefix + self.column(spec.group) + " = " + P("group"))
         if spec.retry_after is not None:
-            conds.append(prefix + self.c(spec.retry_after) + " <= " + P("now"))
+            conds.append(prefix + self.column(spec.retry_after) + " <= " + P("now"))
         if spec.processed_at is not None:
-            conds.append(f"{prefix}{self.c(spec.processed_at)} IS NULL")
+            conds.append(f"{prefix}{self.column(spec.processed_at)} IS NULL")
         return conds
 
     def lease_free(self, spec: TableSpec, *, prefix: str = "") -> Sql:
-        col = prefix + self.c(spec.locked_until)
+        col = prefix + self.column(spec.locked_until)
         return "(" + col + " IS NULL OR " + col + " <= " + P("now") + ")"
 
     def order_by(self, spec: TableSpec, *, prefix: str = "") -> str:
         """The claim's order: priority (smaller first), due time, id; the claim index's."""
         keys = []
         if spec.priority is not None:
-            keys.append(f"{prefix}{self.c(spec.priority)}")
+            keys.append(f"{prefix}{self.column(spec.priority)}")
         if spec.retry_after is not None:
-            keys.append(f"{prefix}{self.c(spec.retry_after)}")
-        keys.append(f"{prefix}{self.c(spec.id)}")
+            keys.append(f"{prefix}{self.column(spec.retry_after)}")
+        keys.append(f"{prefix}{self.column(spec.id)}")
         return ", ".join(keys)
 
     @staticmethod
@@ -329,29 +333,29 @@ class Dialect(ColumnRules):
 
     def by_id(self, spec: TableSpec, *, token: bool) -> Sql:
         """``WHERE id = ?``, conditioned on the lease token in the lease form."""
-        conds: list[Frag] = [self.c(spec.id) + " = " + P("id")]
+        conds: list[Frag] = [self.column(spec.id) + " = " + P("id")]
         if token:
-            conds.append(self.c(spec.locked_until) + " = " + P("token"))
+            conds.append(self.column(spec.locked_until) + " = " + P("token"))
         return self.where(conds)
 
     def finish(self, spec: TableSpec, *, token: bool) -> Statement:
         """Ack and drop: mark processed or delete (lease: only while the token holds)."""
         t = self.table(spec)
         if spec.processed_at is not None:
-            sets: list[Frag] = [self.c(spec.processed_at) + " = " + P("now")]
+            sets: list[Frag] = [self.column(spec.processed_at) + " = " + P("now")]
             if token:
-                sets.append(f"{self.c(spec.locked_until)} = NULL")
-            return self.r(
+                sets.append(f"{self.column(spec.locked_until)} = NULL")
+            return self.render(
                 "ack", "UPDATE " + t + " SET " + join(", ", sets) + self.by_id(spec, token=token)
             )
-        return self.r("ack", "DELETE FROM " + t + self.by_id(spec, token=token))
+        return self.render("ack", "DELETE FROM " + t + self.by_id(spec, token=token))
 
     def update(
         self, event: str, spec: TableSpec, sets: Sequence[Frag], *, token: bool
     ) -> Statement:
         if token:
-            sets = [*sets, f"{self.c(spec.locked_until)} = NULL"]
-        return self.r(
+            sets = [*sets, f"{self.column(spec.locked_until)} = NULL"]
+        return self.render(
             event,
             "UPDATE "
             + self.table(spec)
@@ -364,14 +368,14 @@ class Dialect(ColumnRules):
         """The row lock form counts the attempt when it settles a retry."""
         if spec.attempt is None:
             return []
-        return [f"{self.c(spec.attempt)} = {self.c(spec.attempt)} + 1"]
+        return [f"{self.column(spec.attempt)} = {self.column(spec.attempt)} + 1"]
 
     def retry_after_statement(
         self, spec: TableSpec, *, token: bool, count: bool
     ) -> Statement | None:
         if spec.retry_after is None:
             return None
-        sets: list[Frag] = [self.c(spec.retry_after) + " = " + P("retry_at")]
+        sets: list[Frag] = [self.column(spec.retry_after) + " = " + P("retry_at")]
         if count:
             sets += self.bump(spec)
         return self.update("retry_after", spec, sets, token=token)
@@ -391,8 +395,8 @@ class Dialect(ColumnRules):
             sets: list[Frag] = []
             if spec.origin_group is not None:
                 # First: MySQL assigns left to right, each reading the values set before it.
-                sets.append(f"{self.c(spec.origin_group)} = {self.c(spec.group)}")
-            sets.append(self.c(spec.group) + " = " + P("dest"))
+                sets.append(f"{self.column(spec.origin_group)} = {self.column(spec.group)}")
+            sets.append(self.column(spec.group) + " = " + P("dest"))
             return (self.update("dead_letter", spec, sets, token=token),)
         return self.move_to_table(spec, dead_letter, token=token)
 
@@ -403,18 +407,20 @@ class Dialect(ColumnRules):
         form runs in one transaction (PostgreSQL overrides this with one statement)."""
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
-        cols = ", ".join(self.c(c) for c in spec.columns)
-        values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
-        copy = self.r(
+        cols = ", ".join(self.column(c) for c in spec.columns)
+        values = ", ".join(
+            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
+        )
+        copy = self.render(
             "dead_letter",
             f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}" + self.by_id(spec, token=token),
         )
-        delete = self.r("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
+        delete = self.render("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
         return (copy, delete)
 
     def insert(self, spec: TableSpec) -> Statement:
         """The publish: every writable column, each bound under its column's name."""
-        return self.r("insert", self.insert_sql(spec))
+        return self.render("insert", self.insert_sql(spec))
 
     def insert_sql(self, spec: TableSpec) -> Frag:
         """The publish's parts, before rendering (``insert_statement`` renders them for the
@@ -424,7 +430,7 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         if not cols:
             return self.insert_defaults(t)
-        names = ", ".join(self.c(c) for c in cols)
+        names = ", ".join(self.column(c) for c in cols)
         values = join(", ", (self.insert_slot(spec, c) for c in cols))
         return f"INSERT INTO {t} ({names}) VALUES (" + values + ")"
 
@@ -444,7 +450,7 @@ class Dialect(ColumnRules):
         return f"INSERT INTO {table} DEFAULT VALUES"
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.r("begin", "BEGIN")
+        return self.render("begin", "BEGIN")
 
     def notify_statement(self) -> Statement | None:
         """Announce a published row to listeners (PostgreSQL's NOTIFY); ``None`` elsewhere."""
@@ -452,11 +458,11 @@ class Dialect(ColumnRules):
 
     def lease_claim_begin(self) -> Statement:
         """The transaction of a claim that selects and then stamps (MySQL's lease claim)."""
-        return self.r("begin", "BEGIN")
+        return self.render("begin", "BEGIN")
 
     def plain_begin(self) -> Statement:
         """A transaction at the default level: dead letter moves, user transactions."""
-        return self.r("begin", "BEGIN")
+        return self.render("begin", "BEGIN")
 
     def key_expression(self, spec: TableSpec) -> str:
         """The advisory key, rendered by the database from the template."""
@@ -466,7 +472,7 @@ class Dialect(ColumnRules):
                 parts.append(self.literal(part.text))
             else:
                 assert isinstance(part, KeyColumn)
-                parts.append(self.key_column(self.q(part.column)))
+                parts.append(self.key_column(self.quoted(part.column)))
         return self.concat(parts) if parts else "''"
 
     def literal(self, text: str) -> str:
@@ -543,15 +549,15 @@ class Dialect(ColumnRules):
         clock each with the token the server wrote). The ids and their tokens are bound as
         two lists, ``ids`` and ``tokens``, in the same order, so the text is the same for
         every round. MySQL overrides it (no RETURNING)."""
-        locked = self.c(spec.locked_until)
+        locked = self.column(spec.locked_until)
         return (
-            self.r(
+            self.render(
                 "extend",
                 f"UPDATE {self.table(spec)} SET {locked} = "
                 + self.lease_at()
                 + " WHERE "
                 + self.lease_pairs(spec)
-                + f" RETURNING {self.c(spec.id)}"
+                + f" RETURNING {self.column(spec.id)}"
                 + self.token_column(spec, stored=True),
             ),
         )
@@ -570,22 +576,26 @@ class Dialect(ColumnRules):
         whose lease the token still holds are settled, and their ids returned (a row left out
         lost its lease). ``in_ids`` tests the id against the ``ids`` parameter."""
         t = self.table(spec)
-        ident = self.c(spec.id)
-        where = f" WHERE {ident} " + in_ids + f" AND {self.c(spec.locked_until)} = " + P("token")
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
+        where = f" WHERE {ident} " + in_ids + f" AND {locked} = " + P("token")
         returning = f" RETURNING {ident}"
-        free = f"{self.c(spec.locked_until)} = NULL"
+        free = f"{locked} = NULL"
         if spec.processed_at is not None:
-            ack = f"UPDATE {t} SET {self.c(spec.processed_at)} = " + P("now") + f", {free}" + where
+            done = self.column(spec.processed_at)
+            ack = f"UPDATE {t} SET {done} = " + P("now") + f", {free}" + where
         else:
             ack = "DELETE FROM " + t + where
         found = [
-            self.r("ack", ack + returning),
-            self.r("retry", f"UPDATE {t} SET {free}" + where + returning),
+            self.render("ack", ack + returning),
+            self.render("retry", f"UPDATE {t} SET {free}" + where + returning),
         ]
         if spec.retry_after is not None:
-            later = self.c(spec.retry_after) + " = " + P("retry_at")
+            later = self.column(spec.retry_after) + " = " + P("retry_at")
             found.append(
-                self.r("retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning)
+                self.render(
+                    "retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning
+                )
             )
         return tuple(found)
 
@@ -596,14 +606,13 @@ class Dialect(ColumnRules):
         """Take the row while it is still claimable, counting the attempt (one statement with
         RETURNING; MySQL overrides with update + select)."""
         t = self.table(spec)
-        conds = [self.c(spec.id) + " = " + P("id"), *self.claimable(spec)]
+        conds = [self.column(spec.id) + " = " + P("id"), *self.claimable(spec)]
         if spec.attempt is None:
-            return (
-                self.r("take", f"SELECT {self.select_list(spec)} FROM {t}" + self.where(conds)),
-            )
-        attempt = self.c(spec.attempt)
+            select = f"SELECT {self.select_list(spec)} FROM {t}" + self.where(conds)
+            return (self.render("take", select),)
+        attempt = self.column(spec.attempt)
         return (
-            self.r(
+            self.render(
                 "take",
                 f"UPDATE {t} SET {attempt} = {attempt} + 1"
                 + self.where(conds)
@@ -619,7 +628,7 @@ class Dialect(ColumnRules):
 
     def row_lock_claim(self, spec: TableSpec) -> Statement:
         t = self.table(spec)
-        return self.r(
+        return self.render(
             "claim",
             f"SELECT {self.select_list(spec)} FROM {t}"
             + self.where(self.claimable(spec))
@@ -658,9 +667,9 @@ class Dialect(ColumnRules):
     def lease_stamp(self, spec: TableSpec, *, lease: Sql, row: str = "") -> Sql:
         """A lease claim's SET list: the lease column gets ``lease``, and the attempt (read
         from ``row``, an alias of the table, when the update names one) is counted."""
-        sets: list[Frag] = [self.c(spec.locked_until) + " = " + lease]
+        sets: list[Frag] = [self.column(spec.locked_until) + " = " + lease]
         if spec.attempt is not None:
-            attempt = self.c(spec.attempt)
+            attempt = self.column(spec.attempt)
             source = f"{row}.{attempt}" if row else attempt
             sets.append(f"{attempt} = {source} + 1")
         return join(", ", sets)
@@ -672,8 +681,8 @@ class Dialect(ColumnRules):
         the host clock, whose token the host made."""
         if not self.database_clock:
             return Sql()
-        name = self.q(self.internal(spec, "__token"))
-        value = Sql(self.c(spec.locked_until)) if stored else self.lease_at()
+        name = self.quoted(self.internal(spec, "__token"))
+        value = Sql(self.column(spec.locked_until)) if stored else self.lease_at()
         return ", " + value + " AS " + name
 
     def delay_slot(self, spec: TableSpec) -> str:
@@ -715,9 +724,9 @@ class Dialect(ColumnRules):
 
     def fifo_unfinished(self, spec: TableSpec) -> list[Frag]:
         """The group's rows not finished yet: due or not, in work or not."""
-        conds: list[Frag] = [self.c(spec.group) + " = " + P("group")]
+        conds: list[Frag] = [self.column(spec.group) + " = " + P("group")]
         if spec.processed_at is not None:
-            conds.append(f"{self.c(spec.processed_at)} IS NULL")
+            conds.append(f"{self.column(spec.processed_at)} IS NULL")
         return conds
 
     def fifo_order(self, spec: TableSpec, *, prefix: str = "") -> str:
@@ -725,8 +734,8 @@ class Dialect(ColumnRules):
         ``delayed_rows_move_behind``, the claim's order (priority, due time, id)."""
         if spec.delayed_rows_move_behind:
             return self.order_by(spec, prefix=prefix)
-        keys = [] if spec.priority is None else [f"{prefix}{self.c(spec.priority)}"]
-        return ", ".join([*keys, f"{prefix}{self.c(spec.id)}"])
+        keys = [] if spec.priority is None else [f"{prefix}{self.column(spec.priority)}"]
+        return ", ".join([*keys, f"{prefix}{self.column(spec.id)}"])
 
     def fifo_head(self, spec: TableSpec) -> list[Frag]:
         """``id`` is the group's head, and the head is due. The row itself is of the group and
@@ -737,13 +746,14 @@ class Dialect(ColumnRules):
         again."""
         t = self.table(spec)
         head = (
-            f"SELECT {self.c(spec.id)} FROM {t}"
+            f"SELECT {self.column(spec.id)} FROM {t}"
             + self.where(self.fifo_unfinished(spec))
             + f" ORDER BY {self.fifo_order(spec)} LIMIT 1"
         )
-        conds: list[Frag] = [self.c(spec.id) + " = (" + head + ")", *self.fifo_unfinished(spec)]
+        is_head = self.column(spec.id) + " = (" + head + ")"
+        conds: list[Frag] = [is_head, *self.fifo_unfinished(spec)]
         if spec.retry_after is not None:
-            conds.append(self.c(spec.retry_after) + " <= " + P("now"))
+            conds.append(self.column(spec.retry_after) + " <= " + P("now"))
         return conds
 
     def fifo_lease_head(self, spec: TableSpec) -> list[Frag]:
@@ -752,9 +762,9 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         work = self.internal(spec, "__work")
         busy = (
-            f"SELECT 1 FROM {t} AS {work} WHERE {work}.{self.c(spec.group)} = "
+            f"SELECT 1 FROM {t} AS {work} WHERE {work}.{self.column(spec.group)} = "
             + P("group")
-            + f" AND {work}.{self.c(spec.locked_until)} > "
+            + f" AND {work}.{self.column(spec.locked_until)} > "
             + P("now")
         )
         return [*self.fifo_head(spec), self.lease_free(spec), "NOT EXISTS (" + busy + ")"]
@@ -765,11 +775,11 @@ class Dialect(ColumnRules):
         (the dead letter group; ``DISTINCT``, one pass over the claim index), each joined to
         its head; and the heads' order."""
         t = self.table(spec)
-        ident, group = self.c(spec.id), self.c(spec.group)
+        ident, group = self.column(spec.id), self.column(spec.group)
         groups, name = self.internal(spec, "__groups"), self.internal(spec, "__group")
         row, first = self.internal(spec, "__head"), self.internal(spec, "__first")
         # The groups with an unfinished row, but the dead letter group.
-        which = [] if spec.processed_at is None else [f"{self.c(spec.processed_at)} IS NULL"]
+        which = [] if spec.processed_at is None else [f"{self.column(spec.processed_at)} IS NULL"]
         if skip is not None:
             which.append(f"{group} <> {self.literal(skip)}")
         # The group's first unfinished row in the group's order.
@@ -777,7 +787,7 @@ class Dialect(ColumnRules):
             f"SELECT {first}.{ident} FROM {t} AS {first} WHERE {first}.{group} = {groups}.{name}"
         )
         if spec.processed_at is not None:
-            first_row += f" AND {first}.{self.c(spec.processed_at)} IS NULL"
+            first_row += f" AND {first}.{self.column(spec.processed_at)} IS NULL"
         first_row += f" ORDER BY {self.fifo_order(spec, prefix=f'{first}.')} LIMIT 1"
         source = (
             f" FROM (SELECT DISTINCT {group} AS {name} FROM {t}"
@@ -786,12 +796,12 @@ class Dialect(ColumnRules):
         )
         conds: list[Frag] = []
         if spec.retry_after is not None:
-            conds.append(f"{row}.{self.c(spec.retry_after)} <= " + P("now"))
+            conds.append(f"{row}.{self.column(spec.retry_after)} <= " + P("now"))
         if spec.form is Lease:
             work = self.internal(spec, "__work")
             conds.append(
                 f"NOT EXISTS (SELECT 1 FROM {t} AS {work} WHERE {work}.{group} = {groups}.{name} "
-                f"AND {work}.{self.c(spec.locked_until)} > " + P("now") + ")"
+                f"AND {work}.{self.column(spec.locked_until)} > " + P("now") + ")"
             )
         return row, source + self.where(conds), self.fifo_order(spec, prefix=f"{row}.")
 
@@ -801,9 +811,9 @@ class Dialect(ColumnRules):
         every group reads before it claims each group's head. It locks nothing (each claim
         does)."""
         row, source, order = self.every_head(spec, skip)
-        return self.r(
+        return self.render(
             "heads",
-            f"SELECT {row}.{self.c(spec.group)}"
+            f"SELECT {row}.{self.column(spec.group)}"
             + source
             + f" ORDER BY {order} LIMIT "
             + P("limit"),
@@ -811,7 +821,7 @@ class Dialect(ColumnRules):
 
     def head_claim(self, spec: TableSpec) -> Statement:
         """Row lock (PostgreSQL, MySQL): lock the group's head while it is due."""
-        return self.r(
+        return self.render(
             "claim",
             f"SELECT {self.select_list(spec)} FROM {self.table(spec)}"
             + self.where(self.fifo_head(spec))
@@ -841,12 +851,12 @@ class Dialect(ColumnRules):
         self.check(spec, dead_letter)
         assert spec.form is RowLock and spec.attempt is not None
         t = self.table(spec)
-        attempt = self.c(spec.attempt)
-        count = self.r(
+        attempt = self.column(spec.attempt)
+        count = self.render(
             "count", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.by_id(spec, token=False)
         )
-        conds = [self.c(spec.id) + " = " + P("id"), *self.claimable(spec)]
-        relock = self.r(
+        conds = [self.column(spec.id) + " = " + P("id"), *self.claimable(spec)]
+        relock = self.render(
             "relock",
             f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t}"
             + self.where(conds)

@@ -247,7 +247,7 @@ class MySqlDialect(Dialect):
         return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
 
     def driver_value(self, value: object) -> object:
         # DATETIME(6) holds naive UTC; PyMySQL writes an aware datetime's wall clock as is.
@@ -271,7 +271,7 @@ class MySqlDialect(Dialect):
                 parts.append(self.literal(part.text))
             else:
                 assert isinstance(part, KeyColumn)
-                parts.append(self.key_column(self.q(part.column)))
+                parts.append(self.key_column(self.quoted(part.column)))
         name = f"CONCAT_WS('', {', '.join(parts)})"
         return (
             f"IF(CHAR_LENGTH({name}) BETWEEN 1 AND {_LOCK_NAME_LIMIT}, {name}, SHA2({name}, 256))"
@@ -282,10 +282,10 @@ class MySqlDialect(Dialect):
 
     def lease_claim_begin(self) -> Statement:
         """The lease claim runs at READ COMMITTED whatever the table declares."""
-        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[ReadCommitted]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[ReadCommitted]}")
 
     def plain_begin(self) -> Statement:
-        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[Default]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[Default]}")
 
     # -- lease ------------------------------------------------------------------------------
 
@@ -295,7 +295,7 @@ class MySqlDialect(Dialect):
         lease being free still; a row the stamp did not change drops out of the claim."""
         t = self.table(spec)
         conds = [*self.claimable(spec), self.lease_free(spec)]
-        select = self.r(
+        select = self.render(
             "claim",
             f"SELECT {self.select_list(spec)}"
             + self.token_column(spec)
@@ -305,11 +305,11 @@ class MySqlDialect(Dialect):
             + P("limit")
             + " FOR UPDATE SKIP LOCKED",
         )
-        stamp = self.r(
+        stamp = self.render(
             "stamp",
             f"UPDATE {t} SET "
             + self.lease_stamp(spec, lease=P("lease"))
-            + f" WHERE {self.c(spec.id)} = "
+            + f" WHERE {self.column(spec.id)} = "
             + P("id")
             + " AND "
             + self.lease_free(spec),
@@ -318,7 +318,7 @@ class MySqlDialect(Dialect):
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         """The lease claim of the head: the locking select, then the form's own stamp."""
-        select = self.r("claim", self.lease_head_select(spec, self.token_column(spec)))
+        select = self.render("claim", self.lease_head_select(spec, self.token_column(spec)))
         return (select, self.lease_claim(spec)[1])
 
     def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
@@ -328,15 +328,15 @@ class MySqlDialect(Dialect):
         to the new expiry (``lease``). One (id, token) pair of slots per row, ``id0``,
         ``token0``...: MySQL has no array to bind (PyMySQL writes the values into the text)."""
         t = self.table(spec)
-        ident = self.c(spec.id)
-        locked = self.c(spec.locked_until)
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
         pairs = join(", ", ("(" + P(f"id{i}") + ", " + P(f"token{i}") + ")" for i in range(count)))
         held = f" WHERE ({ident}, {locked}) IN (" + pairs + ")"
-        select = self.r(
+        select = self.render(
             "extend",
             f"SELECT {ident}" + self.token_column(spec) + f" FROM {t}" + held + " FOR UPDATE",
         )
-        update = self.r("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
+        update = self.render("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
         return (select, update)
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
@@ -345,11 +345,11 @@ class MySqlDialect(Dialect):
         t = self.table(spec)
         where = self.where(self.fifo_unfinished(spec))
         guard = self.internal(spec, "__guard")
-        return self.r(
+        return self.render(
             "guard",
             f"SELECT CAST((SELECT COUNT(*) FROM {t}"
             + where
-            + f") = (SELECT COUNT(*) FROM (SELECT {self.c(spec.id)} FROM {t}"
+            + f") = (SELECT COUNT(*) FROM (SELECT {self.column(spec.id)} FROM {t}"
             + where
             + f" FOR UPDATE SKIP LOCKED) AS {guard}) AS SIGNED)",
         )
@@ -372,8 +372,8 @@ class MySqlDialect(Dialect):
         # Lock names are the server's: the database's name goes in; SHA2 keeps 64 characters.
         name = "SHA2(CONCAT_WS('.', DATABASE(), " + P("key") + "), 256)"
         if unlock:
-            return self.r("unlock", "SELECT RELEASE_LOCK(" + name + ")")
-        return self.r("lock", "SELECT GET_LOCK(" + name + f", {GUARD_WAIT_SECONDS})")
+            return self.render("unlock", "SELECT RELEASE_LOCK(" + name + ")")
+        return self.render("lock", "SELECT GET_LOCK(" + name + f", {GUARD_WAIT_SECONDS})")
 
     # -- advisory ---------------------------------------------------------------------------
 
@@ -381,11 +381,11 @@ class MySqlDialect(Dialect):
         """The first due rows in claim order whose lock name no session holds."""
         t = self.table(spec)
         name = self.lock_name(spec)
-        lock = self.q(self.internal(spec, "__lock"))
+        lock = self.quoted(self.internal(spec, "__lock"))
         conds = [*self.claimable(spec), f"IS_USED_LOCK({name}) IS NULL"]
-        return self.r(
+        return self.render(
             "candidates",
-            f"SELECT {self.c(spec.id)}, {name} AS {lock} FROM {t}"
+            f"SELECT {self.column(spec.id)}, {name} AS {lock} FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit"),
@@ -398,12 +398,12 @@ class MySqlDialect(Dialect):
         if spec.attempt is None:
             return super().advisory_take(spec)
         t = self.table(spec)
-        ident = self.c(spec.id)
-        attempt = self.c(spec.attempt)
+        ident = self.column(spec.id)
+        attempt = self.column(spec.attempt)
         conds = [ident + " = " + P("id"), *self.claimable(spec)]
         return (
-            self.r("take", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.where(conds)),
-            self.r(
+            self.render("take", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.where(conds)),
+            self.render(
                 "take",
                 f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t} "
                 f"WHERE {ident} = " + P("id"),
@@ -411,10 +411,12 @@ class MySqlDialect(Dialect):
         )
 
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
-        return self.r("lock", "SELECT CAST(COALESCE(GET_LOCK(" + P("key") + ", 0), 0) AS SIGNED)")
+        return self.render(
+            "lock", "SELECT CAST(COALESCE(GET_LOCK(" + P("key") + ", 0), 0) AS SIGNED)"
+        )
 
     def advisory_unlock(self, spec: TableSpec) -> Statement | None:
-        return self.r(
+        return self.render(
             "unlock", "SELECT CAST(COALESCE(RELEASE_LOCK(" + P("key") + "), 0) AS SIGNED)"
         )
 
@@ -426,7 +428,7 @@ class MySqlDialect(Dialect):
         as the catalog's collation does (without case, on most servers); ``read_columns``
         keeps the exact table when several match."""
         database = "DATABASE()" if spec.schema is None else self.literal(spec.schema)
-        return self.r(
+        return self.render(
             "columns",
             "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_DEFAULT, "
             "IS_NULLABLE, EXTRA FROM information_schema.COLUMNS "
@@ -472,13 +474,13 @@ class MySqlDialect(Dialect):
         null = "NULL" if found.nullable else "NOT NULL"
         new = _TYPES.get(to, found.type.upper())
         return (
-            f"change its type: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"change its type: ALTER TABLE {self.table(spec)} MODIFY {self.quoted(found.name)} "
             f"{new} {null}"
         )
 
     def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
         return (
-            f"set it: ALTER TABLE {self.table(spec)} ALTER COLUMN {self.q(found.name)} "
+            f"set it: ALTER TABLE {self.table(spec)} ALTER COLUMN {self.quoted(found.name)} "
             "SET DEFAULT 1"
         )
 
@@ -492,12 +494,12 @@ class MySqlDialect(Dialect):
             return None
         null = "NULL" if found.nullable else "NOT NULL"
         return (
-            f"make it UTC: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"make it UTC: ALTER TABLE {self.table(spec)} MODIFY {self.quoted(found.name)} "
             f"{found.type.upper()} {null} DEFAULT {UTC_DEFAULT}"
         )
 
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
         return (
-            f"allow NULL: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"allow NULL: ALTER TABLE {self.table(spec)} MODIFY {self.quoted(found.name)} "
             f"{found.type.upper()} NULL"
         )

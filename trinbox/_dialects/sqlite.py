@@ -151,7 +151,7 @@ class SqliteDialect(Dialect):
             raise DeclarationError(msg)
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.r("begin", _BEGIN[spec.opening])
+        return self.render("begin", _BEGIN[spec.opening])
 
     def key_column(self, column: str) -> str:
         return f"ifnull({column}, '')"
@@ -165,17 +165,17 @@ class SqliteDialect(Dialect):
         t = self.table(spec)
         conds = [*self.claimable(spec), self.lease_free(spec)]
         inner = (
-            f"SELECT {self.c(spec.id)} FROM {t}"
+            f"SELECT {self.column(spec.id)} FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit")
         )
         return (
-            self.r(
+            self.render(
                 "claim",
                 f"UPDATE {t} SET "
                 + self.lease_stamp(spec, lease=self.lease_at())
-                + f" WHERE {self.c(spec.id)} IN ("
+                + f" WHERE {self.column(spec.id)} IN ("
                 + inner
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}"
                 + self.token_column(spec, stored=True),
@@ -187,7 +187,7 @@ class SqliteDialect(Dialect):
         guard)."""
         t = self.table(spec)
         return (
-            self.r(
+            self.render(
                 "claim",
                 f"UPDATE {t} SET "
                 + self.lease_stamp(spec, lease=self.lease_at())
@@ -203,11 +203,11 @@ class SqliteDialect(Dialect):
         """One writer: one UPDATE ... RETURNING stamps the heads of up to ``limit`` groups
         but ``skip`` at once (the single writer is every group's guard)."""
         row, source, order = self.every_head(spec, skip)
-        claim = self.r(
+        claim = self.render(
             "claim",
             f"UPDATE {self.table(spec)} SET "
             + self.lease_stamp(spec, lease=self.lease_at())
-            + f" WHERE {self.c(spec.id)} IN (SELECT {row}.{self.c(spec.id)}"
+            + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
             + source
             + f" ORDER BY {order} LIMIT "
             + P("limit")
@@ -223,10 +223,10 @@ class SqliteDialect(Dialect):
     def lease_pairs(self, spec: TableSpec) -> Sql:
         """The pairs of two JSON arrays, joined by position; the id's own test finds the rows
         by the primary key."""
-        ident = self.c(spec.id)
-        locked = self.c(spec.locked_until)
-        ids = self.q(self.internal(spec, "__ids"))
-        leases = self.q(self.internal(spec, "__leases"))
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
+        ids = self.quoted(self.internal(spec, "__ids"))
+        leases = self.quoted(self.internal(spec, "__leases"))
         return (
             f"{ident} IN (SELECT value FROM json_each("
             + P("ids")
@@ -242,12 +242,12 @@ class SqliteDialect(Dialect):
         process registry knows them and binds them as one JSON array (``held``), so the
         select reads past a key in work as the reference's probe does (REFERENCE.md §3.4)."""
         t = self.table(spec)
-        lock = self.q(self.internal(spec, "__lock"))
+        lock = self.quoted(self.internal(spec, "__lock"))
         key = self.key_expression(spec)
         held = f"{key} NOT IN (SELECT value FROM json_each(" + P("held") + "))"
-        return self.r(
+        return self.render(
             "candidates",
-            f"SELECT {self.c(spec.id)}, {key} AS {lock} FROM {t}"
+            f"SELECT {self.column(spec.id)}, {key} AS {lock} FROM {t}"
             + self.where([*self.claimable(spec), held])
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit"),
@@ -270,9 +270,11 @@ class SqliteDialect(Dialect):
         the table's CREATE statement (STRICT, WITHOUT ROWID)."""
         table = self.literal(spec.table)
         schema = "" if spec.schema is None else self.literal(spec.schema)
-        master = "sqlite_master" if spec.schema is None else f"{self.q(spec.schema)}.sqlite_master"
+        master = (
+            "sqlite_master" if spec.schema is None else f"{self.quoted(spec.schema)}.sqlite_master"
+        )
         args = table if spec.schema is None else f"{table}, {schema}"
-        return self.r(
+        return self.render(
             "columns",
             'SELECT c.name, c.type, c.dflt_value, c."notnull", c.pk, '
             f"(SELECT m.sql FROM {master} AS m WHERE m.type = 'table' "
@@ -318,13 +320,13 @@ class SqliteDialect(Dialect):
         return not found.strict or self._declared(found) in ("BLOB", "ANY")
 
     def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
-        return f"declare {self.q(found.name)} {_TYPES.get(to, found.type)} {_RECREATE}"
+        return f"declare {self.quoted(found.name)} {_TYPES.get(to, found.type)} {_RECREATE}"
 
     def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
-        return f"declare {self.q(found.name)} INTEGER NOT NULL DEFAULT 1 {_RECREATE}"
+        return f"declare {self.quoted(found.name)} INTEGER NOT NULL DEFAULT 1 {_RECREATE}"
 
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
-        return f"declare {self.q(found.name)} without NOT NULL {_RECREATE}"
+        return f"declare {self.quoted(found.name)} without NOT NULL {_RECREATE}"
 
     def generated_id_refusal(
         self, spec: TableSpec, col: ColumnSpec, found: FoundColumn, head: str
@@ -335,7 +337,7 @@ class SqliteDialect(Dialect):
             f"{head} is generated by the database, which SQLite does for the rowid (a column "
             f"declared INTEGER PRIMARY KEY), found column {found.name!r} of type {found.type} "
             f"that is not the rowid and has no default (an insert leaves it NULL); declare "
-            f"{self.q(found.name)} INTEGER PRIMARY KEY {_RECREATE}"
+            f"{self.quoted(found.name)} INTEGER PRIMARY KEY {_RECREATE}"
         )
 
     def missing(self, code: str | None, message: str) -> str | None:
