@@ -147,6 +147,12 @@ class Dialect(ColumnRules):
             or (spec.form is Lease and self.lease_claim_serial)
         )
 
+    # A select's row-lock suffix inside a transaction (a redrive's read of its rows); ""
+    # where one writer at a time locks nothing per row.
+    lock_suffix: ClassVar[str] = " FOR UPDATE"
+    # What an insert of explicit ids into a generated id column needs (a redrive's copy).
+    overriding_identity: ClassVar[str] = ""
+
     # The statement that reads the server's version at startup (MySQL's floor), if any.
     version_query: ClassVar[str | None] = None
 
@@ -463,6 +469,15 @@ class Dialect(ColumnRules):
     def plain_begin(self) -> Statement:
         """A transaction at the default level: dead letter moves, user transactions."""
         return self.render("begin", "BEGIN")
+
+    def redrive_begin(self) -> Statement:
+        """The transaction of a redrive (``trinbox dead-letters``): it reads, then writes."""
+        return self.plain_begin()
+
+    @property
+    def default_now(self) -> str:
+        """The DDL's default of a generated RetryAfter: the one now, as a column default."""
+        return self.server_clock.now
 
     def key_expression(self, spec: TableSpec) -> str:
         """The advisory key, rendered by the database from the template."""

@@ -67,7 +67,6 @@ _DDL = DdlRules(
     # The rowid: AUTOINCREMENT never hands out the id of a deleted (acked) row again.
     generated_id="{type} PRIMARY KEY AUTOINCREMENT",
     integer_id="INTEGER",
-    now="(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')",
     schema_on_index=True,
 )
 # 'now' is read once per statement step (the claim's UPDATE stamps every row in its first step)
@@ -116,6 +115,7 @@ class SqliteDialect(Dialect):
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
     server_clock: ClassVar[ServerClock] = _CLOCK
+    lock_suffix: ClassVar[str] = ""
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"
     count_rule: ClassVar[str] = (
         "on SQLite a declared type of INTEGER or NUMERIC affinity, or none (in a STRICT table "
@@ -152,6 +152,11 @@ class SqliteDialect(Dialect):
 
     def begin(self, spec: TableSpec) -> Statement:
         return self.render("begin", _BEGIN[spec.opening])
+
+    def redrive_begin(self) -> Statement:
+        # The write lock at BEGIN: a deferred transaction could not upgrade while a serving
+        # app writes.
+        return self.render("begin", "BEGIN IMMEDIATE")
 
     def key_column(self, column: str) -> str:
         return f"ifnull({column}, '')"
