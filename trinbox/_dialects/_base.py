@@ -216,6 +216,10 @@ class Dialect(ColumnRules):
         if spec.fifo:
             self.check_fifo(spec)
 
+    def check_transactional(self, spec: TableSpec, *, where: str) -> None:
+        """Refuse a table whose handlers this dialect cannot run inside the delivery's
+        transaction (``transactional()``; PostgreSQL's lease form above read committed)."""
+
     def check_fifo(self, spec: TableSpec) -> None:
         """Refuse a FIFO table this dialect cannot guard (MySQL: row lock at SERIALIZABLE)."""
 

@@ -29,6 +29,7 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import ColumnSpec, TableSpec
+from .._errors import UnsupportedOpening
 from ._base import DeadLetter, Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
@@ -124,6 +125,19 @@ class PostgresDialect(Dialect):
                 "(or leave the opening out)"
             )
         return super()._opening_fix(opening)
+
+    def check_transactional(self, spec: TableSpec, *, where: str) -> None:
+        """A transactional lease handler runs at read committed: it must see the lease
+        extensions committed after its transaction began."""
+        if spec.form is not Lease or spec.opening not in (RepeatableRead, Serializable):
+            return
+        msg = (
+            f"{where}: PostgreSQL runs a transactional lease handler at ReadCommitted (or "
+            f"Default) only, found {spec.label} at {spec.opening.__name__} (the handler must "
+            f"see the lease extensions committed after its transaction began); declare "
+            f"Inbox[Lease, ReadCommitted], or drop .transactional()"
+        )
+        raise UnsupportedOpening(msg)
 
     def driver_value(self, value: object) -> object:
         # timestamptz takes aware datetimes; a naive one is UTC (psycopg would read it in the

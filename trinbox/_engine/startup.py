@@ -27,7 +27,7 @@ from .._declare._markers import (
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Statements
 from .._dialects.ddl import dead_letter_of
-from .._errors import DeclarationError, ServerTooOld, StartupError, UnsupportedOpening
+from .._errors import DeclarationError, ServerTooOld, StartupError
 from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
@@ -101,21 +101,10 @@ def check(
 
 
 def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:
-    """Refuse a (form, opening, mode) the broker's dialect cannot mount (``UnsupportedOpening``):
-    PostgreSQL runs a transactional lease handler at read committed only."""
-    if (
-        mode is Transactional
-        and spec.form is Lease
-        and broker.kind == "postgres"
-        and spec.opening.name in ("repeatable_read", "serializable")
-    ):
-        msg = (
-            f"{where}: PostgreSQL runs a transactional lease handler at ReadCommitted (or "
-            f"Default) only, found {spec.label} at {spec.opening.__name__} (the handler must "
-            f"see the lease extensions committed after its transaction began); declare "
-            f"Inbox[Lease, ReadCommitted], or drop .transactional()"
-        )
-        raise UnsupportedOpening(msg)
+    """Refuse a (form, opening, mode) the broker's dialect cannot mount (``UnsupportedOpening``,
+    ``Dialect.check_transactional``)."""
+    if mode is Transactional:
+        broker.dialect.check_transactional(spec, where=where)
 
 
 def check_backoff(
