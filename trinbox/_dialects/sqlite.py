@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import ClassVar
@@ -26,7 +26,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
-from ._base import Dialect, Statements
+from ._base import Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
@@ -202,24 +202,28 @@ class SqliteDialect(Dialect):
             ),
         )
 
-    def every_group_statements(
-        self, spec: TableSpec, st: Statements, skip: str | None
-    ) -> Statements:
+    def every_group_claim(
+        self, spec: TableSpec, claim: tuple[Statement, ...], skip: str | None
+    ) -> tuple[Statement, ...]:
         """One writer: one UPDATE ... RETURNING stamps the heads of up to ``limit`` groups
         but ``skip`` at once (the single writer is every group's guard)."""
         row, source, order = self.every_head(spec, skip)
-        claim = self.render(
-            "claim",
-            f"UPDATE {self.table(spec)} SET "
-            + self.lease_stamp(spec, lease=self.lease_at())
-            + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
-            + source
-            + f" ORDER BY {order} LIMIT "
-            + P("limit")
-            + f") RETURNING {self.select_list(spec, attempt_before=True)}"
-            + self.token_column(spec, stored=True),
+        return (
+            self.render(
+                "claim",
+                f"UPDATE {self.table(spec)} SET "
+                + self.lease_stamp(spec, lease=self.lease_at())
+                + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
+                + source
+                + f" ORDER BY {order} LIMIT "
+                + P("limit")
+                + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+                + self.token_column(spec, stored=True),
+            ),
         )
-        return replace(st, claim=(claim,))
+
+    def every_group_heads(self, spec: TableSpec, skip: str | None) -> Statement | None:
+        return None
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.
