@@ -1,9 +1,10 @@
 """The read-only statistics and dead-letter statements of ``trinbox inspect`` and
 ``trinbox dead-letters`` (and of the queue-depth gauge), rendered per dialect. Pure text.
 
-Times are read in the database's own clock (``now()``, ``UTC_TIMESTAMP(6)``, SQLite's
-``'now'`` written as trinbox writes its times), so the numbers do not depend on the clock of
-the host that asks. Every name is quoted by the dialect, every value is a parameter.
+Times are read in the database's own clock, the dialect's one now (``server_clock``:
+``statement_timestamp()``, ``UTC_TIMESTAMP(6)``, SQLite's ``'now'`` written as trinbox writes
+its times), so the numbers do not depend on the clock of the host that asks. Every name is
+quoted by the dialect, every value is a parameter.
 
 Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``origin`` the
 queue's own group (its dead letters in ``dest`` are the rows whose OriginGroup holds it),
@@ -22,9 +23,7 @@ from ._base import DeadLetter, Dialect
 from ._statement import Frag, P, Sql, Statement, join
 
 __all__ = [
-    "Clock",
     "DepthColumns",
-    "clock_of",
     "count_rows",
     "bind_ids",
     "dead_ids",
@@ -35,50 +34,6 @@ __all__ = [
     "redrive",
     "redrive_begin",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Clock:
-    """A dialect's reading of the database clock: ``now`` compares with the stored times,
-    ``age`` is the seconds from a stored time to now, ``lock`` is the row-lock suffix of a
-    select in a transaction, ``begin`` the transaction of a redrive, ``overriding`` what an
-    insert of explicit ids needs."""
-
-    now: str
-    age: str  # with {t} for the stored time
-    lock: str
-    begin: str | None = None
-    overriding: str = ""
-
-
-# One table for the per-dialect choices, by the dialect's name.
-_CLOCKS: dict[str, Clock] = {
-    "PostgreSQL": Clock(
-        now="now()",
-        age="EXTRACT(EPOCH FROM now() - {t})",
-        lock=" FOR UPDATE",
-        overriding=" OVERRIDING SYSTEM VALUE",
-    ),
-    "MySQL": Clock(
-        now="UTC_TIMESTAMP(6)",
-        age="TIMESTAMPDIFF(MICROSECOND, {t}, UTC_TIMESTAMP(6)) / 1000000",
-        lock=" FOR UPDATE",
-    ),
-    # trinbox writes SQLite times as "YYYY-MM-DD HH:MM:SS.ffffff" text; 'now' has
-    # milliseconds, padded to six digits so that the text compares as the times do. The
-    # redrive reads, then writes: it takes the write lock at BEGIN (a deferred transaction
-    # could not upgrade while a serving app writes).
-    "SQLite": Clock(
-        now="strftime('%Y-%m-%d %H:%M:%f000', 'now')",
-        age="(julianday('now') - julianday({t})) * 86400.0",
-        lock="",
-        begin="BEGIN IMMEDIATE",
-    ),
-}
-
-
-def clock_of(dialect: Dialect) -> Clock:
-    return _CLOCKS[dialect.name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,46 +53,46 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
     """One statement over the table: per group (``groups`` of them, bound ``g0``...), its
     unfinished rows, those due now (not leased), scheduled for later, leased, and the age in
     seconds of the oldest due row. Unfinished: not marked processed."""
-    clock = clock_of(dialect)
+    clock = dialect.server_clock
     now = clock.now
     t = dialect.table(spec)
     due_conds: list[str] = []
     if spec.retry_after is not None:
-        due_conds.append(f"{dialect.c(spec.retry_after)} <= {now}")
+        due_conds.append(f"{dialect.column(spec.retry_after)} <= {now}")
     free = None
     if spec.locked_until is not None:
-        lu = dialect.c(spec.locked_until)
+        lu = dialect.column(spec.locked_until)
         free = f"({lu} IS NULL OR {lu} <= {now})"
         due_conds.append(free)
     due = " AND ".join(due_conds)
     cols: list[str] = []
     if spec.group is not None:
-        cols.append(dialect.c(spec.group))
+        cols.append(dialect.column(spec.group))
     cols.append("COUNT(*)")
     cols.append(_sum(due) if due else "COUNT(*)")  # without a time or a lease, every row
     if spec.retry_after is not None:
-        later = f"{dialect.c(spec.retry_after)} > {now}"
+        later = f"{dialect.column(spec.retry_after)} > {now}"
         cols.append(_sum(later if free is None else f"{later} AND {free}"))
     else:
         cols.append("0")  # nothing can be scheduled
     if spec.locked_until is not None:
-        cols.append(_sum(f"{dialect.c(spec.locked_until)} > {now}"))
+        cols.append(_sum(f"{dialect.column(spec.locked_until)} > {now}"))
     if spec.retry_after is not None:
-        oldest = f"MIN(CASE WHEN {due} THEN {dialect.c(spec.retry_after)} END)"
+        oldest = f"MIN(CASE WHEN {due} THEN {dialect.column(spec.retry_after)} END)"
         cols.append(clock.age.format(t=oldest))
     else:
         cols.append("NULL")
     conds: list[Frag] = []
     if spec.group is not None and groups:
         slots = join(", ", (P(f"g{n}") for n in range(groups)))
-        conds.append(dialect.c(spec.group) + " IN (" + slots + ")")
+        conds.append(dialect.column(spec.group) + " IN (" + slots + ")")
     if spec.processed_at is not None:
-        conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
+        conds.append(f"{dialect.column(spec.processed_at)} IS NULL")
     sql = f"SELECT {', '.join(cols)} FROM {t}" + dialect.where(conds)
     if spec.group is not None:
-        sql = sql + f" GROUP BY {dialect.c(spec.group)}"
+        sql = sql + f" GROUP BY {dialect.column(spec.group)}"
     columns = DepthColumns(grouped=spec.group is not None, in_work=spec.locked_until is not None)
-    return dialect.r("depth", sql), columns
+    return dialect.render("depth", sql), columns
 
 
 def _dest(
@@ -152,18 +107,18 @@ def _dest(
     dead letter group, those that came from the queue's group (``own``), from any group
     (``every_group``: a queue over every group of a FIFO table), or every one."""
     if dead.group is not None:
-        conds: list[Frag] = [dialect.c(spec.group) + " = " + P("dest")]
+        conds: list[Frag] = [dialect.column(spec.group) + " = " + P("dest")]
         if own and spec.origin_group is not None:
-            origin = dialect.c(spec.origin_group)
+            origin = dialect.column(spec.origin_group)
             conds.append(f"{origin} IS NOT NULL" if every_group else origin + " = " + P("origin"))
         if spec.processed_at is not None:
-            conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
+            conds.append(f"{dialect.column(spec.processed_at)} IS NULL")
         return dialect.table(spec), conds
     return dialect.qualified(str(dead.table), dead.schema), []
 
 
 def _in_ids(dialect: Dialect, spec: TableSpec, count: int) -> Sql:
-    return dialect.c(spec.id) + " IN (" + join(", ", (P(f"i{n}") for n in range(count))) + ")"
+    return dialect.column(spec.id) + " IN (" + join(", ", (P(f"i{n}") for n in range(count))) + ")"
 
 
 def count_rows(
@@ -171,7 +126,7 @@ def count_rows(
 ) -> Statement:
     """The rows of a dead letter destination."""
     table, conds = _dest(dialect, spec, dead, every_group=every_group)
-    return dialect.r("dead_count", f"SELECT COUNT(*) FROM {table}" + dialect.where(conds))
+    return dialect.render("dead_count", f"SELECT COUNT(*) FROM {table}" + dialect.where(conds))
 
 
 def list_dead(
@@ -179,11 +134,11 @@ def list_dead(
 ) -> Statement:
     """The first ``limit`` rows of a destination by id, every declared column."""
     table, conds = _dest(dialect, spec, dead, every_group=every_group)
-    return dialect.r(
+    return dialect.render(
         "dead_list",
         f"SELECT {dialect.select_list(spec)} FROM {table}"
         + dialect.where(conds)
-        + f" ORDER BY {dialect.c(spec.id)} LIMIT "
+        + f" ORDER BY {dialect.column(spec.id)} LIMIT "
         + P("limit"),
     )
 
@@ -201,12 +156,12 @@ def dead_ids(
     table, conds = _dest(dialect, spec, dead, every_group=every_group)
     if count is not None:
         conds = [*conds, _in_ids(dialect, spec, count)]
-    return dialect.r(
+    return dialect.render(
         "dead_ids",
-        f"SELECT {dialect.c(spec.id)} FROM {table}"
+        f"SELECT {dialect.column(spec.id)} FROM {table}"
         + dialect.where(conds)
-        + f" ORDER BY {dialect.c(spec.id)}"
-        + clock_of(dialect).lock,
+        + f" ORDER BY {dialect.column(spec.id)}"
+        + dialect.lock_suffix,
     )
 
 
@@ -215,11 +170,11 @@ def dead_origins(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int
     queue they came from (a redrive names those that are another queue's)."""
     assert dead.group is not None and spec.origin_group is not None
     table, conds = _dest(dialect, spec, dead, own=False)
-    return dialect.r(
+    return dialect.render(
         "dead_origins",
-        f"SELECT {dialect.c(spec.id)}, {dialect.c(spec.origin_group)} FROM {table}"
+        f"SELECT {dialect.column(spec.id)}, {dialect.column(spec.origin_group)} FROM {table}"
         + dialect.where([*conds, _in_ids(dialect, spec, count)])
-        + f" ORDER BY {dialect.c(spec.id)}",
+        + f" ORDER BY {dialect.column(spec.id)}",
     )
 
 
@@ -229,7 +184,7 @@ def _reset(dialect: Dialect, col: ColumnSpec) -> str | None:
     if col.role == "attempt":
         return "1"
     if col.role == "retry_after":
-        return clock_of(dialect).now
+        return dialect.server_clock.now
     if col.role in ("locked_until", "processed_at", "origin_group"):
         return "NULL"
     return None
@@ -254,35 +209,35 @@ def redrive(
         into: Frag = P("group")
         if every_group and spec.origin_group is not None:
             # First in the SET list: MySQL assigns left to right, and the origin is reset.
-            into = "COALESCE(" + P("group") + f", {dialect.c(spec.origin_group)})"
-        sets: list[Frag] = [dialect.c(spec.group) + " = " + into]
+            into = "COALESCE(" + P("group") + f", {dialect.column(spec.origin_group)})"
+        sets: list[Frag] = [dialect.column(spec.group) + " = " + into]
         for col in spec.columns:
             value = _reset(dialect, col)
             if value is not None:
-                sets.append(f"{dialect.c(col)} = {value}")
+                sets.append(f"{dialect.column(col)} = {value}")
         return (
-            dialect.r(
+            dialect.render(
                 "redrive",
                 f"UPDATE {table} SET " + join(", ", sets) + dialect.where([*conds, ids]),
             ),
         )
     source = dialect.qualified(str(dead.table), dead.schema)
-    names = ", ".join(dialect.c(c) for c in spec.columns)
-    values = ", ".join(_reset(dialect, c) or dialect.c(c) for c in spec.columns)
-    overriding = clock_of(dialect).overriding
+    names = ", ".join(dialect.column(c) for c in spec.columns)
+    values = ", ".join(_reset(dialect, c) or dialect.column(c) for c in spec.columns)
+    overriding = dialect.overriding_identity
     return (
-        dialect.r(
+        dialect.render(
             "redrive",
             f"INSERT INTO {dialect.table(spec)} ({names}){overriding} SELECT {values} "
             f"FROM {source} WHERE " + ids,
         ),
-        dialect.r("redrive", f"DELETE FROM {source} WHERE " + ids),
+        dialect.render("redrive", f"DELETE FROM {source} WHERE " + ids),
     )
 
 
 def redrive_begin(dialect: Dialect) -> str:
     """The text that opens a redrive's transaction."""
-    return clock_of(dialect).begin or dialect.plain_begin().sql
+    return dialect.redrive_begin().sql
 
 
 def deliveries_made(spec: TableSpec, attempt: int, *, counted_at_claim: bool = False) -> int:

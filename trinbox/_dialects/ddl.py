@@ -24,7 +24,7 @@ import hashlib
 from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType, sql_types_of
 from ..errors import DeclarationError
-from ._base import DeadLetter, Dialect, _fold
+from ._base import DeadLetter, Dialect, fold
 from ._ddl_types import DdlRules, column_type, is_optional
 
 __all__ = ["claim_index_columns", "dead_letter_of", "index_name", "render_ddl"]
@@ -43,14 +43,14 @@ def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None
     statements: list[str] = []
     index = claim_index_columns(spec)
     name = index_name(dialect, spec, dest) if index else ""
-    cols = ", ".join(dialect.c(c) for c in index)
+    cols = ", ".join(dialect.column(c) for c in index)
     if index and rules.inline_index:
-        columns.append(f"INDEX {dialect.q(name)} ({cols})")
+        columns.append(f"INDEX {dialect.quoted(name)} ({cols})")
     statements.append(_create_table(dialect, dialect.table(spec), columns))
     if index and not rules.inline_index:
         where = ""
         if rules.partial_indexes and spec.processed_at is not None:
-            where = f" WHERE {dialect.c(spec.processed_at)} IS NULL"
+            where = f" WHERE {dialect.column(spec.processed_at)} IS NULL"
         statements.append(
             f"CREATE INDEX IF NOT EXISTS {_index_target(dialect, spec, name)} "
             f"ON {_index_table(dialect, spec)} ({cols}){where}"
@@ -117,14 +117,14 @@ def index_name(dialect: Dialect, spec: TableSpec, dest: DeadLetter | None = None
     """``<table>_claim``, within the dialect's identifier limit (cut, with a hash of the whole
     table name) and clear of the dead letter table's name (an index and a table share one
     namespace on PostgreSQL and SQLite, where IF NOT EXISTS would silently skip the second)."""
-    taken = {_fold(spec.table)}
+    taken = {fold(spec.table)}
     if dest is not None and dest.table is not None:
-        taken.add(_fold(dest.table))
+        taken.add(fold(dest.table))
     n = 1
     while True:
         suffix = "_claim" if n == 1 else f"_claim_{n}"
         name = _fit(dialect, spec.table, suffix)
-        if _fold(name) not in taken:
+        if fold(name) not in taken:
             return name
         n += 1
 
@@ -145,12 +145,12 @@ def _fit(dialect: Dialect, table: str, suffix: str) -> str:
 def _index_target(dialect: Dialect, spec: TableSpec, name: str) -> str:
     if dialect.ddl_rules.schema_on_index:
         return dialect.qualified(name, spec.schema)
-    return dialect.q(name)
+    return dialect.quoted(name)
 
 
 def _index_table(dialect: Dialect, spec: TableSpec) -> str:
     if dialect.ddl_rules.schema_on_index:
-        return dialect.q(spec.table)
+        return dialect.quoted(spec.table)
     return dialect.table(spec)
 
 
@@ -177,7 +177,7 @@ def _column(
         # The move copies every column; the dead letter table needs no default of its own.
         col = ColumnSpec(col.field, col.column, role, False, col.python_type)
     sql_type = column_type(rules, spec, col, override, indexed=indexed)
-    name = dialect.c(col)
+    name = dialect.column(col)
     if role == "id":
         if col.generated and not dead:
             return f"{name} {rules.generated_id.format(type=sql_type)}"
@@ -193,7 +193,7 @@ def _column(
         return f"{name} {sql_type}"  # NULL while free / unfinished
     if role == "retry_after":
         # Never NULL: a row without a time would never be due.
-        default = f" DEFAULT {rules.now}" if col.generated and override is None else ""
+        default = f" DEFAULT {dialect.default_now}" if col.generated and override is None else ""
         return f"{name} {sql_type} NOT NULL{default}"
     null = "" if is_optional(col.python_type) else " NOT NULL"
     return f"{name} {sql_type}{null}"

@@ -379,7 +379,7 @@ class AdvisoryForm(AdvisoryClaims):
             for statement in statements:
                 await conn.execute(statement.sql, statement.bind(values))
             return
-        await conn.begin(self._ctx.dialect.plain_begin().sql)
+        await conn.begin(self._ctx.statements.plain_begin.sql)
         try:
             for statement in statements:
                 await conn.execute(statement.sql, statement.bind(values))

@@ -182,7 +182,7 @@ class LeaseForm:
             for delivery in deliveries:
                 conn = await ctx.pool.acquire("delivery transaction")
                 delivery.conn = conn
-                await conn.begin(ctx.statements.begin.sql if ctx.statements.begin else "BEGIN")
+                await conn.begin(ctx.statements.begin.sql)
                 delivery.tx_open = True
         except BaseException:
             with cleanup_scope():
@@ -383,7 +383,7 @@ class LeaseForm:
                 return [d.id in settled for d in deliveries]
             (single,) = step_statements(ctx.statements, step)
             ops = [
-                Op("begin", ctx.dialect.plain_begin().sql),
+                Op("begin", ctx.statements.plain_begin.sql),
                 *(Op("execute", *self._bound(single, d, extra)) for d in deliveries),
                 Op("commit"),
             ]
@@ -429,7 +429,7 @@ class LeaseForm:
                 return
             # A move into another table: copy and delete in one transaction; if either
             # changes nothing another claim took the row in between, so undo the move.
-            await conn.begin(self._ctx.dialect.plain_begin().sql)
+            await conn.begin(self._ctx.statements.plain_begin.sql)
             try:
                 for statement in statements:
                     if await conn.execute(*self._bound(statement, delivery, extra)) == 0:
@@ -469,11 +469,11 @@ class LeaseForm:
         try:
             if delivery.lease_lost:
                 return
-            st = self._ctx.statements
-            assert st.retry is not None
+            release = self._ctx.statements.release
+            assert release is not None
             conn = await self._ctx.pool.acquire("release")
             try:
-                await conn.execute(*self._bound(st.retry, delivery))
+                await conn.execute(*self._bound(release, delivery))
             finally:
                 await give_back(self._ctx.pool, conn)
         finally:
@@ -579,13 +579,13 @@ class LeaseForm:
             return {record[0]: record[1] if len(record) > 1 else new for record in records}
         # MySQL: lock the rows their tokens still hold (reading the server's new expiry on the
         # database clock), then move exactly those, in one transaction.
-        select, update = ctx.dialect.lease_extend(ctx.spec, len(deliveries))
+        select, update = ctx.statements.extend_for(len(deliveries))
         for i, delivery in enumerate(deliveries):
             values[f"id{i}"] = delivery.id
             values[f"token{i}"] = tokens[i]
         opened = await conn.script(
             [
-                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("begin", ctx.statements.claim_begin.sql),
                 Op("fetch", select.sql, select.bind(values)),
             ]
         )

@@ -27,7 +27,7 @@ async def select_and_stamp(
     try:
         opened = await conn.script(
             [
-                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("begin", ctx.statements.claim_begin.sql),
                 Op("fetch", select.sql, select.bind(values)),
             ]
         )
@@ -72,7 +72,7 @@ async def guarded_claim(
     try:
         opened = await conn.script(
             [
-                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("begin", ctx.statements.claim_begin.sql),
                 Op("fetch", guard.sql, guard.bind(values)),
                 Op("fetch", claim[0].sql, claim[0].bind(values)),
             ]
@@ -108,7 +108,7 @@ async def heads_claim(
     claim, guard = ctx.statements.claim, ctx.statements.guard
     assert guard is not None
     taken: list[Record] = []
-    ops = [Op("begin", ctx.dialect.lease_claim_begin().sql)]
+    ops = [Op("begin", ctx.statements.claim_begin.sql)]
     try:
         for group in groups:
             if len(taken) >= limit:

@@ -13,6 +13,7 @@ from typing import Any
 import trio
 
 from trinbox import HandlerOutcome, InboxQueue, subscriber
+from trinbox._dialects.plans import build_plan
 from trinbox.errors import IntegrityError, LeaseLost
 from trinbox.testing import settled
 from trinbox.typing import Subscriber
@@ -93,7 +94,7 @@ async def test_failed_settlement_leaves_the_others_of_its_batch(case: Case) -> N
         errors = list(app.statistics(handle).settle_errors)
     # The acks of rows 1 and 3 stand; row 2 is left, its attempt counted at the claim.
     assert stand.rows("SELECT job_id, attempt FROM email_jobs") == [(2, 2)]
-    ack = broker.dialect.statements(case.email.__inbox_spec__).ack.sql
+    ack = build_plan(broker.dialect, case.email.__inbox_spec__).ack.sql
     if case.form == "lease":
         # The failed ack leaves the row leased until its lease runs out (like a crash).
         assert stand.value("SELECT locked_until FROM email_jobs") is not None

@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from trinbox import FailurePolicy, HandlerOutcome, InboxQueue, OnFailure, keys, subscriber
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.mysql import MySqlConnection
 from trinbox.errors import DatabaseError, HandlerFailed, LeaseLost
 from trinbox.testing import VirtualClock, settled
@@ -83,7 +84,7 @@ async def test_failed_claim_waits_one_second_not_the_poll_interval(
         async with serving(app):
             with trio.fail_after(HOUR / 2):
                 await settled(app, handle, 1)
-    claim = broker.dialect.statements(case.email.__inbox_spec__).claim[0].sql
+    claim = build_plan(broker.dialect, case.email.__inbox_spec__).claim[0].sql
     assert [type(e) for e in watch.failed] == [DatabaseError]
     assert str(watch.failed[0]) == f"{missing_table(case)} (while running: {claim})"
     gap = watch.times[1] - watch.times[0]

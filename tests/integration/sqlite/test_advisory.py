@@ -20,6 +20,7 @@ import trio
 import trinbox
 from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.sqlite import SqliteConnection, SqlitePool
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
@@ -376,7 +377,7 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
             FormContext(
                 spec=spec,
                 dialect=broker.dialect,
-                statements=broker.dialect.statements(spec),
+                statements=build_plan(broker.dialect, spec),
                 pool=broker.pool,
                 clock=broker.clock,
                 group="emails",
@@ -407,7 +408,7 @@ def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
         FormContext(
             spec=spec,
             dialect=broker.dialect,
-            statements=broker.dialect.statements(spec),
+            statements=build_plan(broker.dialect, spec),
             pool=broker.pool,
             clock=broker.clock,
             group="emails",
