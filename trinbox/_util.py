@@ -5,15 +5,27 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-__all__ = ["HostClock", "evolve", "positive_duration"]
+__all__ = ["HostClock", "as_bytes", "evolve", "positive_duration"]
 
 T = TypeVar("T")
 
 HostClock = Callable[[], datetime]
 """A host's clock: returns an aware UTC datetime (a broker's ``clock=``, unless it is the
 database's; ``trinbox.testing.TrioClock`` follows Trio's virtual time)."""
+
+
+def as_bytes(value: object) -> bytes | None:
+    """``value`` as ``bytes`` when it is bytes-like (``bytes``, ``bytearray``, ``memoryview``:
+    what the drivers return for a binary column), else ``None``."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if isinstance(value, memoryview):
+        return cast("memoryview[int]", value).tobytes()
+    return None
 
 
 def evolve(obj: T, **changes: Any) -> T:

@@ -20,7 +20,7 @@ import inspect
 import re
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from ._api.codecs import JsonCodec, RawCodec
@@ -425,12 +425,14 @@ class _SchemaBook:
 def _rewrite(node: Any, renames: dict[str, str]) -> Any:
     """``node`` with every ``$ref`` to a renamed definition pointing at its new name."""
     if isinstance(node, dict):
-        out = {k: _rewrite(v, renames) for k, v in node.items()}
+        items = cast("dict[str, Any]", node).items()
+        out = {k: _rewrite(v, renames) for k, v in items}
         ref = out.get("$ref")
         if isinstance(ref, str) and ref.startswith(_REF.format(name="")):
             old = ref[len(_REF.format(name="")) :]
             out["$ref"] = _REF.format(name=renames.get(old, old))
         return out
     if isinstance(node, list):
-        return [_rewrite(v, renames) for v in node]
+        # mypy narrows node to list[Any], pyright to list[Unknown]: the cast is for pyright.
+        return [_rewrite(v, renames) for v in cast("list[Any]", node)]  # type: ignore[redundant-cast]
     return node

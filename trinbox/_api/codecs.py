@@ -12,6 +12,8 @@ import importlib
 import json
 from typing import Any, Protocol, TypeVar, cast, is_typeddict
 
+from .._util import as_bytes
+
 __all__ = ["Codec", "DecodeError", "JsonCodec", "RawCodec"]
 
 T = TypeVar("T")
@@ -56,10 +58,12 @@ class JsonCodec:
     """JSON, the default codec."""
 
     def encode(self, message: object) -> bytes:
-        if isinstance(message, bytes | bytearray | memoryview):
-            return bytes(message)
-        if hasattr(message, "model_dump_json"):
-            return cast("str", message.model_dump_json()).encode()
+        raw = as_bytes(message)
+        if raw is not None:
+            return raw
+        dump = getattr(message, "model_dump_json", None)  # a pydantic model
+        if dump is not None:
+            return cast("str", dump()).encode()
         msgspec = _msgspec()
         if msgspec is not None:
             return cast("bytes", msgspec.json.encode(message))
@@ -90,10 +94,11 @@ class RawCodec:
     """Bytes in, bytes out: the handler takes ``bytes``."""
 
     def encode(self, message: object) -> bytes:
-        if not isinstance(message, bytes | bytearray | memoryview):
+        raw = as_bytes(message)
+        if raw is None:
             msg = f"the raw codec publishes bytes, found {type(message).__name__}; encode it first"
             raise TypeError(msg)
-        return bytes(message)
+        return raw
 
     def decode(self, data: bytes, into: type[T]) -> T:
         return cast("T", bytes(data))

@@ -15,6 +15,7 @@ from typing import Any, get_args, get_origin
 from uuid import UUID
 
 from .._declare._spec import TableSpec
+from .._util import as_bytes
 from ..errors import DeclarationError
 from .codecs import Codec
 from .handles import Attempt, Pool, RowId, Tx
@@ -89,7 +90,7 @@ def plan_handler(
             f"found {_show(first)}; annotate the message as {row_name}"
         )
         raise DeclarationError(msg)
-    keys = []
+    keys: list[str] = []
     for param in params[1:]:
         hint = hints.get(param.name)
         key = _KEYS.get(get_origin(hint) or hint)  # keys.Tx is Tx[...]
@@ -174,8 +175,9 @@ def decode_message(
         raw = raw.encode()
     if raw is None:
         raw = b""
-    assert isinstance(raw, bytes | bytearray | memoryview)
-    return codec.decode(bytes(raw), plan.message_type)
+    data = as_bytes(raw)
+    assert data is not None
+    return codec.decode(data, plan.message_type)
 
 
 def row_id(spec: TableSpec, value: object) -> RowId:
@@ -205,8 +207,8 @@ def _convert(value: object, hint: object) -> object:
         return value.replace(tzinfo=UTC)
     if bool in targets and isinstance(value, int):
         return bool(value)
-    if bytes in targets and isinstance(value, memoryview | bytearray):
-        return bytes(value)
+    if bytes in targets and (raw := as_bytes(value)) is not None:
+        return raw
     # JSON columns come back as their text from every driver; SQLite's NUMERIC and the UUID
     # columns of MySQL and SQLite as numbers and text.
     if isinstance(value, str) and any(

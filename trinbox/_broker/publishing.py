@@ -99,7 +99,7 @@ def insert_values(
     if delay is not None:
         _check_delay_has_a_field(where, spec, columns)
     values: dict[str, object] = {}
-    missing = []
+    missing: list[str] = []
     for col in spec.insert_columns:
         if col.field in columns:
             values[col.column] = columns[col.field]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,7 +26,7 @@ def _log_asyncio_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any])
 
 
 @asynccontextmanager
-async def asyncio_loop(needed: bool) -> AsyncIterator[None]:
+async def asyncio_loop(needed: bool) -> AsyncGenerator[None, None]:
     """Open a trio-asyncio loop for the block when ``needed``; every asyncio connection is
     closed inside it."""
     if not needed:

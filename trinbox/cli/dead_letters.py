@@ -28,6 +28,7 @@ from .._operations.queues import (
     redrive,
     redrive_group,
 )
+from .._util import as_bytes
 from ..errors import DeclarationError, TrinboxError
 from ._queues import app_queues, choose, label, run_open, table
 from .run import one_line
@@ -43,10 +44,8 @@ def preview(q: Queue, row: DeadRow) -> str:
     spec = q.spec
     if spec.payload is not None:
         value = row.values.get(spec.payload.field)
-        if isinstance(value, bytes | bytearray | memoryview):
-            text = bytes(value).decode("utf-8", errors="replace")
-        else:
-            text = str(value)
+        raw = as_bytes(value)
+        text = str(value) if raw is None else raw.decode("utf-8", errors="replace")
     else:
         text = " ".join(f"{c.field}={row.values.get(c.field)!r}" for c in spec.data)
     text = " ".join(text.split())
@@ -66,7 +65,7 @@ def _time(value: object) -> str:
 
 
 def _list(queues: list[Queue], found: list[tuple[list[DeadRow], int]]) -> str:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for q, (dead, _total) in zip(queues, found, strict=True):
         for row in dead:
             rows.append(
@@ -78,7 +77,7 @@ def _list(queues: list[Queue], found: list[tuple[list[DeadRow], int]]) -> str:
                     preview(q, row),
                 )
             )
-    lines = []
+    lines: list[str] = []
     if rows:
         headers = ("QUEUE", "ID", "ATTEMPTS", "RETRY AFTER", "PAYLOAD")
         lines.append(table(headers, rows, (False, True, True, False, False)))

@@ -18,11 +18,12 @@ column).
 
 from __future__ import annotations
 
-from contextvars import ContextVar
-from typing import Any
+from contextvars import ContextVar, Token
+from typing import Any, cast
 
 try:
     from opentelemetry import context, trace
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 except ImportError as exc:  # pragma: no cover - the extra's absence is tested in a subprocess
     msg = (
@@ -156,7 +157,8 @@ class OpenTelemetryEvents(Events):
     def handle_ended(self, event: HandleEvent, state: object, end: HandleEnd) -> None:
         if not isinstance(state, tuple):
             return
-        span, token = state
+        # What handle_started returned: the span and the context token it attached.
+        span, token = cast("tuple[Span, Token[Context]]", state)
         context.detach(token)
         if end.error is not None:
             span.record_exception(end.error)
