@@ -249,7 +249,8 @@ class SqliteDialect(Dialect):
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order with their keys, past the keys in work: the
         process registry knows them and binds them as one JSON array (``held``), so the
-        select reads past a key in work as the reference's probe does (REFERENCE.md §3.4)."""
+        select reads past a key in work as the reference's probe does
+        (docs/reference.md#advisory-form)."""
         t = self.table(spec)
         lock = self.quoted(self.internal(spec, "__lock"))
         key = self.key_expression(spec)
