@@ -195,7 +195,7 @@ def _channel(spec: TableSpec, group: str | None, server: str, *, every: bool) ->
     if group is not None:
         binding["group"] = group
     binding["form"] = spec.form.name
-    binding["opening"] = spec.opening.name
+    binding["isolation"] = spec.isolation.name
     binding["mode"] = "payload" if spec.payload is not None else "row"
     if spec.form is Advisory:
         binding["advisoryLock"] = spec.key_template

@@ -3,7 +3,7 @@
     TrinboxError
     ├── DeclarationError        a row class or a mount breaks a rule (import or startup time)
     │   ├── UnsupportedForm     the dialect cannot serve the table's claim form
-    │   ├── UnsupportedOpening  the dialect opens no transaction at the table's isolation/mode
+    │   ├── UnsupportedIsolation  the dialect opens no transaction at the table's isolation/mode
     │   │   └── FifoAtSerializable  a MySQL row lock FIFO table at SERIALIZABLE
     │   └── IdentifierTooLong   a name is over the dialect's limit
     ├── StartupError            a subscription could not open
@@ -52,7 +52,7 @@ __all__ = [
     "TransactionHeld",
     "TrinboxError",
     "UnsupportedForm",
-    "UnsupportedOpening",
+    "UnsupportedIsolation",
 ]
 
 
@@ -68,11 +68,11 @@ class UnsupportedForm(DeclarationError):
     """The broker's dialect cannot serve the table's claim form."""
 
 
-class UnsupportedOpening(DeclarationError):
+class UnsupportedIsolation(DeclarationError):
     """The broker's dialect opens no transaction at the table's isolation level or mode."""
 
 
-class FifoAtSerializable(UnsupportedOpening):
+class FifoAtSerializable(UnsupportedIsolation):
     """MySQL and MariaDB serve no row lock FIFO table at SERIALIZABLE: the group guard's count
     would wait on the rows other claims hold."""
 

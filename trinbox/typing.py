@@ -32,8 +32,8 @@ from ._declare._capabilities import Serves as Serves
 from ._declare._capabilities import Sqlite as Sqlite
 from ._declare._markers import Form as Form
 from ._declare._markers import Isolation as Isolation
+from ._declare._markers import IsolationLevel as IsolationLevel
 from ._declare._markers import Mode as Mode
-from ._declare._markers import Opening as Opening
 from ._declare._markers import Plain as Plain
 from ._declare._markers import SqliteMode as SqliteMode
 from ._declare._markers import Transactional as Transactional
@@ -52,8 +52,8 @@ __all__ = [
     "RowOf",
     # the bases of the declaration markers
     "Form",
-    "Opening",
     "Isolation",
+    "IsolationLevel",
     "SqliteMode",
     "Mode",
     "Plain",

@@ -151,7 +151,7 @@ def test_bindings_name_table_group_form_and_settings() -> None:
         "table": "work.jobs",
         "group": "orders",
         "form": "lease",
-        "opening": "default",
+        "isolation": "default",
         "mode": "payload",
         "columns": {
             "id": "id",

@@ -82,7 +82,8 @@ CASES = [
     (stand, name)
     for stand in STANDS
     for name, row in ROWS.items()
-    if spec_of(row).form in DIALECT[stand].forms and spec_of(row).opening in DIALECT[stand].openings
+    if spec_of(row).form in DIALECT[stand].forms
+    and spec_of(row).isolation in DIALECT[stand].isolations
 ]
 
 

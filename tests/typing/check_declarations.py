@@ -1,5 +1,6 @@
 """Row class declarations as type checkers check them: the class keywords, one claim form and
-one opening per row, the broker's type argument, and generated fields in the row's constructor.
+one isolation level per row, the broker's type argument, and generated fields in the row's
+constructor.
 
 Must-pass lines use ``assert_type``; must-fail lines end in ``# type: ignore[<code>]`` (mypy's
 code; ``warn_unused_ignores``: a line that stops failing breaks the build) and ``# pyright:
@@ -32,7 +33,7 @@ from trinbox import (
     SqlBroker,
     subscriber,
 )
-from trinbox.typing import Form, MySql, Opening, Plain, Postgres, Sqlite, Subscriber
+from trinbox.typing import Form, Isolation, MySql, Plain, Postgres, Sqlite, Subscriber
 
 # -- class keywords ------------------------------------------------------------------------------
 
@@ -96,7 +97,7 @@ class SpecText(Inbox[Lease], spec="jobs"):  # type: ignore[arg-type]  # pyright:
     id: int
 
 
-# -- one claim form and one opening per row --------------------------------------------------
+# -- one claim form and one isolation level per row ------------------------------------------------
 
 
 class Strict(Inbox[Lease, Serializable], table="strict"):
@@ -119,12 +120,12 @@ def joined_rows(named: Named, keyed: Keyed, strict: Strict) -> None:
     _mounted: Subscriber[object, Plain, object, Any] = subscribers[0]
 
 
-# A row names one form and one opening, never their bases.
+# A row names one form and one isolation level, never their bases.
 def takes_a_form_base(row: Inbox[Form]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     pass
 
 
-def takes_an_opening_base(row: Inbox[Lease, Opening]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
+def takes_an_isolation_base(row: Inbox[Lease, Isolation]) -> None:  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     pass
 
 
@@ -144,7 +145,7 @@ class EitherForm(Inbox[Lease | Advisory], table="either"):  # type: ignore[type-
 
 
 # Invalid type argument value for "Inbox"
-class EitherOpening(Inbox[Lease, Default | Serializable], table="eo"):  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
+class EitherIsolation(Inbox[Lease, Default | Serializable], table="eo"):  # type: ignore[type-var]  # pyright: ignore[reportInvalidTypeArguments]
     id: Annotated[int, Id()]
 
 

@@ -1,6 +1,6 @@
 """``SqlBroker.from_url``: the database is known only when the program runs, so its broker is
 a ``SqlBroker[AnyDatabase]``, which mounts and publishes what every database serves (the lease
-and advisory forms at the default opening, in either mode) and refuses the rest, as the
+and advisory forms at the default isolation level, in either mode) and refuses the rest, as the
 constructor of the weakest database would.
 
 A row lock mount reads: Argument 2 to "include" of "App" has incompatible type

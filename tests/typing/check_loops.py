@@ -2,7 +2,7 @@
 brokers in variables, queues from helper functions, ``subscriber(q)(fn)``, chained mounts.
 
 A list's element type is mypy's join of its items (pyright's union of them); for subscribers of
-different row classes that keeps every row's needs (``Needs[Row, Form, Opening, Mode] | None``
+different row classes that keeps every row's needs (``Needs[Row, Form, Isolation, Mode] | None``
 joins into the union of them), so a loop over valid subscribers type-checks and one invalid
 member still fails the include, with a message that names each row's form.
 """

@@ -4,8 +4,8 @@ ignore[<mypy code>]  # pyright: ignore[<pyright rules>]``.
 mypy.ini turns on ``warn_unused_ignores`` and ``ignore-without-code``: a line that stops failing,
 or fails with another code, breaks the build; tests/unit/test_typing_behaviour.py runs both
 checkers on this file as on a user's code and checks every line against its markers. The
-whole dialect x form x opening x mode matrix is in check_matrix.py. Nothing here depends on the
-project's extra error codes: the file type-checks the same under plain ``--strict``.
+whole dialect x form x isolation level x mode matrix is in check_matrix.py. Nothing here depends on
+the project's extra error codes: the file type-checks the same under plain ``--strict``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ async def handle_key_then_tx(job: Job, pool: keys.Pool, tx: keys.Tx) -> None: ..
 
 
 # -- a form the dialect does not serve ----------------------------------------------------------
-# The subscriber's Needs (its row, the row's form and opening, its mode) are not among the
+# The subscriber's Needs (its row, the row's form and isolation level, its mode) are not among the
 # (row, mode) pairs the dialect mounts: no overload of App.include takes the pair.
 
 
@@ -79,7 +79,7 @@ def check_sqlite_has_no_row_locks_in_tx(app: App, broker: SqlBroker[Sqlite]) -> 
     app.include(broker, locked)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
-# -- an opening the dialect does not open ---------------------------------------------------------
+# -- an isolation level the dialect does not open --------------------------------------------------
 
 
 def check_sqlite_opens_no_isolation_level(app: App, broker: SqlBroker[Sqlite]) -> None:

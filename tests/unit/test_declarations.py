@@ -121,7 +121,7 @@ def test_unknown_class_keywords_are_listed() -> None:
             id: Annotated[int, Id()]
 
 
-# -- type arguments: the claim form and the opening ----------------------------------------------
+# -- type arguments: the claim form and the isolation level ----------------------------------------
 
 
 def test_plain_inbox_names_no_form() -> None:
@@ -144,9 +144,9 @@ def test_unknown_form_argument() -> None:
             id: Annotated[int, Id()]
 
 
-def test_unknown_opening_argument() -> None:
+def test_unknown_isolation_argument() -> None:
     with refused(
-        "class test_unknown_opening_argument.<locals>.Job: the second type argument of Inbox is "
+        "class test_unknown_isolation_argument.<locals>.Job: the second type argument of Inbox is "
         "an isolation level or SQLite mode, found str; use one of Default, ReadUncommitted, "
         "ReadCommitted, RepeatableRead, Serializable, Deferred, Immediate, Exclusive"
     ):
@@ -710,7 +710,7 @@ def test_compiled_spec() -> None:
         table="email_jobs",
         schema="app",
         form=Lease,
-        opening=Default,
+        isolation=Default,
         columns=(
             ColumnSpec("payload", "payload", "payload", False, bytes),
             ColumnSpec("customer", "customer", "", False, str),
@@ -765,15 +765,15 @@ def test_row_mode_table_has_no_payload() -> None:
     assert [c.column for c in spec.insert_columns] == ["id", "subject"]
 
 
-def test_opening_is_the_second_type_argument() -> None:
+def test_isolation_is_the_second_type_argument() -> None:
     class Job(Inbox[Advisory, Immediate], table="jobs", advisory_lock="jobs"):
         id: Annotated[int, Id()]
 
     class Other(Inbox[RowLock, Serializable], table="others"):
         id: Annotated[int, Id()]
 
-    assert spec_of(Job).opening is Immediate
-    assert spec_of(Other).opening is Serializable
+    assert spec_of(Job).isolation is Immediate
+    assert spec_of(Other).isolation is Serializable
 
 
 def test_key_parts_read_columns_of_named_fields() -> None:

@@ -19,7 +19,7 @@ from trinbox._declare._markers import (
     Deferred,
     Exclusive,
     Immediate,
-    Opening,
+    Isolation,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
@@ -29,7 +29,7 @@ from trinbox._dialects._base import DeadLetter
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.plans import Plan, build_plan
-from trinbox.errors import IdentifierTooLong, ServerTooOld, UnsupportedOpening
+from trinbox.errors import IdentifierTooLong, ServerTooOld, UnsupportedIsolation
 
 from ._tables import (
     DEAD_APP_PLAIN,
@@ -530,11 +530,11 @@ def test_a_repeated_parameter_is_bound_each_time() -> None:
     assert stamp.bind(values) == (lease, 7, now)
 
 
-# -- openings ---------------------------------------------------------------------------------
+# -- isolation levels ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("opening", "sql"),
+    ("isolation", "sql"),
     [
         (Default, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"),
         (ReadUncommitted, "SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"),
@@ -544,10 +544,10 @@ def test_a_repeated_parameter_is_bound_each_time() -> None:
     ],
 )
 def test_begin_sets_the_declared_level_of_the_next_transaction(
-    opening: type[Opening], sql: str
+    isolation: type[Isolation], sql: str
 ) -> None:
     for row in (EmailJob, LeasedEmail, TenantJob):
-        spec = replace(spec_of(row), opening=opening)
+        spec = replace(spec_of(row), isolation=isolation)
         assert build_plan(MY, spec).begin == Statement("begin", sql, ())
 
 
@@ -560,14 +560,14 @@ def test_the_lease_claim_and_the_plain_transactions_open_at_read_committed() -> 
 
 
 @pytest.mark.parametrize("mode", [Deferred, Immediate, Exclusive])
-def test_a_sqlite_mode_is_refused(mode: type[Opening]) -> None:
-    spec = replace(spec_of(EmailJob), opening=mode)
+def test_a_sqlite_mode_is_refused(mode: type[Isolation]) -> None:
+    spec = replace(spec_of(EmailJob), isolation=mode)
     with pytest.raises(
-        UnsupportedOpening,
+        UnsupportedIsolation,
         match=(
             rf"^email_jobs \(EmailJob\): MySQL opens no transaction at {mode.__name__} \(it "
             r"opens Default, ReadUncommitted, ReadCommitted, RepeatableRead, Serializable\); "
-            r"declare one of those as the table's opening$"
+            r"declare one of those as the table's isolation level$"
         ),
     ):
         build_plan(MY, spec)

@@ -18,7 +18,7 @@ from trinbox._declare._markers import (
     Default,
     Deferred,
     Immediate,
-    Opening,
+    Isolation,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
@@ -28,7 +28,7 @@ from trinbox._dialects._base import DeadLetter
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.plans import Plan, build_plan
 from trinbox._dialects.postgres import PostgresDialect
-from trinbox.errors import DeclarationError, IdentifierTooLong, UnsupportedOpening
+from trinbox.errors import DeclarationError, IdentifierTooLong, UnsupportedIsolation
 
 from ._tables import (
     DEAD_APP_PLAIN,
@@ -536,11 +536,11 @@ def test_a_repeated_parameter_reuses_its_number_and_binds_once() -> None:
     assert claim.bind(values) == ("emails", now, 4, lease)
 
 
-# -- openings ---------------------------------------------------------------------------------
+# -- isolation levels ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("opening", "sql"),
+    ("isolation", "sql"),
     [
         (Default, "BEGIN"),
         (ReadCommitted, "BEGIN ISOLATION LEVEL READ COMMITTED"),
@@ -548,35 +548,35 @@ def test_a_repeated_parameter_reuses_its_number_and_binds_once() -> None:
         (Serializable, "BEGIN ISOLATION LEVEL SERIALIZABLE"),
     ],
 )
-def test_begin_names_the_declared_isolation_level(opening: type[Opening], sql: str) -> None:
+def test_begin_names_the_declared_isolation_level(isolation: type[Isolation], sql: str) -> None:
     for row in (EmailJob, LeasedEmail, TenantJob):
-        spec = replace(spec_of(row), opening=opening)
+        spec = replace(spec_of(row), isolation=isolation)
         assert build_plan(PG, spec).begin == Statement("begin", sql, ())
 
 
 def test_read_uncommitted_is_refused() -> None:
-    spec = replace(spec_of(EmailJob), opening=ReadUncommitted)
+    spec = replace(spec_of(EmailJob), isolation=ReadUncommitted)
     with pytest.raises(
-        UnsupportedOpening,
+        UnsupportedIsolation,
         match=(
             r"^email_jobs \(EmailJob\): PostgreSQL opens no transaction at ReadUncommitted "
             r"\(it opens Default, ReadCommitted, RepeatableRead, Serializable\); PostgreSQL "
             r"runs READ UNCOMMITTED as READ COMMITTED; declare ReadCommitted \(or leave the "
-            r"opening out\)$"
+            r"isolation level out\)$"
         ),
     ):
         build_plan(PG, spec)
 
 
 @pytest.mark.parametrize("mode", [Deferred, Immediate])
-def test_a_sqlite_mode_is_refused(mode: type[Opening]) -> None:
-    spec = replace(spec_of(LeasedEmail), opening=mode)
+def test_a_sqlite_mode_is_refused(mode: type[Isolation]) -> None:
+    spec = replace(spec_of(LeasedEmail), isolation=mode)
     with pytest.raises(
-        UnsupportedOpening,
+        UnsupportedIsolation,
         match=(
             rf"^email_jobs \(LeasedEmail\): PostgreSQL opens no transaction at {mode.__name__} "
             r"\(it opens Default, ReadCommitted, RepeatableRead, Serializable\); declare one "
-            r"of those as the table's opening$"
+            r"of those as the table's isolation level$"
         ),
     ):
         build_plan(PG, spec)

@@ -17,7 +17,7 @@ from trinbox._declare._markers import (
     Deferred,
     Exclusive,
     Immediate,
-    Opening,
+    Isolation,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
@@ -27,7 +27,7 @@ from trinbox._dialects._base import DeadLetter
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.plans import Plan, build_plan
 from trinbox._dialects.sqlite import SqliteDialect
-from trinbox.errors import UnsupportedForm, UnsupportedOpening
+from trinbox.errors import UnsupportedForm, UnsupportedIsolation
 
 from ._tables import (
     DEAD_APP_PLAIN,
@@ -414,7 +414,7 @@ def test_a_repeated_parameter_is_bound_each_time() -> None:
     assert claim.bind(values) == ("L", "emails", "N", "N", 4)
 
 
-# -- forms and openings -----------------------------------------------------------------------
+# -- forms and isolation levels --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("row", [EmailJob, PlainJob])
@@ -432,7 +432,7 @@ def test_the_row_lock_form_is_refused(row: type[EmailJob] | type[PlainJob]) -> N
 
 
 @pytest.mark.parametrize(
-    ("opening", "sql"),
+    ("isolation", "sql"),
     [
         (Default, "BEGIN"),
         (Deferred, "BEGIN DEFERRED"),
@@ -440,21 +440,21 @@ def test_the_row_lock_form_is_refused(row: type[EmailJob] | type[PlainJob]) -> N
         (Exclusive, "BEGIN EXCLUSIVE"),
     ],
 )
-def test_begin_names_the_declared_mode(opening: type[Opening], sql: str) -> None:
+def test_begin_names_the_declared_mode(isolation: type[Isolation], sql: str) -> None:
     for row in (LeasedEmail, TenantJob):
-        spec = replace(spec_of(row), opening=opening)
+        spec = replace(spec_of(row), isolation=isolation)
         assert build_plan(LITE, spec).begin == Statement("begin", sql, ())
 
 
 @pytest.mark.parametrize("level", [ReadUncommitted, ReadCommitted, RepeatableRead, Serializable])
-def test_an_isolation_level_is_refused(level: type[Opening]) -> None:
-    spec = replace(spec_of(LeasedEmail), opening=level)
+def test_an_isolation_level_is_refused(level: type[Isolation]) -> None:
+    spec = replace(spec_of(LeasedEmail), isolation=level)
     with pytest.raises(
-        UnsupportedOpening,
+        UnsupportedIsolation,
         match=(
             rf"^email_jobs \(LeasedEmail\): SQLite opens no transaction at {level.__name__} "
             r"\(it opens Default, Deferred, Immediate, Exclusive\); declare one of those as "
-            r"the table's opening$"
+            r"the table's isolation level$"
         ),
     ):
         build_plan(LITE, spec)

@@ -33,7 +33,7 @@ from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
-from trinbox.errors import DeclarationError, FifoAtSerializable, UnsupportedOpening
+from trinbox.errors import DeclarationError, FifoAtSerializable, UnsupportedIsolation
 from trinbox.typing import KeyColumn, KeyLiteral
 
 PG = PostgresDialect()
@@ -261,12 +261,12 @@ class SerialGrouped(Inbox[RowLock, Serializable], table="serial"):
 def test_mysql_refuses_a_row_lock_fifo_table_at_serializable() -> None:
     with pytest.raises(FifoAtSerializable) as caught:
         build_plan(MY, spec_of(SerialLock))
-    assert isinstance(caught.value, UnsupportedOpening)
+    assert isinstance(caught.value, UnsupportedIsolation)
     assert str(caught.value) == (
         "serial (SerialLock): a FIFO group's guard counts its rows without locking them, which "
         "MySQL and MariaDB do not do at SERIALIZABLE, found a row lock FIFO table at "
         "Serializable (the guard would wait for every delivery in work to settle); declare "
-        "Inbox[RowLock, ReadCommitted] (or leave the opening out), or use Inbox[Lease]"
+        "Inbox[RowLock, ReadCommitted] (or leave the isolation level out), or use Inbox[Lease]"
     )
 
 

@@ -2,7 +2,7 @@
 that says the same with annotations (docs/reference.md#manual-spec).
 
 ``TableSpec`` equality leaves out ``row_type``, so ``==`` compares everything else: name, schema,
-form, opening, every column (field, column, role, generated, type, order), and the lock key.
+form, isolation level, every column (field, column, role, generated, type, order), and the lock key.
 """
 
 from __future__ import annotations

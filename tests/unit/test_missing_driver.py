@@ -123,7 +123,7 @@ def test_a_pool_opened_without_its_driver_says_the_same(
     kind: str, url: str, module: str, message: str
 ) -> None:
     """Made while the driver was there, opened once it is gone (the import happens at the
-    pool's opening): the same error, not a bare ModuleNotFoundError."""
+    pool's isolation level): the same error, not a bare ModuleNotFoundError."""
     body = f"""
 import trio, trinbox
 broker = getattr(trinbox.SqlBroker, {kind!r})({url!r})

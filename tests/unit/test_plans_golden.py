@@ -98,7 +98,7 @@ def spec(shape: Shape, form: type[Form]) -> TableSpec:
         table="jobs",
         schema=shape.schema,
         form=form,
-        opening=Default,
+        isolation=Default,
         columns=tuple(columns),
         key=key,
         key_template="jobs-{id}" if key else "",

@@ -1,6 +1,6 @@
 """The runtime half of what tests/typing/check_declarations.py and check_publish.py pin for mypy
-(issue 11, items 3, 4 and 6): class keywords of the wrong type, a union as the form or opening,
-generated fields left out of a row's constructor, and the ``Publisher`` refusals that need no
+(issue 11, items 3, 4 and 6): class keywords of the wrong type, a union as the form or isolation
+level, generated fields left out of a row's constructor, and the ``Publisher`` refusals that need no
 database."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_a_class_keyword_of_the_wrong_type_is_refused(
         declare(Inbox[Advisory], **keywords)
 
 
-# -- one claim form and one opening ------------------------------------------------------------
+# -- one claim form and one isolation level --------------------------------------------------------
 
 
 @pytest.mark.parametrize("form", [Lease | Advisory, typing.Union[RowLock, Lease]])  # noqa: UP007
@@ -85,14 +85,14 @@ def test_a_union_form_is_refused(form: Any) -> None:
         declare(Inbox[form], table="j")
 
 
-def test_a_union_opening_is_refused() -> None:
-    opening: Any = Default | Serializable
+def test_a_union_isolation_is_refused() -> None:
+    isolation: Any = Default | Serializable
     with refused(
-        "class Job: a table has one opening, found the union Default | Serializable as a type "
-        "argument of Inbox; name one, like Inbox[Lease, Serializable] (declare a row class per "
-        "opening)"
+        "class Job: a table has one isolation level, found the union Default | Serializable as a "
+        "type argument of Inbox; name one, like Inbox[Lease, Serializable] (declare a row class "
+        "per isolation level)"
     ):
-        declare(Inbox[Lease, opening], table="j")
+        declare(Inbox[Lease, isolation], table="j")
 
 
 # -- generated fields are optional in the constructor ----------------------------------------

@@ -19,14 +19,14 @@ later shape is meant to get the refusal, so mypy's ``overload-overlap`` and pyri
 
 The subscriber. ``Subscriber[Row, Mode, Handler, Needs]``: ``Handler`` is the handler's own type
 (its parameters and return), and ``Needs`` what the subscriber asks of a dialect: ``Needs[Row,
-Form, Opening, Mode] | None`` for a decorated handler, ``tuple[Row, Mode] | None`` when written
+Form, Isolation, Mode] | None`` for a decorated handler, ``tuple[Row, Mode] | None`` when written
 with two arguments (``list[Subscriber[Job, Plain]]``). ``App.include`` has one overload per
-dialect that checks it against what the dialect mounts (``tuple[RowOf[Forms, Openings],
+dialect that checks it against what the dialect mounts (``tuple[RowOf[Forms, Isolations],
 Modes]``, _capabilities.py).
 
 ``Needs`` is a ``tuple[Row, Mode]`` (what is checked) that also names the row's form and
-opening, so that a refused mount says which form the row has: "Needs[Locked, RowLock, Default,
-Plain]", against the forms the dialect serves. It is a union on purpose: mypy joins the
+isolation level, so that a refused mount says which form the row has: "Needs[Locked, RowLock,
+Default, Plain]", against the forms the dialect serves. It is a union on purpose: mypy joins the
 subscribers of a list, ``[a, b]``, into one type, and the join of two unions is their union,
 where the join of two row classes is ``object``, which no dialect mounts (pyright keeps a
 list's items as a union). ``None`` is the member that keeps it a union; every dialect accepts
@@ -52,9 +52,9 @@ from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import (
     Advisory,
     Form,
+    Isolation,
     Lease,
     Mode,
-    Opening,
     Plain,
     RowLock,
     Transactional,
@@ -103,10 +103,11 @@ __all__ = [
 
 R = TypeVar("R", bound=Row, covariant=True)
 M = TypeVar("M", bound=Mode, covariant=True, default=Plain)
-RF = TypeVar("RF", bound=Form)  # a row's form and opening, read off it by _subscribe's self type
-RO = TypeVar("RO", bound=Opening)
+# RF, RO: a row's form and isolation level, read off it by _subscribe's self type
+RF = TypeVar("RF", bound=Form)
+RO = TypeVar("RO", bound=Isolation)
 F = TypeVar("F", bound=Form, covariant=True)
-O = TypeVar("O", bound=Opening, covariant=True)  # noqa: E741
+O = TypeVar("O", bound=Isolation, covariant=True)  # noqa: E741
 T = TypeVar("T")
 # Another row class (a nominal bound: mypy's notes print it, "def [S: Inbox[Any, Any]] ...").
 S = TypeVar("S", bound=Inbox[Any, Any])
@@ -137,7 +138,7 @@ H = TypeVar("H", covariant=True, default=Handler)
 N = TypeVar("N", covariant=True, default=tuple[SR, M] | None)
 NR = TypeVar("NR", bound=Row, covariant=True)
 NF = TypeVar("NF", bound=Form, covariant=True)
-NO = TypeVar("NO", bound=Opening, covariant=True)
+NO = TypeVar("NO", bound=Isolation, covariant=True)
 NM = TypeVar("NM", bound=Mode, covariant=True)
 
 
@@ -258,7 +259,7 @@ class InboxQueue(Generic[R, M, B]):
     ) -> BatchSubscriberFactory[R, RF, RO]: ...
     def _subscribe(self) -> object:
         """The factory ``subscriber(self)`` returns: by the queue's mode and shape. Its type
-        also names the row's form and opening (``RF``, ``RO``, read off the row's ``Inbox``
+        also names the row's form and isolation level (``RF``, ``RO``, read off the row's ``Inbox``
         base), which a refused mount's message shows. At runtime ``subscriber`` reads the queue's
         settings instead (``factory_for``)."""
         return factory_for(self)
@@ -384,7 +385,8 @@ class InboxQueue(Generic[R, M, B]):
 @final
 class Needs(tuple[NR, NM], Generic[NR, NF, NO, NM]):
     """What a subscriber asks of the broker's dialect, as type checkers' messages show it: its
-    row class, the row's claim form and opening, and its mode. A type only: nothing is of it."""
+    row class, the row's claim form and isolation level, and its mode. A type only: nothing is
+    of it."""
 
     def __new__(cls) -> Needs[Any, Any, Any, Any]:
         msg = (
@@ -453,7 +455,7 @@ def _check_handler(handler: object, queue: InboxQueue[Any, Any, Any]) -> None:
 # -- the decorator ---------------------------------------------------------------------------------
 
 # What a decorated handler becomes: its row, mode and handler, and what it needs of a dialect,
-# the row's form and opening included (F, O: InboxQueue._subscribe reads them off the row).
+# the row's form and isolation level included (F, O: InboxQueue._subscribe reads them off the row).
 _Plain: TypeAlias = Subscriber[R, Plain, HH, Needs[R, F, O, Plain] | None]
 _InTx: TypeAlias = Subscriber[R, Transactional, HH, Needs[R, F, O, Transactional] | None]
 

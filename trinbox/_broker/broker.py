@@ -197,7 +197,7 @@ class SqlBroker(Generic[D]):
 
         The database is known only when the program runs, so mypy checks its mounts and
         publishes against what every database serves (``AnyDatabase``: the lease and
-        advisory forms at the default opening); the constructors of each database give its
+        advisory forms at the default isolation level); the constructors of each database give its
         own checks (a row lock table needs ``postgres(..)`` or ``mysql(..)``)."""
         backend = backend_of_url(url)
         if not backend.notify and (listen_notify or pgbouncer is not None):

@@ -38,7 +38,8 @@ from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywo
 
 __all__ = ["GENERATED", "Inbox", "row_fields", "spec_of"]
 
-# Constrained: a table has one claim form and one opening, so ``Inbox[Lease | Advisory]`` and
+# Constrained: a table has one claim form and one isolation level, so ``Inbox[Lease | Advisory]``
+# and
 # ``Inbox[Lease, Default | Serializable]`` are type errors under mypy and pyright (and a
 # DeclarationError at runtime). Signatures that take rows of several forms (a dialect's) name
 # them by the protocol ``RowOf`` (_capabilities.py), whose parameters are bounds. O's default is
@@ -63,13 +64,13 @@ _KEYWORDS = ("table", "schema", "advisory_lock", "spec")
 
 @dataclass_transform(kw_only_default=True)
 class Inbox(Generic[F, O]):
-    """Base of a queue table's row class; the type arguments are its claim form and opening.
+    """Base of a queue table's row class; the type arguments are its claim form and isolation level.
 
     ``Inbox[RowLock]`` claims with FOR UPDATE SKIP LOCKED held for the handler,
     ``Inbox[Lease]`` writes a lease expiry (needs a ``LockedUntil`` field), ``Inbox[Advisory]``
     holds each row by a lock on its key (needs ``advisory_lock=``). The second argument, an
-    isolation level (``Serializable``...) or SQLite mode (``Immediate``...), is the opening of
-    the transactions trinbox starts for the table; ``Default`` when left out.
+    isolation level (``Serializable``...) or SQLite mode (``Immediate``...), is the isolation level
+    of the transactions trinbox starts for the table; ``Default`` when left out.
     """
 
     if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class Inbox(Generic[F, O]):
         # Inbox.__module__ to "trinbox", where TableSpec does not resolve).
         __inbox_spec__: ClassVar[TableSpec]
 
-        # What _capabilities.RowOf reads: a row's form and opening, for the dialects' mounts
+        # What _capabilities.RowOf reads: a row's form and isolation level, for the dialects' mounts
         # and publishing.
         def __trinbox_form__(self) -> tuple[F, O]: ...
 
@@ -104,17 +105,17 @@ def _declare(cls: type[Inbox[Any, Any]], keywords: dict[str, object]) -> None:
     where = f"class {cls.__qualname__}"
     unknown_keywords(where, keywords, _KEYWORDS)
     _check_keyword_types(where, keywords)
-    form, opening = _type_arguments(cls, where)
+    form, isolation = _type_arguments(cls, where)
     manual = keywords.get("spec")
     if manual is not None:
-        spec = _compile_manual(cls, where, manual, form, opening, keywords)
+        spec = _compile_manual(cls, where, manual, form, isolation, keywords)
     else:
         spec = compile_spec(
             where=where,
             table=cast("str | None", keywords.get("table")),
             schema=cast("str | None", keywords.get("schema")),
             form=form,
-            opening=opening,
+            isolation=isolation,
             fields=_field_decls(cls, where),
             advisory_lock=cast("str | None", keywords.get("advisory_lock")),
             row_type=cls,
@@ -196,7 +197,7 @@ def _type_arguments(cls: type, where: str) -> tuple[object, object]:
     for base in cls.__mro__[1:]:
         spec = getattr(base, "__inbox_spec__", None)
         if isinstance(spec, TableSpec):
-            return spec.form, spec.opening
+            return spec.form, spec.isolation
     msg = (
         f"{where}: the claim form is the type argument of Inbox, found plain Inbox; write "
         f"Inbox[RowLock], Inbox[Lease] or Inbox[Advisory]"
@@ -300,7 +301,7 @@ def _compile_manual(
     where: str,
     manual: object,
     form: object,
-    opening: object,
+    isolation: object,
     keywords: dict[str, object],
 ) -> TableSpec:
     if not isinstance(manual, InboxSpec):
@@ -341,4 +342,4 @@ def _compile_manual(
             )
             raise DeclarationError(msg)
     fields = {decl.field: decl.python_type for decl in decls}
-    return manual.compile(where=where, fields=fields, opening=opening, row_type=cls)
+    return manual.compile(where=where, fields=fields, isolation=isolation, row_type=cls)

@@ -140,7 +140,7 @@ class InboxSpec(Generic[F]):
         )
 
     def compile(
-        self, *, where: str, fields: Mapping[str, object], opening: object, row_type: type | None
+        self, *, where: str, fields: Mapping[str, object], isolation: object, row_type: type | None
     ) -> TableSpec:
         """Check the spec with the same rules as the class statement. ``fields`` maps the row
         class's fields, in declaration order, to their types."""
@@ -184,7 +184,7 @@ class InboxSpec(Generic[F]):
             table=self.table,
             schema=self.schema,
             form=self.form,
-            opening=opening,
+            isolation=isolation,
             fields=decls,
             advisory_lock=None,
             key=self.key,

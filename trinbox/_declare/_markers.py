@@ -1,5 +1,6 @@
-"""Marker types that put a table's claim form, its transaction opening and a subscription's mode
-into the type system. They are never instantiated; their names are read at runtime too."""
+"""Marker types that put a table's claim form, its transaction isolation level and a
+subscription's mode into the type system. They are never instantiated; their names are read at
+runtime too."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ __all__ = [
     "Immediate",
     "Lease",
     "Mode",
-    "Opening",
+    "Isolation",
     "Plain",
     "ReadCommitted",
     "ReadUncommitted",
@@ -23,7 +24,7 @@ __all__ = [
     "Serializable",
     "Transactional",
     "form_name",
-    "opening_name",
+    "isolation_name",
 ]
 
 
@@ -62,43 +63,44 @@ class Advisory(Form):
     name = "advisory"
 
 
-class Opening(_Marker):
-    """Base of the transaction openings: isolation levels and SQLite modes."""
+class Isolation(_Marker):
+    """Base of what a table's transactions begin at: the SQL isolation levels and SQLite's
+    begin modes."""
 
 
 @final
-class Default(Opening):
-    """The dialect's default opening: PostgreSQL plain BEGIN, MySQL READ COMMITTED, SQLite
+class Default(Isolation):
+    """The dialect's default isolation level: PostgreSQL plain BEGIN, MySQL READ COMMITTED, SQLite
     deferred."""
 
     name = "default"
 
 
-class Isolation(Opening):
+class IsolationLevel(Isolation):
     """An SQL isolation level (PostgreSQL, MySQL/MariaDB)."""
 
 
 @final
-class ReadUncommitted(Isolation):
+class ReadUncommitted(IsolationLevel):
     name = "read_uncommitted"
 
 
 @final
-class ReadCommitted(Isolation):
+class ReadCommitted(IsolationLevel):
     name = "read_committed"
 
 
 @final
-class RepeatableRead(Isolation):
+class RepeatableRead(IsolationLevel):
     name = "repeatable_read"
 
 
 @final
-class Serializable(Isolation):
+class Serializable(IsolationLevel):
     name = "serializable"
 
 
-class SqliteMode(Opening):
+class SqliteMode(Isolation):
     """A SQLite transaction mode (every SQLite transaction is serializable)."""
 
 
@@ -136,14 +138,14 @@ class Transactional(Mode):
 
 
 FORMS: Final = (RowLock, Lease, Advisory)
-ISOLATIONS: Final = (ReadUncommitted, ReadCommitted, RepeatableRead, Serializable)
+ISOLATION_LEVELS: Final = (ReadUncommitted, ReadCommitted, RepeatableRead, Serializable)
 SQLITE_MODES: Final = (Deferred, Immediate, Exclusive)
-OPENINGS: Final = (Default, *ISOLATIONS, *SQLITE_MODES)
+ISOLATIONS: Final = (Default, *ISOLATION_LEVELS, *SQLITE_MODES)
 
 
 def form_name(form: type[Form]) -> str:
     return form.name
 
 
-def opening_name(opening: type[Opening]) -> str:
-    return opening.name
+def isolation_name(isolation: type[Isolation]) -> str:
+    return isolation.name

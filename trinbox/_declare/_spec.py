@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import DeclarationError
-from ._markers import FORMS, OPENINGS, Advisory, Default, Form, Lease, Opening, RowLock
+from ._markers import FORMS, ISOLATIONS, Advisory, Default, Form, Isolation, Lease, RowLock
 from ._roles import ROLE_CLASSES, ROLE_NAMES
 
 __all__ = [
@@ -73,12 +73,12 @@ class FieldDecl:
 
 @dataclass(frozen=True, slots=True)
 class TableSpec:
-    """A queue table: its name, claim form, opening and columns by role."""
+    """A queue table: its name, claim form, isolation level and columns by role."""
 
     table: str
     schema: str | None
     form: type[Form]
-    opening: type[Opening]
+    isolation: type[Isolation]
     columns: tuple[ColumnSpec, ...]
     key: tuple[KeyPart, ...] = ()
     key_template: str = ""
@@ -243,7 +243,7 @@ def compile_spec(
     table: str | None,
     schema: str | None,
     form: object,
-    opening: object,
+    isolation: object,
     fields: Sequence[FieldDecl],
     advisory_lock: str | None,
     key: Sequence[KeyPart] | None = None,
@@ -256,7 +256,7 @@ def compile_spec(
     _check_table(where, table, schema)
     assert table is not None
     form_type = check_form(where, form)
-    opening_type = _check_opening(where, opening)
+    isolation_type = _check_isolation(where, isolation)
     columns = _check_fields(where, fields)
     fifo = any(decl.fifo for decl in fields)
     behind = any(decl.delayed_rows_move_behind for decl in fields)
@@ -264,7 +264,7 @@ def compile_spec(
         table=table,
         schema=schema,
         form=form_type,
-        opening=opening_type,
+        isolation=isolation_type,
         columns=columns,
         row_type=row_type,
         fifo=fifo,
@@ -291,7 +291,7 @@ def compile_spec(
         table=table,
         schema=schema,
         form=form_type,
-        opening=opening_type,
+        isolation=isolation_type,
         columns=columns,
         key=parts,
         key_template=template,
@@ -362,15 +362,15 @@ def check_form(where: str, form: object) -> type[Form]:
     raise DeclarationError(msg)
 
 
-def _check_opening(where: str, opening: object) -> type[Opening]:
-    if opening in OPENINGS:
-        assert isinstance(opening, type)
-        return opening
-    _refuse_union(where, "opening", opening, "Inbox[Lease, Serializable]")
-    names = ", ".join(o.__name__ for o in OPENINGS)
+def _check_isolation(where: str, isolation: object) -> type[Isolation]:
+    if isolation in ISOLATIONS:
+        assert isinstance(isolation, type)
+        return isolation
+    _refuse_union(where, "isolation level", isolation, "Inbox[Lease, Serializable]")
+    names = ", ".join(o.__name__ for o in ISOLATIONS)
     msg = (
         f"{where}: the second type argument of Inbox is an isolation level or SQLite mode, "
-        f"found {_name(opening)}; use one of {names}"
+        f"found {_name(isolation)}; use one of {names}"
     )
     raise DeclarationError(msg)
 
@@ -550,7 +550,8 @@ def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:
 
 
 def _refuse_union(where: str, what: str, found: object, example: str) -> None:
-    """A union type argument (``Inbox[Lease | Advisory]``) names no single form or opening."""
+    """A union type argument (``Inbox[Lease | Advisory]``) names no single form or isolation
+    level."""
     members = typing.get_args(found)
     if typing.get_origin(found) not in (typing.Union, types.UnionType) or not members:
         return

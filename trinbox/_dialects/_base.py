@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
-from .._declare._markers import Form, Lease, Opening
+from .._declare._markers import Form, Isolation, Lease
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
-from ..errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
+from ..errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedIsolation
 from ._clock import ServerClock
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
@@ -67,7 +67,7 @@ class Dialect(ColumnRules):
     quote: ClassVar[str]
     identifier_limit: ClassVar[int | None]
     forms: ClassVar[tuple[type[Form], ...]]
-    openings: ClassVar[tuple[type[Opening], ...]]
+    isolations: ClassVar[tuple[type[Isolation], ...]]
     # What the rendered CREATE TABLE writes (ddl.py).
     ddl_rules: ClassVar[DdlRules]
     # The server's clock as statements write it (_clock.py).
@@ -148,13 +148,13 @@ class Dialect(ColumnRules):
                 f"(it serves {served}); {self._form_fix(spec.form)}"
             )
             raise UnsupportedForm(msg)
-        if spec.opening not in self.openings:
-            opens = ", ".join(o.__name__ for o in self.openings)
+        if spec.isolation not in self.isolations:
+            opens = ", ".join(o.__name__ for o in self.isolations)
             msg = (
-                f"{spec.label}: {self.name} opens no transaction at {spec.opening.__name__} "
-                f"(it opens {opens}); {self._opening_fix(spec.opening)}"
+                f"{spec.label}: {self.name} opens no transaction at {spec.isolation.__name__} "
+                f"(it opens {opens}); {self._isolation_fix(spec.isolation)}"
             )
-            raise UnsupportedOpening(msg)
+            raise UnsupportedIsolation(msg)
         self.check_names(spec, dead_letter)
         if spec.fifo:
             self.check_fifo(spec)
@@ -203,8 +203,8 @@ class Dialect(ColumnRules):
     def _form_fix(self, form: type[Form]) -> str:
         return "declare Inbox[Lease] with a LockedUntil field, or Inbox[Advisory]"
 
-    def _opening_fix(self, opening: type[Opening]) -> str:
-        return "declare one of those as the table's opening"
+    def _isolation_fix(self, isolation: type[Isolation]) -> str:
+        return "declare one of those as the table's isolation level"
 
     # -- statements (composed into plans by plans.py) --------------------------------------
 

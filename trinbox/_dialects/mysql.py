@@ -38,8 +38,8 @@ from .._declare._markers import (
     Advisory,
     Default,
     Form,
+    Isolation,
     Lease,
-    Opening,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
@@ -57,7 +57,7 @@ from ._statement import P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
 
-_LEVELS: dict[type[Opening], str] = {
+_LEVELS: dict[type[Isolation], str] = {
     Default: "READ COMMITTED",
     ReadUncommitted: "READ UNCOMMITTED",
     ReadCommitted: "READ COMMITTED",
@@ -160,7 +160,7 @@ class MySqlDialect(Dialect):
     quote: ClassVar[str] = "`"
     identifier_limit: ClassVar[int | None] = 64
     forms: ClassVar[tuple[type[Form], ...]] = (RowLock, Lease, Advisory)
-    openings: ClassVar[tuple[type[Opening], ...]] = (
+    isolations: ClassVar[tuple[type[Isolation], ...]] = (
         Default,
         ReadUncommitted,
         ReadCommitted,
@@ -247,7 +247,7 @@ class MySqlDialect(Dialect):
         return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.isolation]}")
 
     def driver_value(self, value: object) -> object:
         # DATETIME(6) holds naive UTC; PyMySQL writes an aware datetime's wall clock as is.
@@ -361,13 +361,13 @@ class MySqlDialect(Dialect):
     def check_fifo(self, spec: TableSpec) -> None:
         """A row lock FIFO table at SERIALIZABLE is refused. There a plain read locks what it
         reads, so the guard's count waits on the row another claim holds until it settles."""
-        if spec.form is not RowLock or spec.opening is not Serializable:
+        if spec.form is not RowLock or spec.isolation is not Serializable:
             return
         msg = (
             f"{spec.label}: a FIFO group's guard counts its rows without locking them, which "
             f"MySQL and MariaDB do not do at SERIALIZABLE, found a row lock FIFO table at "
             f"Serializable (the guard would wait for every delivery in work to settle); "
-            f"declare Inbox[RowLock, ReadCommitted] (or leave the opening out), or use "
+            f"declare Inbox[RowLock, ReadCommitted] (or leave the isolation level out), or use "
             f"Inbox[Lease]"
         )
         raise FifoAtSerializable(msg)

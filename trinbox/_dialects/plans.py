@@ -45,7 +45,7 @@ class Plan:
     the lease and row lock forms alike), each holder reads the parts its hold needs, and one
     type keeps one golden renderer and one prepare list.
 
-    Transactions: ``begin`` opens the delivery's (at the table's opening), ``claim_begin``
+    Transactions: ``begin`` opens the delivery's (at the table's isolation level), ``claim_begin``
     a claim of several statements (MySQL's lease claim and keeper round, at READ COMMITTED),
     ``plain_begin`` one at the default level (dead letter moves, batch settlements without a
     batch statement, user transactions).

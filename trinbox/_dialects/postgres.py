@@ -20,8 +20,8 @@ from .._declare._markers import (
     Advisory,
     Default,
     Form,
+    Isolation,
     Lease,
-    Opening,
     ReadCommitted,
     ReadUncommitted,
     RepeatableRead,
@@ -29,7 +29,7 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import ColumnSpec, TableSpec
-from ..errors import UnsupportedOpening
+from ..errors import UnsupportedIsolation
 from ._base import DeadLetter, Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
@@ -39,7 +39,7 @@ from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["PostgresDialect"]
 
-_LEVELS: dict[type[Opening], str] = {
+_LEVELS: dict[type[Isolation], str] = {
     ReadCommitted: "READ COMMITTED",
     RepeatableRead: "REPEATABLE READ",
     Serializable: "SERIALIZABLE",
@@ -94,7 +94,7 @@ class PostgresDialect(Dialect):
     identifier_limit: ClassVar[int | None] = 63
     identifier_unit: ClassVar[str] = "bytes"
     forms: ClassVar[tuple[type[Form], ...]] = (RowLock, Lease, Advisory)
-    openings: ClassVar[tuple[type[Opening], ...]] = (
+    isolations: ClassVar[tuple[type[Isolation], ...]] = (
         Default,
         ReadCommitted,
         RepeatableRead,
@@ -118,26 +118,26 @@ class PostgresDialect(Dialect):
         """PostgreSQL truncates names past NAMEDATALEN - 1 bytes of their UTF-8 encoding."""
         return len(name.encode("utf-8"))
 
-    def _opening_fix(self, opening: type[Opening]) -> str:
-        if opening is ReadUncommitted:
+    def _isolation_fix(self, isolation: type[Isolation]) -> str:
+        if isolation is ReadUncommitted:
             return (
                 "PostgreSQL runs READ UNCOMMITTED as READ COMMITTED; declare ReadCommitted "
-                "(or leave the opening out)"
+                "(or leave the isolation level out)"
             )
-        return super()._opening_fix(opening)
+        return super()._isolation_fix(isolation)
 
     def check_transactional(self, spec: TableSpec, *, where: str) -> None:
         """A transactional lease handler runs at read committed: it must see the lease
         extensions committed after its transaction began."""
-        if spec.form is not Lease or spec.opening not in (RepeatableRead, Serializable):
+        if spec.form is not Lease or spec.isolation not in (RepeatableRead, Serializable):
             return
         msg = (
             f"{where}: PostgreSQL runs a transactional lease handler at ReadCommitted (or "
-            f"Default) only, found {spec.label} at {spec.opening.__name__} (the handler must "
+            f"Default) only, found {spec.label} at {spec.isolation.__name__} (the handler must "
             f"see the lease extensions committed after its transaction began); declare "
             f"Inbox[Lease, ReadCommitted], or drop .transactional()"
         )
-        raise UnsupportedOpening(msg)
+        raise UnsupportedIsolation(msg)
 
     def driver_value(self, value: object) -> object:
         # timestamptz takes aware datetimes; a naive one is UTC (psycopg would read it in the
@@ -150,9 +150,9 @@ class PostgresDialect(Dialect):
         return self.render("notify", "SELECT pg_notify(" + P("channel") + ", " + P("group") + ")")
 
     def begin(self, spec: TableSpec) -> Statement:
-        if spec.opening is Default:
+        if spec.isolation is Default:
             return self.render("begin", "BEGIN")
-        return self.render("begin", f"BEGIN ISOLATION LEVEL {_LEVELS[spec.opening]}")
+        return self.render("begin", f"BEGIN ISOLATION LEVEL {_LEVELS[spec.isolation]}")
 
     def attempt_before(self, col: ColumnSpec) -> str:
         # ``smallint - 1`` is an integer: the attempt reads as ``int`` whatever the column's

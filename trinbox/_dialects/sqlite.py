@@ -21,8 +21,8 @@ from .._declare._markers import (
     Exclusive,
     Form,
     Immediate,
+    Isolation,
     Lease,
-    Opening,
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ..errors import DeclarationError
@@ -34,7 +34,7 @@ from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
 
-_BEGIN: dict[type[Opening], str] = {
+_BEGIN: dict[type[Isolation], str] = {
     Default: "BEGIN",
     Deferred: "BEGIN DEFERRED",
     Immediate: "BEGIN IMMEDIATE",
@@ -111,7 +111,7 @@ class SqliteDialect(Dialect):
     quote: ClassVar[str] = "`"
     identifier_limit: ClassVar[int | None] = None
     forms: ClassVar[tuple[type[Form], ...]] = (Lease, Advisory)
-    openings: ClassVar[tuple[type[Opening], ...]] = (Default, Deferred, Immediate, Exclusive)
+    isolations: ClassVar[tuple[type[Isolation], ...]] = (Default, Deferred, Immediate, Exclusive)
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
     server_clock: ClassVar[ServerClock] = _CLOCK
@@ -151,7 +151,7 @@ class SqliteDialect(Dialect):
             raise DeclarationError(msg)
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.render("begin", _BEGIN[spec.opening])
+        return self.render("begin", _BEGIN[spec.isolation])
 
     def redrive_begin(self) -> Statement:
         # The write lock at BEGIN: a deferred transaction could not upgrade while a serving

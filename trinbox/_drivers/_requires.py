@@ -3,7 +3,7 @@
 ``import trinbox`` imports no driver, and SQLite needs none (``sqlite3`` is in the standard
 library). A PostgreSQL or MySQL broker checks, when it is made, that its driver can be found
 (without importing it: the app may be built by a process that never serves, and the driver is
-imported when the pool opens); the import at the pool's opening says the same if it fails.
+imported when the pool opens); the import at the pool's isolation level says the same if it fails.
 """
 
 from __future__ import annotations

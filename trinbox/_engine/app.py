@@ -155,7 +155,7 @@ class App:
         return task
 
     # One overload per dialect: what it mounts (_capabilities.py) against what the subscriber
-    # needs (its Needs: the row, the row's form and opening, the mode). A broker typed
+    # needs (its Needs: the row, the row's form and isolation level, the mode). A broker typed
     # SqlBroker[Any] takes any subscriber some dialect mounts; a refusal (refusals.py) or a
     # subscriber the broker's dialect does not mount matches none. The other slots are
     # object, not Any: a subscriber written inline, include(broker, subscriber(q)(fn)), is
@@ -187,7 +187,8 @@ class App:
     ) -> Mount: ...
     def include(self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any, Any, Any]) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
-        opening in the subscriber's mode: type checkers refuse what it cannot, and so does this
+        isolation level in the subscriber's mode: type checkers refuse what it cannot, and so does
+        this
         call."""
         # Untyped callers pass anything.
         if not isinstance(subscriber, Subscriber):  # pyright: ignore[reportUnnecessaryIsInstance]

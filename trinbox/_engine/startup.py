@@ -104,7 +104,8 @@ def check(
 
 
 def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:
-    """Refuse a (form, opening, mode) the broker's dialect cannot mount (``UnsupportedOpening``,
+    """Refuse a (form, isolation level, mode) the broker's dialect cannot mount
+    (``UnsupportedIsolation``,
     ``Dialect.check_transactional``)."""
     if mode is Transactional:
         broker.dialect.check_transactional(spec, where=where)
@@ -255,7 +256,7 @@ def worker_cap(
         workers > 1
         and transactional
         and broker.dialect.one_claim_at_a_time
-        and spec.opening in (Immediate, Exclusive)
+        and spec.isolation in (Immediate, Exclusive)
     ):
         # SQLite's single write lock, taken at BEGIN: a second delivery's transaction would
         # wait on the first one's and fail, so one delivery is in work at a time.

@@ -1,5 +1,5 @@
 """What only the MySQL/MariaDB driver does: binary parameters (the PyMySQL <1.2 pin),
-naive-UTC datetimes, ``SET TRANSACTION`` openings, ``EXPLAIN`` as prepare, the server
+naive-UTC datetimes, ``SET TRANSACTION`` isolation levels, ``EXPLAIN`` as prepare, the server
 version, and killing a connection a cancel cut (docs/drivers.md#g4-mariadb-cancel)."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from trinbox import FailurePolicy, HandlerOutcome, Inbox, InboxQueue, OnFailure, keys, subscriber
-from trinbox.errors import IntegrityError, UnsupportedOpening
+from trinbox.errors import IntegrityError, UnsupportedIsolation
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
@@ -245,7 +245,7 @@ async def test_transactional_lease_table_above_read_committed_is_refused_on_post
         pass
 
     app = make_app()
-    level = row.__inbox_spec__.opening.__name__
+    level = row.__inbox_spec__.isolation.__name__
     expected = (
         f"{handle!r}: PostgreSQL runs a transactional lease handler at ReadCommitted (or "
         f"Default) only, found email_jobs ({row.__qualname__}) at {level} (the handler must "
@@ -253,7 +253,7 @@ async def test_transactional_lease_table_above_read_committed_is_refused_on_post
         f"Inbox[Lease, ReadCommitted], or drop .transactional()"
     )
     # Refused where it is mounted (mypy refuses the mount too: tests/typing/check_matrix.py).
-    with pytest.raises(UnsupportedOpening, match=f"^{re.escape(expected)}$"):
+    with pytest.raises(UnsupportedIsolation, match=f"^{re.escape(expected)}$"):
         app.include(broker, handle)
     assert app.mounts == ()
 

@@ -73,7 +73,7 @@ async def test_the_tables_sqlite_mode_decides_when_the_write_lock_is_taken(
 
     @subscriber(InboxQueue(row, "jobs").transactional())
     async def handle(job: Job, tx: keys.Tx) -> HandlerOutcome:
-        # The handler writes nothing: only the opening can hold the write lock now.
+        # The handler writes nothing: only the isolation level can hold the write lock now.
         in_work.set()
         await probed.wait()
         return HandlerOutcome.ack()
