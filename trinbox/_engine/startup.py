@@ -34,6 +34,7 @@ from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
 from .._forms.rowlock_counted import CountedRowLockForm
+from .._holders.table import advisory_keys
 from .column_check import check_columns, prepare_statements
 
 __all__ = [
@@ -209,7 +210,7 @@ def make_form(ctx: FormContext) -> ClaimForm:
         ctx.lease = whole_seconds(ctx.lease)
         return LeaseForm(ctx)
     if form is Advisory:
-        return AdvisoryForm(ctx)
+        return AdvisoryForm(ctx, advisory_keys(ctx.statements, ctx.pool))
     assert form is RowLock
     return CountedRowLockForm(ctx) if ctx.count_at_claim else RowLockForm(ctx)
 

@@ -225,6 +225,15 @@ class ClaimForm(Protocol):
         its locks) and forget the delivery. No I/O wait."""
         ...
 
+    def start(self) -> None:
+        """Take what the form holds for the process while it serves (SQLite's advisory key
+        file); a ``StartupError`` when another process holds it."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what :meth:`start` took (``shutdown`` does too); idempotent, no I/O."""
+        ...
+
     def begin_shutdown(self) -> None:
         """Shutdown began: sessions closed from now on are counted in ``closed``."""
         ...

@@ -5,7 +5,7 @@ On PostgreSQL and MySQL the lock lives in a session: each delivery keeps the ses
 its key, with no transaction open, until it settles; then the key is unlocked and the session
 goes back to the pool (or is closed when the unlock is not confirmed). SQLite has no session
 locks, so the process keeps the keys in work in a registry, keyed by database file; one process
-serves a database file (a subscription's startup refuses a second, trinbox._drivers._sqlite_keys).
+serves a database file (a subscription's startup refuses a second, trinbox._holders.sqlite_key).
 Its candidate select passes over the keys the registry holds, so one claim feeds every free
 worker with rows of different keys, and a settlement that frees a key wakes the claim loop: the
 key's next row is claimed at once, not a poll interval later.
@@ -13,7 +13,7 @@ key's next row is claimed at once, not a poll interval later.
 With session locks, a settling worker unlocks its key and reads the next claim's candidates in
 one round trip, and its session goes on to lock the first of them (settle_and_claim). On SQLite
 the settlement, its key let go and the worker's next claim are one call on a worker thread in
-one transaction (trinbox._drivers._sqlite_keys.KeyClaim); so are a batch's settlement and
+one transaction (trinbox._holders.sqlite_key.KeyClaim); so are a batch's settlement and
 its worker's next batch (settle_batch_and_claim).
 """
 
@@ -25,9 +25,8 @@ import trio
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, stops
-from .._drivers._sqlite_keys import let_key_go
-from .._drivers.sqlite import SqliteConnection
 from .._errors import Closed, DatabaseError, SettlementError, TrinboxError
+from .._holders.sqlite_key import let_key_go
 from ._base import (
     Ack,
     Chained,
@@ -39,9 +38,8 @@ from ._base import (
     step_values,
 )
 from .advisory_claim import AdvisoryClaims
-from .advisory_keys import KeyRegistry
 
-__all__ = ["AdvisoryForm", "KeyRegistry"]
+__all__ = ["AdvisoryForm"]
 
 
 class AdvisoryForm(AdvisoryClaims):
@@ -135,8 +133,10 @@ class AdvisoryForm(AdvisoryClaims):
         keys still held) settles row by row; anything else settles as :meth:`settle_batch`
         does, and claims nothing."""
         ctx = self._ctx
-        if self._registry is None or ctx.transactional:
+        keys = self._process_keys
+        if keys is None or ctx.transactional:
             return await self.settle_batch(items), Chained()
+        threads = keys.threads
         now = ctx.clock()
         settling: list[Op] = []
         for delivery, step in items:
@@ -145,17 +145,16 @@ class AdvisoryForm(AdvisoryClaims):
                 return await self._settle_keys_together(items), Chained()
             values = {"id": delivery.id, "now": now, **step_values(step)}
             settling += [Op("execute", st.sql, st.bind(values)) for st in statements]
-        conn = await ctx.pool.acquire("settlement")
-        if not isinstance(conn, SqliteConnection):
-            await give_back(ctx.pool, conn)
+        if threads is None:  # claims statement by statement: the batch settles alone
             return await self._settle_keys_together(items), Chained()
+        conn = await threads.acquire("settlement")
         deliveries = [delivery for delivery, _ in items]
         self._settling.update(deliveries)
         self._claiming += 1
         plan = self._key_claim(limit, settling, frees=[str(d.key) for d in deliveries])
         ran = False
         try:
-            claim_error = await self._claim_keys(conn, plan)
+            claim_error = await keys.claim(conn, plan)
             ran = True
         except TrinboxError:
             claim_error = None  # rolled back, the keys held again: each settles alone below
@@ -276,21 +275,22 @@ class AdvisoryForm(AdvisoryClaims):
         the claim may take the key's next row; a claim that fails leaves the settlement
         standing (it runs again on its own)."""
         ctx = self._ctx
-        conn = await ctx.pool.acquire("settlement")
-        if not isinstance(conn, SqliteConnection):
-            await give_back(ctx.pool, conn)
+        keys = self._process_keys
+        assert keys is not None
+        if keys.threads is None:  # claims statement by statement: the step settles alone
             try:
                 await self.settle(delivery, step)
             except TrinboxError as exc:
                 return Chained(error=exc)
             return Chained()
+        conn = await keys.threads.acquire("settlement")
         values = {"id": delivery.id, "now": ctx.clock(), **step_values(step)}
         settling = [Op("execute", st.sql, st.bind(values)) for st in statements]
         self._settling.add(delivery)
         self._claiming += 1
         plan = self._key_claim(limit, settling, frees=(str(delivery.key),))
         try:
-            claim_error = await self._claim_keys(conn, plan)
+            claim_error = await keys.claim(conn, plan)
         except TrinboxError as exc:
             ctx.wake()  # rolled back: the row returns, its key is let go below
             return Chained(error=exc)

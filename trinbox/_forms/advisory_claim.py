@@ -2,7 +2,7 @@
 lock, or this process's registry on SQLite) and take its row.
 
 On SQLite the whole claim is one call on the connection's worker thread, in one transaction
-(trinbox._drivers._sqlite_keys.KeyClaim): the select reads past the keys in work as they are
+(trinbox._holders.sqlite_key.KeyClaim): the select reads past the keys in work as they are
 when it runs, and each key enters the registry as its row is taken.
 """
 
@@ -15,9 +15,7 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record, Result, stops
-from .._drivers._sqlite_keys import KeyClaim
-from .._drivers.sqlite import SqliteConnection
-from .._errors import DatabaseError
+from .._holders.sqlite_key import KeyClaim
 from ._base import (
     Claimed,
     Delivery,
@@ -42,14 +40,17 @@ class AdvisoryClaims(AdvisoryKeys):
 
     async def _claim(self, limit: int) -> Claimed:
         ctx = self._ctx
-        session = await ctx.pool.acquire("advisory session")
-        if self._registry is not None and isinstance(session, SqliteConnection):
+        threads = self._process_keys.threads if self._process_keys is not None else None
+        if threads is not None:
+            assert self._process_keys is not None
+            conn = await threads.acquire("advisory session")
             try:
                 plan = self._key_claim(limit)
-                await self._claim_keys(session, plan)
+                await self._process_keys.claim(conn, plan)
             finally:
-                await give_back(ctx.pool, session)
+                await give_back(ctx.pool, conn)
             return await self._registered(plan)
+        session = await ctx.pool.acquire("advisory session")
         try:
             candidates, now, wanted = self._candidates(limit)
             rows = await session.fetch(candidates.sql, candidates.params)
@@ -92,16 +93,6 @@ class AdvisoryClaims(AdvisoryKeys):
             return self._take_ops(row_id, now)
 
         return KeyClaim(registry, select, take, limit, wanted, settle or (), frees)
-
-    async def _claim_keys(self, conn: SqliteConnection, plan: KeyClaim) -> DatabaseError | None:
-        """Run ``plan``: the error of its claim when it failed after the settlement took
-        effect. A claim cut off after its commit lets its keys go (their rows stay claimable,
-        their attempt counted, as a take cut after its statement)."""
-        try:
-            return await conn.claim_keys(plan)
-        except BaseException:
-            plan.forget()
-            raise
 
     async def _registered(self, plan: KeyClaim) -> Claimed:
         """The deliveries of a SQLite claim; in transactional mode each opens its handler's

@@ -6,12 +6,12 @@ settlement, on a drop, at shutdown.
 from __future__ import annotations
 
 import logging
-import os
 
 import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Record
+from .._holders.sqlite_key import ProcessKeys
 from ._base import (
     Delivery,
     FormContext,
@@ -23,38 +23,19 @@ from ._base import (
     values_of,
 )
 
-__all__ = ["AdvisoryKeys", "KeyRegistry"]
+__all__ = ["AdvisoryKeys"]
 
 logger = logging.getLogger("trinbox.settle")
-
-
-class KeyRegistry:
-    """Keys in work in this process, per database: SQLite's stand-in for session locks. A
-    forked child starts with none: its parent's deliveries are not its own (they would keep
-    their keys from it for ever), as its parent's key lock is not its own either."""
-
-    _by_database: dict[str, set[str]] = {}  # noqa: RUF012 - process-wide on purpose
-
-    @classmethod
-    def keys(cls, database: str) -> set[str]:
-        return cls._by_database.setdefault(database, set())
-
-    @classmethod
-    def forget_all(cls) -> None:
-        cls._by_database = {}
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=KeyRegistry.forget_all)
 
 
 class AdvisoryKeys:
     """The keys one advisory subscription holds, and letting go of them."""
 
-    def __init__(self, ctx: FormContext) -> None:
+    def __init__(self, ctx: FormContext, process_keys: ProcessKeys | None) -> None:
+        """``process_keys``: SQLite's, where no session holds a lock (the holder table chose)."""
         self._ctx = ctx
-        st = ctx.statements
-        self._sessions = st.lock is not None
+        self._process_keys = process_keys
+        self._sessions = process_keys is None
         # A delivery holds a connection where the lock lives in a session, and in
         # transactional mode (its transaction's). Both selects pass over keys in work, so a
         # claim may feed every free worker.
@@ -67,7 +48,7 @@ class AdvisoryKeys:
             chains_batches=not self._sessions and not ctx.transactional,
             counts_at_claim=True,  # the take counts the attempt and commits
         )
-        self._registry = None if self._sessions else KeyRegistry.keys(ctx.pool.identity)
+        self._registry = None if process_keys is None else process_keys.keys
         self._in_work: set[Delivery] = set()
         self._claiming = 0  # claims in flight
         self._settling: set[Delivery] = set()
@@ -156,6 +137,15 @@ class AdvisoryKeys:
         """Shutdown began: count the sessions that close from now on."""
         self._shutting = True
 
+    def start(self) -> None:
+        """Serve SQLite's process keys (``StartupError`` when another process does)."""
+        if self._process_keys is not None:
+            self._process_keys.start()
+
+    def close(self) -> None:
+        if self._process_keys is not None:
+            self._process_keys.close()
+
     # -- drop and shutdown -----------------------------------------------------------------
 
     async def release(self, delivery: Delivery) -> None:
@@ -228,6 +218,7 @@ class AdvisoryKeys:
             # this process must be able to take the key's rows again.
             for delivery in list(self._in_work):
                 self.abandon(delivery)
+            self.close()
         return released, self.closed
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -496,6 +496,12 @@ class LeaseForm:
         if conn is not None:
             self._ctx.pool.abandon(conn)
 
+    def start(self) -> None:
+        """Nothing held for the process."""
+
+    def close(self) -> None:
+        """Nothing held for the process."""
+
     def begin_shutdown(self) -> None:
         pass
 

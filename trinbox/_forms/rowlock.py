@@ -378,6 +378,12 @@ class RowLockForm:
             tx.failed = True
             self._ctx.pool.abandon(tx.conn)
 
+    def start(self) -> None:
+        """Nothing held for the process."""
+
+    def close(self) -> None:
+        """Nothing held for the process."""
+
     def begin_shutdown(self) -> None:
         pass
 

@@ -20,9 +20,11 @@ import trio
 import trinbox
 from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
 from trinbox._declare._inbox import spec_of
-from trinbox._drivers.sqlite import SqliteConnection, SqlitePool
+from trinbox._drivers.sqlite import SqliteConnection
 from trinbox._forms._base import Ack, FormContext
-from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
+from trinbox._forms.advisory import AdvisoryForm
+from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
+from trinbox._holders.table import advisory_keys
 from trinbox.testing import TrioClock, VirtualClock, settled
 
 from ..matrix.test_advisory import pass_over_each_others_key
@@ -196,8 +198,8 @@ async def test_the_registry_knows_one_file_under_two_names(
 # Another process serving the file's advisory keys, as an advisory subscription's startup does.
 HOLDER = """
 import sys
-from trinbox._drivers.sqlite import SqlitePool
-SqlitePool(sys.argv[1]).serve_keys()
+from trinbox._holders.sqlite_key import hold
+hold(sys.argv[1])
 print("serving", flush=True)
 sys.stdin.read()
 """
@@ -261,18 +263,16 @@ async def test_a_second_process_serving_the_file_is_refused_until_the_first_ends
 # reports the keys in work it starts with.
 FORKER = """
 import os, sys
-import trio
 from trinbox._drivers.sqlite import SqlitePool
 from trinbox._errors import StartupError
-from trinbox._forms.advisory import KeyRegistry
+from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
 
 def serve(path):
-    pool = SqlitePool(path)
     try:
-        pool.serve_keys()
+        hold(path)
     except StartupError:
         return None
-    return pool
+    return SqlitePool(path)
 
 path = sys.argv[1]
 parent = serve(path)
@@ -290,7 +290,7 @@ if os.fork() == 0:
     finally:
         os._exit(0)
 print("child", os.read(said, 100).decode(), flush=True)
-trio.run(parent.aclose)
+let_go(path)
 print("parent let go", flush=True)
 sys.stdin.readline()
 os.write(went, b"x")
@@ -332,9 +332,8 @@ async def test_a_forked_child_neither_shares_its_parents_key_lock_nor_its_keys_i
         assert await said() == "child refused"
         assert await said() == "parent let go"
         # With the parent's lock gone, nothing holds the file: this process serves it.
-        here = SqlitePool(str(db.path))
-        here.serve_keys()
-        await here.aclose()
+        hold(str(db.path))
+        let_go(str(db.path))
         await forker.stdin.send_all(b"\n")
         # The child starts with no keys in work: its parent's delivery is not its own.
         assert await said() == "child serving []"
@@ -379,7 +378,8 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
                 pool=broker.pool,
                 clock=broker.clock,
                 group="emails",
-            )
+            ),
+            advisory_keys(broker.dialect.statements(spec), broker.pool),
         )
         assert form.traits.chains
         (first,) = await form.claim(1)
@@ -410,7 +410,8 @@ def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
             pool=broker.pool,
             clock=broker.clock,
             group="emails",
-        )
+        ),
+        advisory_keys(broker.dialect.statements(spec), broker.pool),
     )
 
 
