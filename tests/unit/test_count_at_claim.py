@@ -10,7 +10,6 @@ from typing import Annotated
 from trinbox import Attempt, Id, Inbox, Payload, RetryAfter, RowLock
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
-from trinbox._dialects._count_at_claim import counted_statements
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
 
@@ -26,7 +25,7 @@ DEAD = DeadLetter(table="jobs_dead")
 
 def test_postgres_counts_at_claim_and_retries_by_rollback() -> None:
     plain = PostgresDialect().statements(spec_of(Job), DEAD)
-    counted = counted_statements(PostgresDialect(), spec_of(Job), DEAD)
+    counted = PostgresDialect().counted_statements(spec_of(Job), DEAD)
     assert plain.retry is not None and '"attempt" + 1' in plain.retry.sql
     assert counted.retry is None
     assert counted.claim == plain.claim
@@ -42,7 +41,7 @@ def test_postgres_counts_at_claim_and_retries_by_rollback() -> None:
 
 
 def test_mysql_guards_the_count_with_a_named_lock_of_the_database() -> None:
-    counted = counted_statements(MySqlDialect(), spec_of(Job), DEAD)
+    counted = MySqlDialect().counted_statements(spec_of(Job), DEAD)
     assert counted.retry is None
     count, relock = counted.take
     assert count.sql == "UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s"
@@ -63,13 +62,13 @@ class Due(Inbox[RowLock], table="due"):
 
 
 def test_the_relock_reads_the_database_clock_when_the_broker_does() -> None:
-    _, relock = counted_statements(PostgresDialect(database_clock=True), spec_of(Due), DEAD).take
+    _, relock = PostgresDialect(database_clock=True).counted_statements(spec_of(Due), DEAD).take
     assert relock.sql.endswith(
         '"id" = $1 AND "retry_after" <= statement_timestamp() FOR UPDATE SKIP LOCKED'
     )
-    _, relock = counted_statements(MySqlDialect(database_clock=True), spec_of(Due), DEAD).take
+    _, relock = MySqlDialect(database_clock=True).counted_statements(spec_of(Due), DEAD).take
     assert relock.sql.endswith(
         "`id` = %s AND `retry_after` <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED"
     )
-    _, relock = counted_statements(PostgresDialect(), spec_of(Due), DEAD).take
+    _, relock = PostgresDialect().counted_statements(spec_of(Due), DEAD).take
     assert relock.params == ("id", "now")

@@ -19,7 +19,6 @@ import pytest
 from trinbox import Id, Inbox, Lease, LockedUntil, Payload, RetryAfter
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import Dialect
-from trinbox._dialects._clock import lease_at, on_server_clock
 from trinbox._dialects._statement import P, Statement
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
@@ -212,8 +211,8 @@ def test_a_keeper_round_writes_the_servers_expiry_and_returns_it() -> None:
 
 def test_a_statement_without_now_is_left_as_it_is() -> None:
     sql = "SELECT " + P("id")
-    assert on_server_clock(PG, sql) is sql
-    assert on_server_clock(PostgresDialect(), "UPDATE t SET " + P("now")) == (
+    assert PG.on_server_clock(sql) is sql
+    assert PostgresDialect().on_server_clock("UPDATE t SET " + P("now")) == (
         "UPDATE t SET " + P("now")
     )
 
@@ -224,7 +223,7 @@ def test_a_statement_without_now_is_left_as_it_is() -> None:
 def test_sqlites_expressions_write_the_text_trinbox_stores() -> None:
     conn = sqlite3.connect(":memory:")
     try:
-        expiry = LITE.r("clock", "SELECT " + lease_at(LITE))
+        expiry = LITE.render("clock", "SELECT " + LITE.lease_at())
         before = datetime.now(UTC).replace(tzinfo=None)
         (token,) = conn.execute(expiry.sql, (30,)).fetchone()
         (now,) = conn.execute(f"SELECT {LITE_NOW}").fetchone()

@@ -26,7 +26,6 @@ from trinbox import (
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects import _inspect as sql
 from trinbox._dialects._base import DeadLetter, Dialect
-from trinbox._dialects._count_at_claim import counted_statements
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
@@ -80,7 +79,7 @@ def test_the_move_into_a_dead_letter_group_keeps_the_group_first() -> None:
         "UPDATE `postings` SET `dead_from` = `account`, `account` = ?, `locked_until` = NULL "
         "WHERE `id` = ? AND `locked_until` = ?"
     )
-    assert counted_statements(PG, spec_of(LockedPosting), DEAD).dead_letter == (
+    assert PG.counted_statements(spec_of(LockedPosting), DEAD).dead_letter == (
         PG.statements(spec_of(LockedPosting), DEAD).dead_letter
     )
 
@@ -128,7 +127,7 @@ def test_a_queues_dead_letters_are_those_from_its_group() -> None:
 def test_a_redrive_moves_only_its_queues_rows_and_clears_the_origin(dialect: Dialect) -> None:
     (update,) = sql.redrive(dialect, spec_of(Posting), DEAD, 1)
     assert update.params == ("group", "dest", "origin", "i0")
-    q = dialect.q
+    q = dialect.quoted
     assert update.sql.startswith(
         f"UPDATE {q('postings')} SET {q('account')} = {_slot(dialect, 1)}, "
         f"{q('dead_from')} = NULL, {q('attempt')} = 1, "

@@ -448,7 +448,7 @@ def test_advisory_table_without_attempt_takes_by_reading_the_row() -> None:
 
 
 def test_a_backtick_in_a_name_is_doubled_and_a_percent_sign_is_escaped() -> None:
-    assert MY.q('odd"jobs`') == '`odd"jobs```'
+    assert MY.quoted('odd"jobs`') == '`odd"jobs```'
     assert MY.literal("it's a\\b") == "'it''s a\\\\b'"
     assert MY.statements(spec_of(OddNames)) == Statements(
         claim=(

@@ -456,7 +456,7 @@ def test_advisory_table_without_attempt_takes_by_reading_the_row() -> None:
 
 
 def test_a_quote_in_a_name_or_a_key_literal_is_doubled() -> None:
-    assert PG.q('odd"jobs`') == '"odd""jobs`"'
+    assert PG.quoted('odd"jobs`') == '"odd""jobs`"'
     assert PG.literal("it's") == "'it''s'"
     # A backslash stays as it is (standard_conforming_strings); '%' means nothing to asyncpg.
     assert PG.statements(spec_of(OddNames)) == Statements(

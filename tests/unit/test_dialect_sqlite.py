@@ -355,7 +355,7 @@ def test_advisory_table_without_attempt_takes_by_reading_the_row() -> None:
 
 
 def test_a_backtick_in_a_name_and_a_quote_in_a_key_literal_are_doubled() -> None:
-    assert LITE.q('odd"jobs`') == '`odd"jobs```'
+    assert LITE.quoted('odd"jobs`') == '`odd"jobs```'
     assert LITE.statements(spec_of(OddNames)) == Statements(
         claim=(
             Statement(

@@ -33,7 +33,6 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
-from trinbox._dialects._fifo import fifo_order
 from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
 from trinbox._dialects.postgres import PostgresDialect
@@ -285,7 +284,7 @@ def test_the_claim_index_serves_the_head_select() -> None:
     # The head's select: the group by equality, then the group's order, as the index has it.
     columns = [c.column for c in claim_index_columns(spec_of(FifoLock))]
     assert columns == ["account", "priority", "id"]
-    assert fifo_order(PG, spec_of(FifoLock)) == '"priority", "id"'
+    assert PG.fifo_order(spec_of(FifoLock)) == '"priority", "id"'
     columns = [c.column for c in claim_index_columns(spec_of(FifoBehind))]
     assert columns == ["account", "priority", "retry_after", "id"]
     # A table without FIFO groups keeps the claim's order.
@@ -312,7 +311,7 @@ def test_a_fifo_group_orders_by_priority_then_id_and_by_due_time_only_when_asked
         '= (SELECT "id" FROM "ledger" WHERE "account" = $1 ORDER BY "priority", "retry_after", '
         '"id" LIMIT 1) AND "account" = $1 AND "retry_after" <= $2 FOR UPDATE SKIP LOCKED'
     )
-    assert fifo_order(MY, spec_of(FifoBehind)) == MY.order_by(spec_of(FifoBehind))
+    assert MY.fifo_order(spec_of(FifoBehind)) == MY.order_by(spec_of(FifoBehind))
 
 
 def test_delayed_rows_move_behind_needs_a_fifo_group_and_a_retry_after() -> None:

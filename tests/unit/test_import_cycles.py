@@ -19,11 +19,7 @@ import trinbox
 
 ROOT = Path(trinbox.__file__).parent
 
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # KNOWN EXCEPTION (issue 18): Dialect methods written as free functions of the dialect.
-    # The holders branch folds them back into the class; delete this entry when it merges.
-    frozenset({"trinbox._dialects._base", "trinbox._dialects._clock", "trinbox._dialects._fifo"}),
-}
+KNOWN_CYCLES: set[frozenset[str]] = set()
 """Cycles still in the tree that another change removes; each must still exist."""
 
 

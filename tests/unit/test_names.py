@@ -155,7 +155,7 @@ def expected_tokens(dialect: Dialect, plain: Shape, drawn: Shape) -> dict[str, s
     def text(sql: str) -> str:
         return sql.replace("%", "%%") if dialect.style == "format" else sql
 
-    tokens = {dialect.q(p): text(dialect.q(d)) for p, d in pairs}
+    tokens = {dialect.quoted(p): text(dialect.quoted(d)) for p, d in pairs}
     tokens.update({dialect.literal(p): text(dialect.literal(d)) for p, d in pairs})
     if plain.literal:
         tokens[dialect.literal(plain.literal)] = text(dialect.literal(drawn.literal))
@@ -237,11 +237,11 @@ class RowNamed(Inbox[Lease], table="__row"):
 @pytest.mark.parametrize("dialect", DIALECTS.values(), ids=DIALECTS)
 def test_the_lock_alias_is_never_a_declared_name(dialect: Dialect) -> None:
     (candidates,) = dialect.statements(spec_of(LockNamed)).claim
-    assert f"AS {dialect.q('__lock_3')}" in candidates.sql
+    assert f"AS {dialect.quoted('__lock_3')}" in candidates.sql
     assert candidates.params[-1] == "limit"
     # ORDER BY names the declared columns (the retry time, then the id), never the alias.
     order = candidates.sql.rsplit(" ORDER BY ", 1)[1]
-    assert order.startswith(f"{dialect.q('__LOCK')}, {dialect.q('__lock')}")
+    assert order.startswith(f"{dialect.quoted('__LOCK')}, {dialect.quoted('__lock')}")
 
 
 def test_postgres_ctes_and_aliases_are_never_declared_names() -> None:

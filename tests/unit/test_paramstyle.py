@@ -169,7 +169,7 @@ def test_sqlalchemy_text_reads_any_names_as_the_driver_would_be_given_them(
 @pytest.mark.parametrize("name", list(ENGINES))
 def test_sqlalchemy_text_keeps_colons_and_backslashes_of_a_name(name: str, text: str) -> None:
     dialect, engine, direct = ENGINES[name]
-    table = dialect.q(text)
+    table = dialect.quoted(text)
     insert = "INSERT INTO " + table + " DEFAULT VALUES"
     sql, params = render_for_driver(insert, {}, "sqlalchemy")
     assert params == {}

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from trinbox import SqlBroker
-from trinbox._dialects._clock import server_clock
 
 from ..integration.readme import block
 
@@ -31,7 +30,7 @@ def test_the_table_names_the_expressions_the_statements_write() -> None:
     section = README[README.index("### Whose clock") : README.index("## The `trinbox` command")]
     pg = SqlBroker.postgres("postgresql://app@db/app").dialect
     my = SqlBroker.mysql("mysql://app@db/app").dialect
-    assert f"| `{server_clock(pg).now}` |" in section
-    assert f"| `{server_clock(my).now}`, UTC whatever" in section
-    assert "'now'" in server_clock(SqlBroker.sqlite("sqlite:///q.db").dialect).now
+    assert f"| `{pg.server_clock.now}` |" in section
+    assert f"| `{my.server_clock.now}`, UTC whatever" in section
+    assert "'now'" in SqlBroker.sqlite("sqlite:///q.db").dialect.server_clock.now
     assert "(`delay_us`)" in section

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from .._api.codecs import Codec
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
-from .._dialects._clock import delay_slot
 from .._errors import DatabaseError, DeclarationError
 
 __all__ = ["aborted_by_notify", "group_of", "insert_values", "row_values"]
@@ -51,7 +50,7 @@ def row_values(
     if dialect.database_clock and due is not None and not due.generated:
         given = due.field in columns
         at = raw[due.column]
-        raw[delay_slot(dialect, spec)] = (
+        raw[dialect.delay_slot(spec)] = (
             0 if given or not isinstance(at, datetime) else (at - now) // timedelta(microseconds=1)
         )
         if not given:

@@ -15,7 +15,7 @@ declared name (``internal``). Parameter names used across dialects:
     tokens    a keeper round's tokens, by ids  id0, token0...  MySQL's round, a pair per row
 
 On the database clock (``database_clock=True``) ``now`` and ``retry_at`` render as the
-server's clock (``_clock.py``).
+server's clock (``_clock.py``, the clock's methods below).
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ from uuid import UUID
 from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
-from ._clock import insert_slot, lease_at, on_server_clock, token_column
+from ._clock import ServerClock
 from ._columns import ColumnRules
 from ._ddl_types import DdlRules
-from ._fifo import head_claim, heads
-from ._statement import Frag, P, ParamStyle, Sql, Statement, join, render
+from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join, render
 
 __all__ = ["DeadLetter", "Dialect", "Statements"]
+
+_NOW = Param("now")
+_RETRY_AT = Param("retry_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +78,12 @@ class Statements:
     # ``retry_after``), returning the ids it settled; where the dialect has none, a batch runs
     # the single-row statements in one transaction.
     batch: tuple[Statement, ...] = ()
-    # A FIFO group's guard, run first in the claim's transaction (_fifo.py); 1: the group is
-    # this claim's.
+    # A FIFO group's guard, run first in the claim's transaction (Dialect's "FIFO groups");
+    # 1: the group is this claim's.
     guard: Statement | None = None
-    # A subscription over every group of a FIFO table (_fifo.py): the read of the groups
-    # whose head is due, before the claim of each one's head (``claim`` and ``guard`` bound
-    # to that group). ``None``: the claim needs no such read.
+    # A subscription over every group of a FIFO table (Dialect's "FIFO groups"): the read of
+    # the groups whose head is due, before the claim of each one's head (``claim`` and
+    # ``guard`` bound to that group). ``None``: the claim needs no such read.
     heads: Statement | None = None
 
     def batch_statement(self, event: str) -> Statement | None:
@@ -125,6 +127,8 @@ class Dialect(ColumnRules):
     openings: ClassVar[tuple[type[Opening], ...]]
     # What the rendered CREATE TABLE writes (ddl.py).
     ddl_rules: ClassVar[DdlRules]
+    # The server's clock as statements write it (_clock.py).
+    server_clock: ClassVar[ServerClock]
     # The SQLite single writer serialises every claim of one subscription; the MySQL lease claim
     # (a transaction of several statements that locks the rows it reads) serialises only lease
     # claims: ``claims_one_at_a_time`` reads both.
@@ -155,18 +159,20 @@ class Dialect(ColumnRules):
 
     # -- naming ---------------------------------------------------------------------------
 
-    def q(self, name: str) -> str:
+    def quoted(self, name: str) -> str:
+        """``name`` as an identifier: in the dialect's quotes, its own quotes doubled."""
         return f"{self.quote}{name.replace(self.quote, self.quote * 2)}{self.quote}"
 
     def table(self, spec: TableSpec) -> str:
         return self.qualified(spec.table, spec.schema)
 
     def qualified(self, table: str, schema: str | None) -> str:
-        return f"{self.q(schema)}.{self.q(table)}" if schema else self.q(table)
+        return f"{self.quoted(schema)}.{self.quoted(table)}" if schema else self.quoted(table)
 
-    def c(self, col: ColumnSpec | None) -> str:
+    def column(self, col: ColumnSpec | None) -> str:
+        """The quoted name of a column the spec has (``None``: a role the form needs)."""
         assert col is not None
-        return self.q(col.column)
+        return self.quoted(col.column)
 
     def internal(self, spec: TableSpec, name: str, *also: str | None) -> str:
         """The name of an alias or CTE the statements of ``spec`` introduce: ``name`` itself,
@@ -275,10 +281,12 @@ class Dialect(ColumnRules):
         group): read the groups whose head is due, then claim each head with the claim and
         guard of a subscription to its group (SQLite, one writer, overrides this with one
         claim over every group)."""
-        return replace(st, heads=heads(self, spec, skip))
+        return replace(st, heads=self.heads(spec, skip))
 
-    def r(self, event: str, sql: Frag) -> Statement:
-        return render(event, on_server_clock(self, sql), self.style)
+    def render(self, event: str, sql: Frag) -> Statement:
+        """``sql`` as the statement of ``event``, in this dialect's placeholders (on the
+        database clock with the server's now)."""
+        return render(event, self.on_server_clock(sql), self.style)
 
     def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
         """Every column in declaration order; with ``attempt_before`` the attempt reads one
@@ -286,37 +294,37 @@ class Dialect(ColumnRules):
         cols = []
         for col in spec.columns:
             if attempt_before and col.role == "attempt":
-                cols.append(f"{self.attempt_before(col)} AS {self.c(col)}")
+                cols.append(f"{self.attempt_before(col)} AS {self.column(col)}")
             else:
-                cols.append(self.c(col))
+                cols.append(self.column(col))
         return ", ".join(cols)
 
     def attempt_before(self, col: ColumnSpec) -> str:
-        return f"{self.c(col)} - 1"
+        return f"{self.column(col)} - 1"
 
     def claimable(self, spec: TableSpec, *, prefix: str = "") -> list[Frag]:
         """Conditions of a due, unfinished row of the subscription's group."""
         conds: list[Frag] = []
         if spec.group is not None:
-            conds.append(prefix + self.c(spec.group) + " = " + P("group"))
+            conds.append(prefix + self.column(spec.group) + " = " + P("group"))
         if spec.retry_after is not None:
-            conds.append(prefix + self.c(spec.retry_after) + " <= " + P("now"))
+            conds.append(prefix + self.column(spec.retry_after) + " <= " + P("now"))
         if spec.processed_at is not None:
-            conds.append(f"{prefix}{self.c(spec.processed_at)} IS NULL")
+            conds.append(f"{prefix}{self.column(spec.processed_at)} IS NULL")
         return conds
 
     def lease_free(self, spec: TableSpec, *, prefix: str = "") -> Sql:
-        col = prefix + self.c(spec.locked_until)
+        col = prefix + self.column(spec.locked_until)
         return "(" + col + " IS NULL OR " + col + " <= " + P("now") + ")"
 
     def order_by(self, spec: TableSpec, *, prefix: str = "") -> str:
         """The claim's order: priority (smaller first), due time, id; the claim index's."""
         keys = []
         if spec.priority is not None:
-            keys.append(f"{prefix}{self.c(spec.priority)}")
+            keys.append(f"{prefix}{self.column(spec.priority)}")
         if spec.retry_after is not None:
-            keys.append(f"{prefix}{self.c(spec.retry_after)}")
-        keys.append(f"{prefix}{self.c(spec.id)}")
+            keys.append(f"{prefix}{self.column(spec.retry_after)}")
+        keys.append(f"{prefix}{self.column(spec.id)}")
         return ", ".join(keys)
 
     @staticmethod
@@ -325,29 +333,29 @@ class Dialect(ColumnRules):
 
     def by_id(self, spec: TableSpec, *, token: bool) -> Sql:
         """``WHERE id = ?``, conditioned on the lease token in the lease form."""
-        conds: list[Frag] = [self.c(spec.id) + " = " + P("id")]
+        conds: list[Frag] = [self.column(spec.id) + " = " + P("id")]
         if token:
-            conds.append(self.c(spec.locked_until) + " = " + P("token"))
+            conds.append(self.column(spec.locked_until) + " = " + P("token"))
         return self.where(conds)
 
     def finish(self, spec: TableSpec, *, token: bool) -> Statement:
         """Ack and drop: mark processed or delete (lease: only while the token holds)."""
         t = self.table(spec)
         if spec.processed_at is not None:
-            sets: list[Frag] = [self.c(spec.processed_at) + " = " + P("now")]
+            sets: list[Frag] = [self.column(spec.processed_at) + " = " + P("now")]
             if token:
-                sets.append(f"{self.c(spec.locked_until)} = NULL")
-            return self.r(
+                sets.append(f"{self.column(spec.locked_until)} = NULL")
+            return self.render(
                 "ack", "UPDATE " + t + " SET " + join(", ", sets) + self.by_id(spec, token=token)
             )
-        return self.r("ack", "DELETE FROM " + t + self.by_id(spec, token=token))
+        return self.render("ack", "DELETE FROM " + t + self.by_id(spec, token=token))
 
     def update(
         self, event: str, spec: TableSpec, sets: Sequence[Frag], *, token: bool
     ) -> Statement:
         if token:
-            sets = [*sets, f"{self.c(spec.locked_until)} = NULL"]
-        return self.r(
+            sets = [*sets, f"{self.column(spec.locked_until)} = NULL"]
+        return self.render(
             event,
             "UPDATE "
             + self.table(spec)
@@ -360,14 +368,14 @@ class Dialect(ColumnRules):
         """The row lock form counts the attempt when it settles a retry."""
         if spec.attempt is None:
             return []
-        return [f"{self.c(spec.attempt)} = {self.c(spec.attempt)} + 1"]
+        return [f"{self.column(spec.attempt)} = {self.column(spec.attempt)} + 1"]
 
     def retry_after_statement(
         self, spec: TableSpec, *, token: bool, count: bool
     ) -> Statement | None:
         if spec.retry_after is None:
             return None
-        sets: list[Frag] = [self.c(spec.retry_after) + " = " + P("retry_at")]
+        sets: list[Frag] = [self.column(spec.retry_after) + " = " + P("retry_at")]
         if count:
             sets += self.bump(spec)
         return self.update("retry_after", spec, sets, token=token)
@@ -387,8 +395,8 @@ class Dialect(ColumnRules):
             sets: list[Frag] = []
             if spec.origin_group is not None:
                 # First: MySQL assigns left to right, each reading the values set before it.
-                sets.append(f"{self.c(spec.origin_group)} = {self.c(spec.group)}")
-            sets.append(self.c(spec.group) + " = " + P("dest"))
+                sets.append(f"{self.column(spec.origin_group)} = {self.column(spec.group)}")
+            sets.append(self.column(spec.group) + " = " + P("dest"))
             return (self.update("dead_letter", spec, sets, token=token),)
         return self.move_to_table(spec, dead_letter, token=token)
 
@@ -399,18 +407,20 @@ class Dialect(ColumnRules):
         form runs in one transaction (PostgreSQL overrides this with one statement)."""
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
-        cols = ", ".join(self.c(c) for c in spec.columns)
-        values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
-        copy = self.r(
+        cols = ", ".join(self.column(c) for c in spec.columns)
+        values = ", ".join(
+            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
+        )
+        copy = self.render(
             "dead_letter",
             f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}" + self.by_id(spec, token=token),
         )
-        delete = self.r("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
+        delete = self.render("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
         return (copy, delete)
 
     def insert(self, spec: TableSpec) -> Statement:
         """The publish: every writable column, each bound under its column's name."""
-        return self.r("insert", self.insert_sql(spec))
+        return self.render("insert", self.insert_sql(spec))
 
     def insert_sql(self, spec: TableSpec) -> Frag:
         """The publish's parts, before rendering (``insert_statement`` renders them for the
@@ -420,8 +430,8 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         if not cols:
             return self.insert_defaults(t)
-        names = ", ".join(self.c(c) for c in cols)
-        values = join(", ", (insert_slot(self, spec, c) for c in cols))
+        names = ", ".join(self.column(c) for c in cols)
+        values = join(", ", (self.insert_slot(spec, c) for c in cols))
         return f"INSERT INTO {t} ({names}) VALUES (" + values + ")"
 
     def driver_value(self, value: object) -> object:
@@ -440,7 +450,7 @@ class Dialect(ColumnRules):
         return f"INSERT INTO {table} DEFAULT VALUES"
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.r("begin", "BEGIN")
+        return self.render("begin", "BEGIN")
 
     def notify_statement(self) -> Statement | None:
         """Announce a published row to listeners (PostgreSQL's NOTIFY); ``None`` elsewhere."""
@@ -448,11 +458,11 @@ class Dialect(ColumnRules):
 
     def lease_claim_begin(self) -> Statement:
         """The transaction of a claim that selects and then stamps (MySQL's lease claim)."""
-        return self.r("begin", "BEGIN")
+        return self.render("begin", "BEGIN")
 
     def plain_begin(self) -> Statement:
         """A transaction at the default level: dead letter moves, user transactions."""
-        return self.r("begin", "BEGIN")
+        return self.render("begin", "BEGIN")
 
     def key_expression(self, spec: TableSpec) -> str:
         """The advisory key, rendered by the database from the template."""
@@ -462,7 +472,7 @@ class Dialect(ColumnRules):
                 parts.append(self.literal(part.text))
             else:
                 assert isinstance(part, KeyColumn)
-                parts.append(self.key_column(self.q(part.column)))
+                parts.append(self.key_column(self.quoted(part.column)))
         return self.concat(parts) if parts else "''"
 
     def literal(self, text: str) -> str:
@@ -507,7 +517,7 @@ class Dialect(ColumnRules):
 
     def row_lock_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
         retry = self.update("retry", spec, self.bump(spec), token=False) if spec.attempt else None
-        claim = head_claim(self, spec) if spec.fifo else self.row_lock_claim(spec)
+        claim = self.head_claim(spec) if spec.fifo else self.row_lock_claim(spec)
         return Statements(
             claim=(claim,),
             ack=self.finish(spec, token=False),
@@ -523,11 +533,13 @@ class Dialect(ColumnRules):
         raise NotImplementedError
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        """The lease claim of a FIFO group's head (_fifo.py), in the shape of ``lease_claim``."""
+        """The lease claim of a FIFO group's head ("FIFO groups" below), in the shape of
+        ``lease_claim``."""
         raise NotImplementedError
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
-        """The FIFO group guard (_fifo.py); none where one writer at a time is the guard."""
+        """The FIFO group guard ("FIFO groups" below); none where one writer at a time is the
+        guard."""
         return None
 
     def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
@@ -537,16 +549,16 @@ class Dialect(ColumnRules):
         clock each with the token the server wrote). The ids and their tokens are bound as
         two lists, ``ids`` and ``tokens``, in the same order, so the text is the same for
         every round. MySQL overrides it (no RETURNING)."""
-        locked = self.c(spec.locked_until)
+        locked = self.column(spec.locked_until)
         return (
-            self.r(
+            self.render(
                 "extend",
                 f"UPDATE {self.table(spec)} SET {locked} = "
-                + lease_at(self)
+                + self.lease_at()
                 + " WHERE "
                 + self.lease_pairs(spec)
-                + f" RETURNING {self.c(spec.id)}"
-                + token_column(self, spec, stored=True),
+                + f" RETURNING {self.column(spec.id)}"
+                + self.token_column(spec, stored=True),
             ),
         )
 
@@ -564,22 +576,26 @@ class Dialect(ColumnRules):
         whose lease the token still holds are settled, and their ids returned (a row left out
         lost its lease). ``in_ids`` tests the id against the ``ids`` parameter."""
         t = self.table(spec)
-        ident = self.c(spec.id)
-        where = f" WHERE {ident} " + in_ids + f" AND {self.c(spec.locked_until)} = " + P("token")
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
+        where = f" WHERE {ident} " + in_ids + f" AND {locked} = " + P("token")
         returning = f" RETURNING {ident}"
-        free = f"{self.c(spec.locked_until)} = NULL"
+        free = f"{locked} = NULL"
         if spec.processed_at is not None:
-            ack = f"UPDATE {t} SET {self.c(spec.processed_at)} = " + P("now") + f", {free}" + where
+            done = self.column(spec.processed_at)
+            ack = f"UPDATE {t} SET {done} = " + P("now") + f", {free}" + where
         else:
             ack = "DELETE FROM " + t + where
         found = [
-            self.r("ack", ack + returning),
-            self.r("retry", f"UPDATE {t} SET {free}" + where + returning),
+            self.render("ack", ack + returning),
+            self.render("retry", f"UPDATE {t} SET {free}" + where + returning),
         ]
         if spec.retry_after is not None:
-            later = self.c(spec.retry_after) + " = " + P("retry_at")
+            later = self.column(spec.retry_after) + " = " + P("retry_at")
             found.append(
-                self.r("retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning)
+                self.render(
+                    "retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning
+                )
             )
         return tuple(found)
 
@@ -590,14 +606,13 @@ class Dialect(ColumnRules):
         """Take the row while it is still claimable, counting the attempt (one statement with
         RETURNING; MySQL overrides with update + select)."""
         t = self.table(spec)
-        conds = [self.c(spec.id) + " = " + P("id"), *self.claimable(spec)]
+        conds = [self.column(spec.id) + " = " + P("id"), *self.claimable(spec)]
         if spec.attempt is None:
-            return (
-                self.r("take", f"SELECT {self.select_list(spec)} FROM {t}" + self.where(conds)),
-            )
-        attempt = self.c(spec.attempt)
+            select = f"SELECT {self.select_list(spec)} FROM {t}" + self.where(conds)
+            return (self.render("take", select),)
+        attempt = self.column(spec.attempt)
         return (
-            self.r(
+            self.render(
                 "take",
                 f"UPDATE {t} SET {attempt} = {attempt} + 1"
                 + self.where(conds)
@@ -613,7 +628,7 @@ class Dialect(ColumnRules):
 
     def row_lock_claim(self, spec: TableSpec) -> Statement:
         t = self.table(spec)
-        return self.r(
+        return self.render(
             "claim",
             f"SELECT {self.select_list(spec)} FROM {t}"
             + self.where(self.claimable(spec))
@@ -621,6 +636,251 @@ class Dialect(ColumnRules):
             + P("limit")
             + " FOR UPDATE SKIP LOCKED",
         )
+
+    # -- the server's clock (_clock.py) ---------------------------------------------------
+
+    def on_server_clock(self, sql: Frag) -> Frag:
+        """``sql`` with its ``now`` and ``retry_at`` slots written as the server's clock, on a
+        dialect of the database clock; as it is on the host clock."""
+        if not self.database_clock or isinstance(sql, str):
+            return sql
+        if _NOW not in sql.parts and _RETRY_AT not in sql.parts:
+            return sql
+        clock = self.server_clock
+        parts: list[str | Param | Sql] = []
+        for part in sql.parts:
+            if part == _NOW:
+                parts.append(clock.now)
+            elif part == _RETRY_AT:
+                parts.append(clock.due(P("delay")))
+            else:
+                parts.append(part)
+        return Sql(*parts)
+
+    def lease_at(self) -> Sql:
+        """What a lease claim writes into the lease column: the host's token (``lease``), or
+        the server's now plus ``lease_seconds``."""
+        if not self.database_clock:
+            return P("lease")
+        return self.server_clock.expiry(P("lease_seconds"))
+
+    def lease_stamp(self, spec: TableSpec, *, lease: Sql, row: str = "") -> Sql:
+        """A lease claim's SET list: the lease column gets ``lease``, and the attempt (read
+        from ``row``, an alias of the table, when the update names one) is counted."""
+        sets: list[Frag] = [self.column(spec.locked_until) + " = " + lease]
+        if spec.attempt is not None:
+            attempt = self.column(spec.attempt)
+            source = f"{row}.{attempt}" if row else attempt
+            sets.append(f"{attempt} = {source} + 1")
+        return join(", ", sets)
+
+    def token_column(self, spec: TableSpec, *, stored: bool = False) -> Sql:
+        """The lease claim's last column on the database clock, the token it wrote: the lease
+        column itself where the claim returns the row after its stamp (``stored``, SQLite's
+        RETURNING), else the expiry again (the same value within one statement). Nothing on
+        the host clock, whose token the host made."""
+        if not self.database_clock:
+            return Sql()
+        name = self.quoted(self.internal(spec, "__token"))
+        value = Sql(self.column(spec.locked_until)) if stored else self.lease_at()
+        return ", " + value + " AS " + name
+
+    def delay_slot(self, spec: TableSpec) -> str:
+        """The publish's slot of the delay in microseconds, named clear of the columns'
+        slots."""
+        return self.internal(spec, "delay_us")
+
+    def insert_slot(self, spec: TableSpec, col: ColumnSpec) -> Sql:
+        """A publish's value of ``col``: its slot; on the database clock the RetryAfter field
+        is the given value or else the server's now plus the delay."""
+        slot = P(col.column)
+        if not self.database_clock or col.role != "retry_after":
+            return slot
+        due = self.server_clock.due(P(self.delay_slot(spec)))
+        return "COALESCE(" + slot + ", " + due + ")"
+
+    # -- FIFO groups --------------------------------------------------------------------------
+    #
+    # A FIFO group (``Group(fifo=True)``, docs/reference.md) is claimed at its **head**, its
+    # first unfinished row in the group's order, and only while the head is due and (lease
+    # form) no row of the group is in work: nothing is claimed while the head is in work or
+    # not yet due, not the row behind it nor a row that enters ahead of it later. The group's
+    # order is priority, then id (a head whose retry is delayed stays the head); with
+    # ``delayed_rows_move_behind`` it is the claim's order, priority, due time, id.
+    #
+    # The guard (``fifo_guard``) runs first in the claim's transaction, so claimers on other
+    # connections, brokers or processes keep the order: 1 when this transaction holds the
+    # group, 0 when another one does (the claim then takes nothing and rolls back).
+    # PostgreSQL: a transaction-level advisory lock on ``'<schema.table>:' || group``;
+    # MySQL/MariaDB: the count of the group's unfinished rows equals the count this
+    # transaction can lock; SQLite: none, one writer at a time. The row lock form holds the
+    # guard until the delivery settles, the lease form until the claim commits (the lease
+    # holds the group from then on).
+    #
+    # A subscription over every group (``every_group()``) reads the groups whose head is due
+    # (``heads``), in the order of their heads, then claims each as a subscription to that
+    # group does, its guard first; SQLite claims the heads of several groups in one
+    # statement.
+
+    def fifo_unfinished(self, spec: TableSpec) -> list[Frag]:
+        """The group's rows not finished yet: due or not, in work or not."""
+        conds: list[Frag] = [self.column(spec.group) + " = " + P("group")]
+        if spec.processed_at is not None:
+            conds.append(f"{self.column(spec.processed_at)} IS NULL")
+        return conds
+
+    def fifo_order(self, spec: TableSpec, *, prefix: str = "") -> str:
+        """A FIFO group's order: priority (smaller first), then id; with
+        ``delayed_rows_move_behind``, the claim's order (priority, due time, id)."""
+        if spec.delayed_rows_move_behind:
+            return self.order_by(spec, prefix=prefix)
+        keys = [] if spec.priority is None else [f"{prefix}{self.column(spec.priority)}"]
+        return ", ".join([*keys, f"{prefix}{self.column(spec.id)}"])
+
+    def fifo_head(self, spec: TableSpec) -> list[Frag]:
+        """``id`` is the group's head, and the head is due. The row itself is of the group and
+        unfinished too: at READ COMMITTED a row another transaction changed after this
+        statement's snapshot is locked as it is now, and only these outer conditions are
+        checked again on it (the head's select ran on the snapshot). Without them, a head
+        acked or moved to its dead letter group just as this claim locks it would be claimed
+        again."""
+        t = self.table(spec)
+        head = (
+            f"SELECT {self.column(spec.id)} FROM {t}"
+            + self.where(self.fifo_unfinished(spec))
+            + f" ORDER BY {self.fifo_order(spec)} LIMIT 1"
+        )
+        is_head = self.column(spec.id) + " = (" + head + ")"
+        conds: list[Frag] = [is_head, *self.fifo_unfinished(spec)]
+        if spec.retry_after is not None:
+            conds.append(self.column(spec.retry_after) + " <= " + P("now"))
+        return conds
+
+    def fifo_lease_head(self, spec: TableSpec) -> list[Frag]:
+        """The head, due, its lease free, and no row of the group in work (a row that entered
+        ahead of the head in work is the head now: the head in work still holds the group)."""
+        t = self.table(spec)
+        work = self.internal(spec, "__work")
+        busy = (
+            f"SELECT 1 FROM {t} AS {work} WHERE {work}.{self.column(spec.group)} = "
+            + P("group")
+            + f" AND {work}.{self.column(spec.locked_until)} > "
+            + P("now")
+        )
+        return [*self.fifo_head(spec), self.lease_free(spec), "NOT EXISTS (" + busy + ")"]
+
+    def every_head(self, spec: TableSpec, skip: str | None) -> tuple[str, Sql, str]:
+        """Every group's head that is due, while (lease form) no row of its group is in work:
+        the alias of the head rows; the ``FROM ... WHERE`` of the table's groups but ``skip``
+        (the dead letter group; ``DISTINCT``, one pass over the claim index), each joined to
+        its head; and the heads' order."""
+        t = self.table(spec)
+        ident, group = self.column(spec.id), self.column(spec.group)
+        groups, name = self.internal(spec, "__groups"), self.internal(spec, "__group")
+        row, first = self.internal(spec, "__head"), self.internal(spec, "__first")
+        # The groups with an unfinished row, but the dead letter group.
+        which = [] if spec.processed_at is None else [f"{self.column(spec.processed_at)} IS NULL"]
+        if skip is not None:
+            which.append(f"{group} <> {self.literal(skip)}")
+        # The group's first unfinished row in the group's order.
+        first_row = (
+            f"SELECT {first}.{ident} FROM {t} AS {first} WHERE {first}.{group} = {groups}.{name}"
+        )
+        if spec.processed_at is not None:
+            first_row += f" AND {first}.{self.column(spec.processed_at)} IS NULL"
+        first_row += f" ORDER BY {self.fifo_order(spec, prefix=f'{first}.')} LIMIT 1"
+        source = (
+            f" FROM (SELECT DISTINCT {group} AS {name} FROM {t}"
+            + self.where(which)
+            + f") AS {groups} JOIN {t} AS {row} ON {row}.{ident} = ({first_row})"
+        )
+        conds: list[Frag] = []
+        if spec.retry_after is not None:
+            conds.append(f"{row}.{self.column(spec.retry_after)} <= " + P("now"))
+        if spec.form is Lease:
+            work = self.internal(spec, "__work")
+            conds.append(
+                f"NOT EXISTS (SELECT 1 FROM {t} AS {work} WHERE {work}.{group} = {groups}.{name} "
+                f"AND {work}.{self.column(spec.locked_until)} > " + P("now") + ")"
+            )
+        return row, source + self.where(conds), self.fifo_order(spec, prefix=f"{row}.")
+
+    def heads(self, spec: TableSpec, skip: str | None = None) -> Statement:
+        """The groups but ``skip`` whose head is due and (lease form) has no row of its group
+        in work, in the order of their heads, ``limit`` at most: what a subscription over
+        every group reads before it claims each group's head. It locks nothing (each claim
+        does)."""
+        row, source, order = self.every_head(spec, skip)
+        return self.render(
+            "heads",
+            f"SELECT {row}.{self.column(spec.group)}"
+            + source
+            + f" ORDER BY {order} LIMIT "
+            + P("limit"),
+        )
+
+    def head_claim(self, spec: TableSpec) -> Statement:
+        """Row lock (PostgreSQL, MySQL): lock the group's head while it is due."""
+        return self.render(
+            "claim",
+            f"SELECT {self.select_list(spec)} FROM {self.table(spec)}"
+            + self.where(self.fifo_head(spec))
+            + " FOR UPDATE SKIP LOCKED",
+        )
+
+    def lease_head_select(self, spec: TableSpec, token: Sql | None = None) -> Sql:
+        """Lease (PostgreSQL's CTE, MySQL's select): the locking select of the head while no
+        row of the group is in work; ``token``, MySQL's on the database clock, the expiry its
+        stamp writes, read from the server as the select's last column."""
+        return (
+            f"SELECT {self.select_list(spec)}"
+            + (token or Sql())
+            + f" FROM {self.table(spec)}"
+            + self.where(self.fifo_lease_head(spec))
+            + " FOR UPDATE SKIP LOCKED"
+        )
+
+    # -- the row lock form's count at claim (_count_at_claim.py) ----------------------------
+
+    def counted_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
+        """The row lock form counting the attempt at claim: ``take`` holds the count (its own
+        committed transaction) and the relock of the counted row by id in the delivery's
+        transaction, reading the attempt as it was before the count; ``lock``/``unlock`` the
+        guard. A retry then counts nothing: it rolls back (the count stands), a delayed retry
+        only sets the due time."""
+        self.check(spec, dead_letter)
+        assert spec.form is RowLock and spec.attempt is not None
+        t = self.table(spec)
+        attempt = self.column(spec.attempt)
+        count = self.render(
+            "count", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.by_id(spec, token=False)
+        )
+        conds = [self.column(spec.id) + " = " + P("id"), *self.claimable(spec)]
+        relock = self.render(
+            "relock",
+            f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t}"
+            + self.where(conds)
+            + " FOR UPDATE SKIP LOCKED",
+        )
+        return Statements(
+            claim=(self.row_lock_claim(spec),),
+            ack=self.finish(spec, token=False),
+            retry=None,
+            retry_after=self.retry_after_statement(spec, token=False, count=False),
+            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
+            insert=self.insert(spec),
+            begin=self.begin(spec),
+            take=(count, relock),
+            lock=self.count_guard(unlock=False),
+            unlock=self.count_guard(unlock=True),
+        )
+
+    def count_guard(self, *, unlock: bool) -> Statement:
+        """Take (waiting) or let go of the session lock named by ``key`` that keeps counting
+        claims of one queue apart; taking it returns ``GUARD_TAKEN`` once held. Only the
+        dialects of the row lock form have one."""
+        msg = f"{self.name} has no row lock form, so no count at claim"
+        raise AssertionError(msg)
 
 
 def _fold(name: str) -> str:

@@ -103,41 +103,41 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
     t = dialect.table(spec)
     due_conds: list[str] = []
     if spec.retry_after is not None:
-        due_conds.append(f"{dialect.c(spec.retry_after)} <= {now}")
+        due_conds.append(f"{dialect.column(spec.retry_after)} <= {now}")
     free = None
     if spec.locked_until is not None:
-        lu = dialect.c(spec.locked_until)
+        lu = dialect.column(spec.locked_until)
         free = f"({lu} IS NULL OR {lu} <= {now})"
         due_conds.append(free)
     due = " AND ".join(due_conds)
     cols: list[str] = []
     if spec.group is not None:
-        cols.append(dialect.c(spec.group))
+        cols.append(dialect.column(spec.group))
     cols.append("COUNT(*)")
     cols.append(_sum(due) if due else "COUNT(*)")  # without a time or a lease, every row
     if spec.retry_after is not None:
-        later = f"{dialect.c(spec.retry_after)} > {now}"
+        later = f"{dialect.column(spec.retry_after)} > {now}"
         cols.append(_sum(later if free is None else f"{later} AND {free}"))
     else:
         cols.append("0")  # nothing can be scheduled
     if spec.locked_until is not None:
-        cols.append(_sum(f"{dialect.c(spec.locked_until)} > {now}"))
+        cols.append(_sum(f"{dialect.column(spec.locked_until)} > {now}"))
     if spec.retry_after is not None:
-        oldest = f"MIN(CASE WHEN {due} THEN {dialect.c(spec.retry_after)} END)"
+        oldest = f"MIN(CASE WHEN {due} THEN {dialect.column(spec.retry_after)} END)"
         cols.append(clock.age.format(t=oldest))
     else:
         cols.append("NULL")
     conds: list[Frag] = []
     if spec.group is not None and groups:
         slots = join(", ", (P(f"g{n}") for n in range(groups)))
-        conds.append(dialect.c(spec.group) + " IN (" + slots + ")")
+        conds.append(dialect.column(spec.group) + " IN (" + slots + ")")
     if spec.processed_at is not None:
-        conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
+        conds.append(f"{dialect.column(spec.processed_at)} IS NULL")
     sql = f"SELECT {', '.join(cols)} FROM {t}" + dialect.where(conds)
     if spec.group is not None:
-        sql = sql + f" GROUP BY {dialect.c(spec.group)}"
+        sql = sql + f" GROUP BY {dialect.column(spec.group)}"
     columns = DepthColumns(grouped=spec.group is not None, in_work=spec.locked_until is not None)
-    return dialect.r("depth", sql), columns
+    return dialect.render("depth", sql), columns
 
 
 def _dest(
@@ -152,18 +152,18 @@ def _dest(
     dead letter group, those that came from the queue's group (``own``), from any group
     (``every_group``: a queue over every group of a FIFO table), or every one."""
     if dead.group is not None:
-        conds: list[Frag] = [dialect.c(spec.group) + " = " + P("dest")]
+        conds: list[Frag] = [dialect.column(spec.group) + " = " + P("dest")]
         if own and spec.origin_group is not None:
-            origin = dialect.c(spec.origin_group)
+            origin = dialect.column(spec.origin_group)
             conds.append(f"{origin} IS NOT NULL" if every_group else origin + " = " + P("origin"))
         if spec.processed_at is not None:
-            conds.append(f"{dialect.c(spec.processed_at)} IS NULL")
+            conds.append(f"{dialect.column(spec.processed_at)} IS NULL")
         return dialect.table(spec), conds
     return dialect.qualified(str(dead.table), dead.schema), []
 
 
 def _in_ids(dialect: Dialect, spec: TableSpec, count: int) -> Sql:
-    return dialect.c(spec.id) + " IN (" + join(", ", (P(f"i{n}") for n in range(count))) + ")"
+    return dialect.column(spec.id) + " IN (" + join(", ", (P(f"i{n}") for n in range(count))) + ")"
 
 
 def count_rows(
@@ -171,7 +171,7 @@ def count_rows(
 ) -> Statement:
     """The rows of a dead letter destination."""
     table, conds = _dest(dialect, spec, dead, every_group=every_group)
-    return dialect.r("dead_count", f"SELECT COUNT(*) FROM {table}" + dialect.where(conds))
+    return dialect.render("dead_count", f"SELECT COUNT(*) FROM {table}" + dialect.where(conds))
 
 
 def list_dead(
@@ -179,11 +179,11 @@ def list_dead(
 ) -> Statement:
     """The first ``limit`` rows of a destination by id, every declared column."""
     table, conds = _dest(dialect, spec, dead, every_group=every_group)
-    return dialect.r(
+    return dialect.render(
         "dead_list",
         f"SELECT {dialect.select_list(spec)} FROM {table}"
         + dialect.where(conds)
-        + f" ORDER BY {dialect.c(spec.id)} LIMIT "
+        + f" ORDER BY {dialect.column(spec.id)} LIMIT "
         + P("limit"),
     )
 
@@ -201,11 +201,11 @@ def dead_ids(
     table, conds = _dest(dialect, spec, dead, every_group=every_group)
     if count is not None:
         conds = [*conds, _in_ids(dialect, spec, count)]
-    return dialect.r(
+    return dialect.render(
         "dead_ids",
-        f"SELECT {dialect.c(spec.id)} FROM {table}"
+        f"SELECT {dialect.column(spec.id)} FROM {table}"
         + dialect.where(conds)
-        + f" ORDER BY {dialect.c(spec.id)}"
+        + f" ORDER BY {dialect.column(spec.id)}"
         + clock_of(dialect).lock,
     )
 
@@ -215,11 +215,11 @@ def dead_origins(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int
     queue they came from (a redrive names those that are another queue's)."""
     assert dead.group is not None and spec.origin_group is not None
     table, conds = _dest(dialect, spec, dead, own=False)
-    return dialect.r(
+    return dialect.render(
         "dead_origins",
-        f"SELECT {dialect.c(spec.id)}, {dialect.c(spec.origin_group)} FROM {table}"
+        f"SELECT {dialect.column(spec.id)}, {dialect.column(spec.origin_group)} FROM {table}"
         + dialect.where([*conds, _in_ids(dialect, spec, count)])
-        + f" ORDER BY {dialect.c(spec.id)}",
+        + f" ORDER BY {dialect.column(spec.id)}",
     )
 
 
@@ -254,29 +254,29 @@ def redrive(
         into: Frag = P("group")
         if every_group and spec.origin_group is not None:
             # First in the SET list: MySQL assigns left to right, and the origin is reset.
-            into = "COALESCE(" + P("group") + f", {dialect.c(spec.origin_group)})"
-        sets: list[Frag] = [dialect.c(spec.group) + " = " + into]
+            into = "COALESCE(" + P("group") + f", {dialect.column(spec.origin_group)})"
+        sets: list[Frag] = [dialect.column(spec.group) + " = " + into]
         for col in spec.columns:
             value = _reset(dialect, col)
             if value is not None:
-                sets.append(f"{dialect.c(col)} = {value}")
+                sets.append(f"{dialect.column(col)} = {value}")
         return (
-            dialect.r(
+            dialect.render(
                 "redrive",
                 f"UPDATE {table} SET " + join(", ", sets) + dialect.where([*conds, ids]),
             ),
         )
     source = dialect.qualified(str(dead.table), dead.schema)
-    names = ", ".join(dialect.c(c) for c in spec.columns)
-    values = ", ".join(_reset(dialect, c) or dialect.c(c) for c in spec.columns)
+    names = ", ".join(dialect.column(c) for c in spec.columns)
+    values = ", ".join(_reset(dialect, c) or dialect.column(c) for c in spec.columns)
     overriding = clock_of(dialect).overriding
     return (
-        dialect.r(
+        dialect.render(
             "redrive",
             f"INSERT INTO {dialect.table(spec)} ({names}){overriding} SELECT {values} "
             f"FROM {source} WHERE " + ids,
         ),
-        dialect.r("redrive", f"DELETE FROM {source} WHERE " + ids),
+        dialect.render("redrive", f"DELETE FROM {source} WHERE " + ids),
     )
 
 

@@ -43,14 +43,14 @@ def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None
     statements: list[str] = []
     index = claim_index_columns(spec)
     name = index_name(dialect, spec, dest) if index else ""
-    cols = ", ".join(dialect.c(c) for c in index)
+    cols = ", ".join(dialect.column(c) for c in index)
     if index and rules.inline_index:
-        columns.append(f"INDEX {dialect.q(name)} ({cols})")
+        columns.append(f"INDEX {dialect.quoted(name)} ({cols})")
     statements.append(_create_table(dialect, dialect.table(spec), columns))
     if index and not rules.inline_index:
         where = ""
         if rules.partial_indexes and spec.processed_at is not None:
-            where = f" WHERE {dialect.c(spec.processed_at)} IS NULL"
+            where = f" WHERE {dialect.column(spec.processed_at)} IS NULL"
         statements.append(
             f"CREATE INDEX IF NOT EXISTS {_index_target(dialect, spec, name)} "
             f"ON {_index_table(dialect, spec)} ({cols}){where}"
@@ -145,12 +145,12 @@ def _fit(dialect: Dialect, table: str, suffix: str) -> str:
 def _index_target(dialect: Dialect, spec: TableSpec, name: str) -> str:
     if dialect.ddl_rules.schema_on_index:
         return dialect.qualified(name, spec.schema)
-    return dialect.q(name)
+    return dialect.quoted(name)
 
 
 def _index_table(dialect: Dialect, spec: TableSpec) -> str:
     if dialect.ddl_rules.schema_on_index:
-        return dialect.q(spec.table)
+        return dialect.quoted(spec.table)
     return dialect.table(spec)
 
 
@@ -177,7 +177,7 @@ def _column(
         # The move copies every column; the dead letter table needs no default of its own.
         col = ColumnSpec(col.field, col.column, role, False, col.python_type)
     sql_type = column_type(rules, spec, col, override, indexed=indexed)
-    name = dialect.c(col)
+    name = dialect.column(col)
     if role == "id":
         if col.generated and not dead:
             return f"{name} {rules.generated_id.format(type=sql_type)}"

@@ -47,12 +47,12 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
-from .._errors import DeclarationError, ServerTooOld
+from .._errors import DeclarationError, FifoAtSerializable, ServerTooOld
 from ._base import Dialect
-from ._clock import lease_stamp, token_column
+from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
+from ._count_at_claim import GUARD_WAIT_SECONDS
 from ._ddl_types import DdlRules
-from ._fifo import check_fifo_opening, mysql_guard, mysql_lease_head_claim
 from ._statement import P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -132,6 +132,23 @@ _DDL = DdlRules(
 )
 
 
+# UTC_TIMESTAMP is UTC whatever the session's time_zone (NOW() would follow it); it is read
+# once per statement, so its three reads below agree. The expiry is rounded up to the next
+# whole second: a DATETIME without fractions then stores the token exactly.
+_NOW = "UTC_TIMESTAMP(6)"
+_FRACTION = f"MICROSECOND({_NOW})"
+_CLOCK = ServerClock(
+    now=_NOW,
+    due=lambda d: f"({_NOW} + INTERVAL " + d + " MICROSECOND)",
+    expiry=lambda s: (
+        f"({_NOW} - INTERVAL {_FRACTION} MICROSECOND + INTERVAL ("
+        + s
+        + f" + ({_FRACTION} > 0)) SECOND)"
+    ),
+    age=f"TIMESTAMPDIFF(MICROSECOND, {{t}}, {_NOW}) / 1000000",
+)
+
+
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -152,6 +169,7 @@ class MySqlDialect(Dialect):
     )
     lease_claim_serial: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
+    server_clock: ClassVar[ServerClock] = _CLOCK
     version_query: ClassVar[str | None] = "SELECT VERSION()"
     time_rule: ClassVar[str] = (
         "on MySQL and MariaDB a DATETIME or TIMESTAMP (whole seconds hold the lease token; "
@@ -229,7 +247,7 @@ class MySqlDialect(Dialect):
         return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[spec.opening]}")
 
     def driver_value(self, value: object) -> object:
         # DATETIME(6) holds naive UTC; PyMySQL writes an aware datetime's wall clock as is.
@@ -253,7 +271,7 @@ class MySqlDialect(Dialect):
                 parts.append(self.literal(part.text))
             else:
                 assert isinstance(part, KeyColumn)
-                parts.append(self.key_column(self.q(part.column)))
+                parts.append(self.key_column(self.quoted(part.column)))
         name = f"CONCAT_WS('', {', '.join(parts)})"
         return (
             f"IF(CHAR_LENGTH({name}) BETWEEN 1 AND {_LOCK_NAME_LIMIT}, {name}, SHA2({name}, 256))"
@@ -264,10 +282,10 @@ class MySqlDialect(Dialect):
 
     def lease_claim_begin(self) -> Statement:
         """The lease claim runs at READ COMMITTED whatever the table declares."""
-        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[ReadCommitted]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[ReadCommitted]}")
 
     def plain_begin(self) -> Statement:
-        return self.r("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[Default]}")
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[Default]}")
 
     # -- lease ------------------------------------------------------------------------------
 
@@ -277,21 +295,21 @@ class MySqlDialect(Dialect):
         lease being free still; a row the stamp did not change drops out of the claim."""
         t = self.table(spec)
         conds = [*self.claimable(spec), self.lease_free(spec)]
-        select = self.r(
+        select = self.render(
             "claim",
             f"SELECT {self.select_list(spec)}"
-            + token_column(self, spec)
+            + self.token_column(spec)
             + f" FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit")
             + " FOR UPDATE SKIP LOCKED",
         )
-        stamp = self.r(
+        stamp = self.render(
             "stamp",
             f"UPDATE {t} SET "
-            + lease_stamp(self, spec, lease=P("lease"))
-            + f" WHERE {self.c(spec.id)} = "
+            + self.lease_stamp(spec, lease=P("lease"))
+            + f" WHERE {self.column(spec.id)} = "
             + P("id")
             + " AND "
             + self.lease_free(spec),
@@ -299,7 +317,9 @@ class MySqlDialect(Dialect):
         return (select, stamp)
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return mysql_lease_head_claim(self, spec, self.lease_claim(spec)[1])
+        """The lease claim of the head: the locking select, then the form's own stamp."""
+        select = self.render("claim", self.lease_head_select(spec, self.token_column(spec)))
+        return (select, self.lease_claim(spec)[1])
 
     def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
         """No RETURNING, so two statements of one READ COMMITTED transaction: the locking
@@ -308,22 +328,52 @@ class MySqlDialect(Dialect):
         to the new expiry (``lease``). One (id, token) pair of slots per row, ``id0``,
         ``token0``...: MySQL has no array to bind (PyMySQL writes the values into the text)."""
         t = self.table(spec)
-        ident = self.c(spec.id)
-        locked = self.c(spec.locked_until)
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
         pairs = join(", ", ("(" + P(f"id{i}") + ", " + P(f"token{i}") + ")" for i in range(count)))
         held = f" WHERE ({ident}, {locked}) IN (" + pairs + ")"
-        select = self.r(
+        select = self.render(
             "extend",
-            f"SELECT {ident}" + token_column(self, spec) + f" FROM {t}" + held + " FOR UPDATE",
+            f"SELECT {ident}" + self.token_column(spec) + f" FROM {t}" + held + " FOR UPDATE",
         )
-        update = self.r("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
+        update = self.render("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
         return (select, update)
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
-        return mysql_guard(self, spec)
+        """1 when this transaction could lock every unfinished row of the group (no other
+        transaction holds one), 0 otherwise."""
+        t = self.table(spec)
+        where = self.where(self.fifo_unfinished(spec))
+        guard = self.internal(spec, "__guard")
+        return self.render(
+            "guard",
+            f"SELECT CAST((SELECT COUNT(*) FROM {t}"
+            + where
+            + f") = (SELECT COUNT(*) FROM (SELECT {self.column(spec.id)} FROM {t}"
+            + where
+            + f" FOR UPDATE SKIP LOCKED) AS {guard}) AS SIGNED)",
+        )
 
     def check_fifo(self, spec: TableSpec) -> None:
-        check_fifo_opening(self, spec)
+        """A row lock FIFO table at SERIALIZABLE is refused. There a plain read locks what it
+        reads, so the guard's count waits on the row another claim holds until it settles."""
+        if spec.form is not RowLock or spec.opening is not Serializable:
+            return
+        msg = (
+            f"{spec.label}: a FIFO group's guard counts its rows without locking them, which "
+            f"MySQL and MariaDB do not do at SERIALIZABLE, found a row lock FIFO table at "
+            f"Serializable (the guard would wait for every delivery in work to settle); "
+            f"declare Inbox[RowLock, ReadCommitted] (or leave the opening out), or use "
+            f"Inbox[Lease]"
+        )
+        raise FifoAtSerializable(msg)
+
+    def count_guard(self, *, unlock: bool) -> Statement:
+        # Lock names are the server's: the database's name goes in; SHA2 keeps 64 characters.
+        name = "SHA2(CONCAT_WS('.', DATABASE(), " + P("key") + "), 256)"
+        if unlock:
+            return self.render("unlock", "SELECT RELEASE_LOCK(" + name + ")")
+        return self.render("lock", "SELECT GET_LOCK(" + name + f", {GUARD_WAIT_SECONDS})")
 
     # -- advisory ---------------------------------------------------------------------------
 
@@ -331,11 +381,11 @@ class MySqlDialect(Dialect):
         """The first due rows in claim order whose lock name no session holds."""
         t = self.table(spec)
         name = self.lock_name(spec)
-        lock = self.q(self.internal(spec, "__lock"))
+        lock = self.quoted(self.internal(spec, "__lock"))
         conds = [*self.claimable(spec), f"IS_USED_LOCK({name}) IS NULL"]
-        return self.r(
+        return self.render(
             "candidates",
-            f"SELECT {self.c(spec.id)}, {name} AS {lock} FROM {t}"
+            f"SELECT {self.column(spec.id)}, {name} AS {lock} FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit"),
@@ -348,12 +398,12 @@ class MySqlDialect(Dialect):
         if spec.attempt is None:
             return super().advisory_take(spec)
         t = self.table(spec)
-        ident = self.c(spec.id)
-        attempt = self.c(spec.attempt)
+        ident = self.column(spec.id)
+        attempt = self.column(spec.attempt)
         conds = [ident + " = " + P("id"), *self.claimable(spec)]
         return (
-            self.r("take", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.where(conds)),
-            self.r(
+            self.render("take", f"UPDATE {t} SET {attempt} = {attempt} + 1" + self.where(conds)),
+            self.render(
                 "take",
                 f"SELECT {self.select_list(spec, attempt_before=True)} FROM {t} "
                 f"WHERE {ident} = " + P("id"),
@@ -361,10 +411,12 @@ class MySqlDialect(Dialect):
         )
 
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
-        return self.r("lock", "SELECT CAST(COALESCE(GET_LOCK(" + P("key") + ", 0), 0) AS SIGNED)")
+        return self.render(
+            "lock", "SELECT CAST(COALESCE(GET_LOCK(" + P("key") + ", 0), 0) AS SIGNED)"
+        )
 
     def advisory_unlock(self, spec: TableSpec) -> Statement | None:
-        return self.r(
+        return self.render(
             "unlock", "SELECT CAST(COALESCE(RELEASE_LOCK(" + P("key") + "), 0) AS SIGNED)"
         )
 
@@ -376,7 +428,7 @@ class MySqlDialect(Dialect):
         as the catalog's collation does (without case, on most servers); ``read_columns``
         keeps the exact table when several match."""
         database = "DATABASE()" if spec.schema is None else self.literal(spec.schema)
-        return self.r(
+        return self.render(
             "columns",
             "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_DEFAULT, "
             "IS_NULLABLE, EXTRA FROM information_schema.COLUMNS "
@@ -422,13 +474,13 @@ class MySqlDialect(Dialect):
         null = "NULL" if found.nullable else "NOT NULL"
         new = _TYPES.get(to, found.type.upper())
         return (
-            f"change its type: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"change its type: ALTER TABLE {self.table(spec)} MODIFY {self.quoted(found.name)} "
             f"{new} {null}"
         )
 
     def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
         return (
-            f"set it: ALTER TABLE {self.table(spec)} ALTER COLUMN {self.q(found.name)} "
+            f"set it: ALTER TABLE {self.table(spec)} ALTER COLUMN {self.quoted(found.name)} "
             "SET DEFAULT 1"
         )
 
@@ -442,12 +494,12 @@ class MySqlDialect(Dialect):
             return None
         null = "NULL" if found.nullable else "NOT NULL"
         return (
-            f"make it UTC: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"make it UTC: ALTER TABLE {self.table(spec)} MODIFY {self.quoted(found.name)} "
             f"{found.type.upper()} {null} DEFAULT {UTC_DEFAULT}"
         )
 
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
         return (
-            f"allow NULL: ALTER TABLE {self.table(spec)} MODIFY {self.q(found.name)} "
+            f"allow NULL: ALTER TABLE {self.table(spec)} MODIFY {self.quoted(found.name)} "
             f"{found.type.upper()} NULL"
         )

@@ -30,10 +30,10 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ._base import DeadLetter, Dialect
-from ._clock import lease_at, lease_stamp, token_column
+from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
+from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
-from ._fifo import postgres_guard, postgres_lease_head_claim
 from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["PostgresDialect"]
@@ -75,6 +75,17 @@ _DDL = DdlRules(
 )
 
 
+_CLOCK = ServerClock(
+    now="statement_timestamp()",
+    due=lambda d: "(statement_timestamp() + " + d + "::bigint * interval '1 microsecond')",
+    # The epoch, not date_trunc: date_trunc works in the session's TimeZone.
+    expiry=lambda s: (
+        "to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + " + s + "::integer))"
+    ),
+    age="EXTRACT(EPOCH FROM statement_timestamp() - {t})",
+)
+
+
 @dataclass(frozen=True)
 class PostgresDialect(Dialect):
     name: ClassVar[str] = "PostgreSQL"
@@ -90,6 +101,7 @@ class PostgresDialect(Dialect):
         Serializable,
     )
     ddl_rules: ClassVar[DdlRules] = _DDL
+    server_clock: ClassVar[ServerClock] = _CLOCK
 
     folds_column_names: ClassVar[bool] = False
     time_rule: ClassVar[str] = "on PostgreSQL a timestamp with time zone (timestamptz)"
@@ -121,17 +133,17 @@ class PostgresDialect(Dialect):
         return super().driver_value(value)
 
     def notify_statement(self) -> Statement:
-        return self.r("notify", "SELECT pg_notify(" + P("channel") + ", " + P("group") + ")")
+        return self.render("notify", "SELECT pg_notify(" + P("channel") + ", " + P("group") + ")")
 
     def begin(self, spec: TableSpec) -> Statement:
         if spec.opening is Default:
-            return self.r("begin", "BEGIN")
-        return self.r("begin", f"BEGIN ISOLATION LEVEL {_LEVELS[spec.opening]}")
+            return self.render("begin", "BEGIN")
+        return self.render("begin", f"BEGIN ISOLATION LEVEL {_LEVELS[spec.opening]}")
 
     def attempt_before(self, col: ColumnSpec) -> str:
         # ``smallint - 1`` is an integer: the attempt reads as ``int`` whatever the column's
         # own integer type (the dialect does not know it).
-        return f"({self.c(col)} - 1)"
+        return f"({self.column(col)} - 1)"
 
     def key_column(self, column: str) -> str:
         return f"COALESCE({column}::text, '')"
@@ -143,14 +155,14 @@ class PostgresDialect(Dialect):
         """One statement: lock the first due rows, stamp them with the lease (counting the
         attempt), and return them as they were before the stamp, in claim order."""
         t = self.table(spec)
-        ident = self.c(spec.id)
+        ident = self.column(spec.id)
         claimed = self.internal(spec, "__claimed")
         stamped = self.internal(spec, "__stamped")
         row = self.internal(spec, "__row")
         conds = [*self.claimable(spec), self.lease_free(spec)]
         order = self.order_by(spec)
         return (
-            self.r(
+            self.render(
                 "claim",
                 f"WITH {claimed} AS (SELECT {self.select_list(spec)} FROM {t}"
                 + self.where(conds)
@@ -158,10 +170,10 @@ class PostgresDialect(Dialect):
                 + P("limit")
                 + " FOR UPDATE SKIP LOCKED), "
                 + f"{stamped} AS (UPDATE {t} AS {row} SET "
-                + lease_stamp(self, spec, lease=lease_at(self), row=row)
+                + self.lease_stamp(spec, lease=self.lease_at(), row=row)
                 + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
                 + "SELECT *"
-                + token_column(self, spec)
+                + self.token_column(spec)
                 + f" FROM {claimed} ORDER BY {order}",
             ),
         )
@@ -173,8 +185,8 @@ class PostgresDialect(Dialect):
         """The pairs of two arrays. The ``= ANY`` tests come first and give the arrays their
         types (the id's, the lease column's), which ``unnest`` cannot infer; the id's finds
         the rows by the primary key."""
-        ident = self.c(spec.id)
-        locked = self.c(spec.locked_until)
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
         return (
             f"{ident} = ANY("
             + P("ids")
@@ -188,10 +200,45 @@ class PostgresDialect(Dialect):
         )
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return (postgres_lease_head_claim(self, spec),)
+        """The lease claim of the head: lock, stamp, and read it as it was, in one statement
+        of the guard's transaction."""
+        t = self.table(spec)
+        ident = self.column(spec.id)
+        claimed = self.internal(spec, "__claimed")
+        stamped = self.internal(spec, "__stamped")
+        row = self.internal(spec, "__row")
+        return (
+            self.render(
+                "claim",
+                f"WITH {claimed} AS ("
+                + self.lease_head_select(spec)
+                + f"), {stamped} AS (UPDATE {t} AS {row} SET "
+                + self.lease_stamp(spec, lease=self.lease_at(), row=row)
+                + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) SELECT *"
+                + self.token_column(spec)
+                + f" FROM {claimed}",
+            ),
+        )
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:
-        return postgres_guard(self, spec)
+        """1 when this transaction took the group's advisory lock, 0 when another holds it.
+        The key is the table's name as declared (unquoted), a colon and the group."""
+        prefix = self.literal(f"{spec.qualified_name}:")
+        return self.render(
+            "guard",
+            f"SELECT pg_try_advisory_xact_lock(hashtextextended({prefix} || CAST("
+            + P("group")
+            + " AS text), 0))::int::bigint",
+        )
+
+    def count_guard(self, *, unlock: bool) -> Statement:
+        if unlock:
+            return self.render(
+                "unlock", "SELECT pg_advisory_unlock(hashtextextended(" + P("key") + ", 0))"
+            )
+        # pg_advisory_lock returns void: as a row source it yields one row, once held.
+        sql = f"SELECT {GUARD_TAKEN} FROM pg_advisory_lock(hashtextextended(" + P("key") + ", 0))"
+        return self.render("lock", sql)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order whose keys no other session holds. The shared
@@ -199,15 +246,15 @@ class PostgresDialect(Dialect):
         ends with the statement; ``OFFSET 0`` keeps the probe out of the inner select, so
         the limit counts only rows that passed it."""
         t = self.table(spec)
-        ident = self.c(spec.id)
-        lock = self.q(self.internal(spec, "__lock"))
+        ident = self.column(spec.id)
+        lock = self.quoted(self.internal(spec, "__lock"))
         candidates = self.internal(spec, "__candidates")
         inner = (
             f"SELECT {ident}, {self.key_expression(spec)} AS {lock} FROM {t}"
             + self.where(self.claimable(spec))
             + f" ORDER BY {self.order_by(spec)} OFFSET 0"
         )
-        return self.r(
+        return self.render(
             "candidates",
             f"SELECT {ident}, {lock} FROM (" + inner + f") AS {candidates} "
             f"WHERE pg_try_advisory_xact_lock_shared(hashtextextended({lock}, 0)) "
@@ -215,13 +262,13 @@ class PostgresDialect(Dialect):
         )
 
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
-        return self.r(
+        return self.render(
             "lock",
             "SELECT pg_try_advisory_lock(hashtextextended(" + P("key") + ", 0))::int::bigint",
         )
 
     def advisory_unlock(self, spec: TableSpec) -> Statement | None:
-        return self.r(
+        return self.render(
             "unlock",
             "SELECT pg_advisory_unlock(hashtextextended(" + P("key") + ", 0))::int::bigint",
         )
@@ -233,11 +280,13 @@ class PostgresDialect(Dialect):
         what the delete returned, with the lease column cleared."""
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
-        cols = ", ".join(self.c(c) for c in spec.columns)
-        values = ", ".join("NULL" if c.role == "locked_until" else self.c(c) for c in spec.columns)
+        cols = ", ".join(self.column(c) for c in spec.columns)
+        values = ", ".join(
+            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
+        )
         moved = self.internal(spec, "moved", dead_letter.table, dead_letter.schema)
         return (
-            self.r(
+            self.render(
                 "dead_letter",
                 f"WITH {moved} AS (DELETE FROM {t}"
                 + self.by_id(spec, token=token)
@@ -253,7 +302,7 @@ class PostgresDialect(Dialect):
         for a table that does not exist (the prepare names it)."""
         base = "CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END"
         mod = "CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END"
-        return self.r(
+        return self.render(
             "columns",
             f"SELECT a.attname, format_type({base}, {mod}), pg_get_expr(d.adbin, d.adrelid), "
             "NOT a.attnotnull, a.attidentity <> '' FROM pg_attribute AS a "
@@ -287,7 +336,7 @@ class PostgresDialect(Dialect):
         return found.type == "bytea"
 
     def _alter(self, spec: TableSpec, found: FoundColumn, change: str) -> str:
-        return f"ALTER TABLE {self.table(spec)} ALTER COLUMN {self.q(found.name)} {change}"
+        return f"ALTER TABLE {self.table(spec)} ALTER COLUMN {self.quoted(found.name)} {change}"
 
     def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
         return "change its type: " + self._alter(spec, found, f"TYPE {_TYPES.get(to, found.type)}")

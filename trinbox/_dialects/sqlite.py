@@ -27,10 +27,9 @@ from .._declare._markers import (
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
 from ._base import Dialect, Statements
-from ._clock import lease_at, lease_stamp, token_column
+from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
-from ._fifo import sqlite_lease_head_claim, sqlite_lease_heads_claim
 from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
@@ -71,6 +70,22 @@ _DDL = DdlRules(
     now="(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')",
     schema_on_index=True,
 )
+# 'now' is read once per statement step (the claim's UPDATE stamps every row in its first step)
+# and has milliseconds, padded to the six digits of the text trinbox writes.
+_DAY = "%Y-%m-%d %H:%M"
+_CLOCK = ServerClock(
+    now=f"(strftime('{_DAY}:%f', 'now') || '000')",
+    due=lambda d: (
+        f"(strftime('{_DAY}:%f', 'now', '+' || (" + d + " / 1000000.0) || ' seconds') || '000')"
+    ),
+    # Whole seconds of now + lease + 0.999 s: the next whole second ('now' has ms).
+    expiry=lambda s: (
+        f"(strftime('{_DAY}:%S', 'now', '+' || "
+        + s
+        + " || ' seconds', '+0.999 seconds') || '.000000')"
+    ),
+    age="(julianday('now') - julianday({t})) * 86400.0",
+)
 # A STRICT table's options, after the column list: "STRICT", "WITHOUT ROWID", in any order.
 _OPTIONS = re.compile(r"\)([^)]*)$")
 _RECREATE = "(SQLite changes a column's declaration by recreating its table)"
@@ -100,6 +115,7 @@ class SqliteDialect(Dialect):
     openings: ClassVar[tuple[type[Opening], ...]] = (Default, Deferred, Immediate, Exclusive)
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
+    server_clock: ClassVar[ServerClock] = _CLOCK
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"
     count_rule: ClassVar[str] = (
         "on SQLite a declared type of INTEGER or NUMERIC affinity, or none (in a STRICT table "
@@ -135,7 +151,7 @@ class SqliteDialect(Dialect):
             raise DeclarationError(msg)
 
     def begin(self, spec: TableSpec) -> Statement:
-        return self.r("begin", _BEGIN[spec.opening])
+        return self.render("begin", _BEGIN[spec.opening])
 
     def key_column(self, column: str) -> str:
         return f"ifnull({column}, '')"
@@ -149,31 +165,56 @@ class SqliteDialect(Dialect):
         t = self.table(spec)
         conds = [*self.claimable(spec), self.lease_free(spec)]
         inner = (
-            f"SELECT {self.c(spec.id)} FROM {t}"
+            f"SELECT {self.column(spec.id)} FROM {t}"
             + self.where(conds)
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit")
         )
         return (
-            self.r(
+            self.render(
                 "claim",
                 f"UPDATE {t} SET "
-                + lease_stamp(self, spec, lease=lease_at(self))
-                + f" WHERE {self.c(spec.id)} IN ("
+                + self.lease_stamp(spec, lease=self.lease_at())
+                + f" WHERE {self.column(spec.id)} IN ("
                 + inner
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}"
-                + token_column(self, spec, stored=True),
+                + self.token_column(spec, stored=True),
             ),
         )
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
-        return (sqlite_lease_head_claim(self, spec),)
+        """The lease claim of the head: one UPDATE ... RETURNING (the single writer is the
+        guard)."""
+        t = self.table(spec)
+        return (
+            self.render(
+                "claim",
+                f"UPDATE {t} SET "
+                + self.lease_stamp(spec, lease=self.lease_at())
+                + self.where(self.fifo_lease_head(spec))
+                + f" RETURNING {self.select_list(spec, attempt_before=True)}"
+                + self.token_column(spec, stored=True),
+            ),
+        )
 
     def every_group_statements(
         self, spec: TableSpec, st: Statements, skip: str | None
     ) -> Statements:
-        """One writer: one statement stamps the heads of several groups at once."""
-        return replace(st, claim=(sqlite_lease_heads_claim(self, spec, skip),))
+        """One writer: one UPDATE ... RETURNING stamps the heads of up to ``limit`` groups
+        but ``skip`` at once (the single writer is every group's guard)."""
+        row, source, order = self.every_head(spec, skip)
+        claim = self.render(
+            "claim",
+            f"UPDATE {self.table(spec)} SET "
+            + self.lease_stamp(spec, lease=self.lease_at())
+            + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
+            + source
+            + f" ORDER BY {order} LIMIT "
+            + P("limit")
+            + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+            + self.token_column(spec, stored=True),
+        )
+        return replace(st, claim=(claim,))
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.
@@ -182,10 +223,10 @@ class SqliteDialect(Dialect):
     def lease_pairs(self, spec: TableSpec) -> Sql:
         """The pairs of two JSON arrays, joined by position; the id's own test finds the rows
         by the primary key."""
-        ident = self.c(spec.id)
-        locked = self.c(spec.locked_until)
-        ids = self.q(self.internal(spec, "__ids"))
-        leases = self.q(self.internal(spec, "__leases"))
+        ident = self.column(spec.id)
+        locked = self.column(spec.locked_until)
+        ids = self.quoted(self.internal(spec, "__ids"))
+        leases = self.quoted(self.internal(spec, "__leases"))
         return (
             f"{ident} IN (SELECT value FROM json_each("
             + P("ids")
@@ -201,12 +242,12 @@ class SqliteDialect(Dialect):
         process registry knows them and binds them as one JSON array (``held``), so the
         select reads past a key in work as the reference's probe does (REFERENCE.md §3.4)."""
         t = self.table(spec)
-        lock = self.q(self.internal(spec, "__lock"))
+        lock = self.quoted(self.internal(spec, "__lock"))
         key = self.key_expression(spec)
         held = f"{key} NOT IN (SELECT value FROM json_each(" + P("held") + "))"
-        return self.r(
+        return self.render(
             "candidates",
-            f"SELECT {self.c(spec.id)}, {key} AS {lock} FROM {t}"
+            f"SELECT {self.column(spec.id)}, {key} AS {lock} FROM {t}"
             + self.where([*self.claimable(spec), held])
             + f" ORDER BY {self.order_by(spec)} LIMIT "
             + P("limit"),
@@ -229,9 +270,11 @@ class SqliteDialect(Dialect):
         the table's CREATE statement (STRICT, WITHOUT ROWID)."""
         table = self.literal(spec.table)
         schema = "" if spec.schema is None else self.literal(spec.schema)
-        master = "sqlite_master" if spec.schema is None else f"{self.q(spec.schema)}.sqlite_master"
+        master = (
+            "sqlite_master" if spec.schema is None else f"{self.quoted(spec.schema)}.sqlite_master"
+        )
         args = table if spec.schema is None else f"{table}, {schema}"
-        return self.r(
+        return self.render(
             "columns",
             'SELECT c.name, c.type, c.dflt_value, c."notnull", c.pk, '
             f"(SELECT m.sql FROM {master} AS m WHERE m.type = 'table' "
@@ -277,13 +320,13 @@ class SqliteDialect(Dialect):
         return not found.strict or self._declared(found) in ("BLOB", "ANY")
 
     def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
-        return f"declare {self.q(found.name)} {_TYPES.get(to, found.type)} {_RECREATE}"
+        return f"declare {self.quoted(found.name)} {_TYPES.get(to, found.type)} {_RECREATE}"
 
     def set_default(self, spec: TableSpec, found: FoundColumn) -> str:
-        return f"declare {self.q(found.name)} INTEGER NOT NULL DEFAULT 1 {_RECREATE}"
+        return f"declare {self.quoted(found.name)} INTEGER NOT NULL DEFAULT 1 {_RECREATE}"
 
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
-        return f"declare {self.q(found.name)} without NOT NULL {_RECREATE}"
+        return f"declare {self.quoted(found.name)} without NOT NULL {_RECREATE}"
 
     def generated_id_refusal(
         self, spec: TableSpec, col: ColumnSpec, found: FoundColumn, head: str
@@ -294,7 +337,7 @@ class SqliteDialect(Dialect):
             f"{head} is generated by the database, which SQLite does for the rowid (a column "
             f"declared INTEGER PRIMARY KEY), found column {found.name!r} of type {found.type} "
             f"that is not the rowid and has no default (an insert leaves it NULL); declare "
-            f"{self.q(found.name)} INTEGER PRIMARY KEY {_RECREATE}"
+            f"{self.quoted(found.name)} INTEGER PRIMARY KEY {_RECREATE}"
         )
 
     def missing(self, code: str | None, message: str) -> str | None:

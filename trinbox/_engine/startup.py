@@ -26,7 +26,6 @@ from .._declare._markers import (
 )
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Statements
-from .._dialects._count_at_claim import counted_statements
 from .._dialects.ddl import dead_letter_of
 from .._errors import DeclarationError, ServerTooOld, StartupError, UnsupportedOpening
 from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
@@ -80,7 +79,7 @@ def check(
     transactional = queue.mode is Transactional
     dest = declared_dead_letter(where, spec, max_attempts, dead_letter)
     if queue.attempt_at_claim:  # the row lock form's opt-in (checked by the queue)
-        statements = counted_statements(broker.dialect, spec, dest)
+        statements = broker.dialect.counted_statements(spec, dest)
     else:
         statements = broker.dialect.statements(spec, dest, every_group=queue.serves_every_group)
     if transactional and queue.batch_size is not None:
