@@ -44,7 +44,8 @@ from .._drivers._requires import load_driver, require_driver
 from .._drivers._urls import check_server_url, kind_of_url, redacted
 from .._drivers.sqlite import SqlitePool, sqlite_path
 from .._errors import Closed, DatabaseError
-from .._forms._base import give_back, rollback_quietly, whole_seconds
+from .._forms._base import whole_seconds
+from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options

@@ -125,15 +125,15 @@ class Pool(Protocol):
 
     async def try_acquire(self, holder: str = "caller") -> Connection | None:
         """An idle connection, or a new one while the pool is below its size; ``None`` when
-        every connection is in use (never waits for one to be released)."""
+        every connection is in use (never waits for one to be given back)."""
         ...
 
-    async def release(self, conn: Connection) -> None:
+    async def give_back(self, conn: Connection) -> None:
         """Return a connection (rolled back first if a transaction is still open). Safe in a
         cancelled scope: the pool shields and bounds its cleanup, and never leaks a slot."""
         ...
 
-    async def discard(self, conn: Connection) -> None:
+    async def close(self, conn: Connection) -> None:
         """Close a connection that must never serve again (its state is unknown)."""
         ...
 

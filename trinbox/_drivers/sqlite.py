@@ -571,7 +571,7 @@ class SqlitePool:
     async def open(self) -> None:
         """Open one connection now, so a bad path fails at startup."""
         conn = await self.acquire()
-        await self.release(conn)
+        await self.give_back(conn)
 
     async def acquire(self, holder: str = "caller") -> SqliteConnection:
         # A free slot is taken without a trip through Trio's scheduler (a cancel still
@@ -622,7 +622,7 @@ class SqlitePool:
         self._slots.release()
         return True
 
-    async def release(self, conn: Connection) -> None:
+    async def give_back(self, conn: Connection) -> None:
         assert isinstance(conn, SqliteConnection)
         if not self._give_slot(conn):
             return
@@ -643,7 +643,7 @@ class SqlitePool:
         else:
             self._idle.append(conn)
 
-    async def discard(self, conn: Connection) -> None:
+    async def close(self, conn: Connection) -> None:
         assert isinstance(conn, SqliteConnection)
         self._give_slot(conn)
         if conn in self._idle:

@@ -237,8 +237,8 @@ class Subscription:
         self._runner = runner
         try:
             # SQLite's advisory keys live in this process: no other process may serve them.
-            # Last: from here on close() lets go of them, whatever ends the app.
-            self.form.start()
+            # Last: from here on stop_serving() lets go of them, whatever ends the app.
+            self.form.start_serving()
         except StartupError as exc:
             raise StartupError(f"{self.where}: {exc}") from None
 
@@ -288,11 +288,11 @@ class Subscription:
             self.form.begin_shutdown()
             self._stopped.set()
 
-    def close(self) -> None:
+    def stop_serving(self) -> None:
         """Let go of what the form holds for the process, whether or not it ran (its shutdown
         did already where it ran); no I/O."""
         if self.opened:
-            self.form.close()
+            self.form.stop_serving()
 
     def cut_grace(self) -> None:
         """End the grace now: handlers still in work are cancelled and their rows released."""

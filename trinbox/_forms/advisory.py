@@ -26,17 +26,9 @@ import trio
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, stops
 from .._errors import Closed, DatabaseError, SettlementError, TrinboxError
+from .._holders.connections import give_back, rollback_quietly
 from .._holders.sqlite_key import let_key_go
-from ._base import (
-    Ack,
-    Chained,
-    Delivery,
-    Step,
-    give_back,
-    rollback_quietly,
-    step_statements,
-    step_values,
-)
+from ._base import Ack, Chained, Delivery, Step, step_statements, step_values
 from .advisory_claim import AdvisoryClaims
 
 __all__ = ["AdvisoryForm"]
@@ -256,7 +248,7 @@ class AdvisoryForm(AdvisoryClaims):
             self._settling.discard(delivery)
             self._in_work.discard(delivery)
             if delivery.conn is not None:
-                await self._let_go(delivery)
+                await self._give_back_key(delivery)
         try:
             claimed = await self._take_rows(session, rows, limit, wanted, now)
         except TrinboxError as exc:
@@ -326,7 +318,7 @@ class AdvisoryForm(AdvisoryClaims):
             delivery.settled = True
             self._settling.discard(delivery)
             self._in_work.discard(delivery)
-            await self._let_go(delivery)
+            await self._give_back_key(delivery)
 
     async def _run_step(self, delivery: Delivery, step: Step) -> None:
         statements = step_statements(self._ctx.statements, step)

@@ -15,12 +15,9 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record, Result, stops
+from .._holders.connections import give_back
 from .._holders.sqlite_key import KeyClaim
-from ._base import (
-    Claimed,
-    Delivery,
-    give_back,
-)
+from ._base import Claimed, Delivery
 from .advisory_keys import AdvisoryKeys
 
 __all__ = ["AdvisoryClaims"]
@@ -158,7 +155,7 @@ class AdvisoryClaims(AdvisoryKeys):
                     if record is None:
                         # Another holder settled the row between select and lock.
                         if not await self._unlock(session, key, held=True):
-                            await self._close(session)
+                            await self._close_session(session)
                             session = None
                         suspect = None
                         continue
@@ -180,7 +177,7 @@ class AdvisoryClaims(AdvisoryKeys):
                 if suspect is not None:
                     session = None
                     await self._unlock(suspect, suspect_key, held=False)
-                    await self._close(suspect)
+                    await self._close_session(suspect)
                 for delivery in taken:
                     await self.release(delivery)
             raise

@@ -11,17 +11,9 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Record
+from .._holders.connections import close, give_back, rollback_quietly
 from .._holders.sqlite_key import ProcessKeys
-from ._base import (
-    Delivery,
-    FormContext,
-    FormTraits,
-    attempt_of,
-    discard,
-    give_back,
-    rollback_quietly,
-    values_of,
-)
+from ._base import Delivery, FormContext, FormTraits, attempt_of, values_of
 
 __all__ = ["AdvisoryKeys"]
 
@@ -72,13 +64,13 @@ class AdvisoryKeys:
             conn=conn,
         )
 
-    async def _let_go(self, delivery: Delivery) -> None:
+    async def _give_back_key(self, delivery: Delivery) -> None:
         """Unlock the key and return the session, or close it when the unlock is unconfirmed."""
         conn, delivery.conn = delivery.conn, None
         if delivery.tx_open and conn is not None:
             delivery.tx_open = False
             if not await rollback_quietly(conn):
-                await self._close(conn)
+                await self._close_session(conn)
                 conn = None
         if self._registry is not None:
             self._registry.discard(str(delivery.key))
@@ -100,7 +92,7 @@ class AdvisoryKeys:
         if confirmed:
             await give_back(self._ctx.pool, conn)
         else:
-            await self._close(conn)
+            await self._close_session(conn)
         self._ctx.wake()  # a session is free again: a claim waiting for one may go on
 
     async def _unlock(self, conn: Connection, key: str, *, held: bool) -> bool:
@@ -123,10 +115,10 @@ class AdvisoryKeys:
             )
         return False
 
-    async def _close(self, conn: Connection) -> None:
+    async def _close_session(self, conn: Connection) -> None:
         self._closing += 1
         try:
-            await discard(self._ctx.pool, conn)
+            await close(self._ctx.pool, conn)
         finally:
             self._closing -= 1
             # Shutdown reports the sessions it closed or waited for, not earlier ones.
@@ -137,14 +129,14 @@ class AdvisoryKeys:
         """Shutdown began: count the sessions that close from now on."""
         self._shutting = True
 
-    def start(self) -> None:
+    def start_serving(self) -> None:
         """Serve SQLite's process keys (``StartupError`` when another process does)."""
         if self._process_keys is not None:
-            self._process_keys.start()
+            self._process_keys.start_serving()
 
-    def close(self) -> None:
+    def stop_serving(self) -> None:
         if self._process_keys is not None:
-            self._process_keys.close()
+            self._process_keys.stop_serving()
 
     # -- drop and shutdown -----------------------------------------------------------------
 
@@ -168,7 +160,7 @@ class AdvisoryKeys:
             try:
                 await self._unlock(conn, str(delivery.key), held=False)
             finally:
-                await self._close(conn)
+                await self._close_session(conn)
 
     def abandon(self, delivery: Delivery) -> None:
         """The release ran out of time: close the key's session at once (the server frees the
@@ -202,7 +194,7 @@ class AdvisoryKeys:
         if await self._unlock(conn, str(delivery.key), held=True):
             await give_back(self._ctx.pool, conn)
             return True
-        await self._close(conn)
+        await self._close_session(conn)
         return False
 
     async def shutdown(self) -> tuple[int, int]:
@@ -218,7 +210,7 @@ class AdvisoryKeys:
             # this process must be able to take the key's rows again.
             for delivery in list(self._in_work):
                 self.abandon(delivery)
-            self.close()
+            self.stop_serving()
         return released, self.closed
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -35,6 +35,7 @@ from .._bounds import EXTEND_ERROR_WAIT, cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, LeaseLost, TrinboxError
+from .._holders.connections import end_transaction, give_back, rollback_quietly
 from ._base import (
     Ack,
     Chained,
@@ -45,10 +46,7 @@ from ._base import (
     Step,
     attempt_of,
     batch_event,
-    end_transaction,
-    give_back,
     lease_expiry,
-    rollback_quietly,
     step_statements,
     step_values,
     values_of,
@@ -249,7 +247,7 @@ class LeaseForm:
                 await give_back(ctx.pool, conn)
         finally:
             # Settled, or failed for good: either way out of work (and out of the keeper).
-            self._close(delivery)
+            self._forget(delivery)
             self._tokens.give(delivery)
         assert isinstance(records, list)
         claimed = Claimed(
@@ -259,7 +257,7 @@ class LeaseForm:
         self._in_work.update(claimed)
         return Chained(error=None if changed else self._lost(delivery), claimed=claimed)
 
-    def _close(self, delivery: Delivery) -> None:
+    def _forget(self, delivery: Delivery) -> None:
         delivery.settled = True
         self._in_work.discard(delivery)
 
@@ -496,10 +494,10 @@ class LeaseForm:
         if conn is not None:
             self._ctx.pool.abandon(conn)
 
-    def start(self) -> None:
+    def start_serving(self) -> None:
         """Nothing held for the process."""
 
-    def close(self) -> None:
+    def stop_serving(self) -> None:
         """Nothing held for the process."""
 
     def begin_shutdown(self) -> None:

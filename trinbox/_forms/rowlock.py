@@ -18,6 +18,7 @@ import trio
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record
 from .._errors import BatchRolledBack, DatabaseError, TrinboxError
+from .._holders.connections import end_transaction, give_back
 from ._base import (
     Ack,
     Chained,
@@ -27,8 +28,6 @@ from ._base import (
     FormTraits,
     Step,
     attempt_of,
-    end_transaction,
-    give_back,
     held,
     step_statements,
     step_values,
@@ -195,15 +194,15 @@ class RowLockForm:
                 # the connection goes back to the pool.
                 tx.written += 1
                 tx.committed = True
-                await self._finish(delivery)
+                await self._leave_transaction(delivery)
                 return Chained(claim_error=exc)
             tx.failed = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
             return Chained(error=exc)
         except BaseException:
             tx.failed = True
             delivery.settled = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
             raise
         # The claim's transaction carries on, on the same connection.
         delivery.settled = True
@@ -231,7 +230,7 @@ class RowLockForm:
                     raise
         finally:
             delivery.settled = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
 
     async def settle_batch_and_claim(
         self, items: Sequence[tuple[Delivery, Step]], limit: int
@@ -285,7 +284,7 @@ class RowLockForm:
         finally:
             for delivery, _ in items:
                 delivery.settled = True
-                await self._finish(delivery)
+                await self._leave_transaction(delivery)
 
     def _rolled_back(self, delivery: Delivery) -> BatchRolledBack:
         msg = (
@@ -321,7 +320,7 @@ class RowLockForm:
         ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
         return ops
 
-    async def _finish(self, delivery: Delivery) -> None:
+    async def _leave_transaction(self, delivery: Delivery) -> None:
         """The last delivery of a claim ends its transaction: commit what was written, unless
         a settlement failed (then everything rolls back and every row returns)."""
         self._in_work.discard(delivery)
@@ -364,7 +363,7 @@ class RowLockForm:
                 async with tx.lock:
                     await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
         finally:
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
 
     def abandon(self, delivery: Delivery) -> None:
         """The release ran out of time: close the claim's connection at once; the server rolls
@@ -378,10 +377,10 @@ class RowLockForm:
             tx.failed = True
             self._ctx.pool.abandon(tx.conn)
 
-    def start(self) -> None:
+    def start_serving(self) -> None:
         """Nothing held for the process."""
 
-    def close(self) -> None:
+    def stop_serving(self) -> None:
         """Nothing held for the process."""
 
     def begin_shutdown(self) -> None:

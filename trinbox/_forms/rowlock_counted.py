@@ -30,18 +30,8 @@ from collections.abc import Sequence
 from .._dialects._count_at_claim import GUARD_TAKEN
 from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, TrinboxError
-from ._base import (
-    Chained,
-    Claimed,
-    Delivery,
-    FormContext,
-    Step,
-    discard,
-    end_transaction,
-    give_back,
-    step_statements,
-    values_of,
-)
+from .._holders.connections import close, end_transaction, give_back
+from ._base import Chained, Claimed, Delivery, FormContext, Step, step_statements, values_of
 from .rowlock import SAVEPOINT, RowLockForm, _ClaimTransaction
 
 __all__ = ["CountedRowLockForm"]
@@ -64,7 +54,7 @@ class CountedRowLockForm(RowLockForm):
             assert isinstance(records, list)
             relocked = await self._count(conn, records)
         except BaseException:
-            await discard(ctx.pool, conn)
+            await close(ctx.pool, conn)
             raise
         return await self._counted(conn, records, relocked, limit)
 
@@ -198,7 +188,7 @@ class CountedRowLockForm(RowLockForm):
                 tx.committed = True
             else:
                 tx.failed = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
             if not isinstance(exc, TrinboxError):
                 raise
             return Chained(claim_error=exc) if committed else Chained(error=exc)

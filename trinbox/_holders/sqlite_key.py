@@ -294,13 +294,13 @@ class ProcessKeys:
         self.keys = KeyRegistry.keys(pool.identity)
         self._serving = False
 
-    def start(self) -> None:
+    def start_serving(self) -> None:
         """Serve the file's keys (``StartupError`` when another process does)."""
         if self.threads is not None and not self._serving:
             hold(self.threads.path)
             self._serving = True
 
-    def close(self) -> None:
+    def stop_serving(self) -> None:
         """Stop serving them: the last holder of this process frees the file lock."""
         if self.threads is not None and self._serving:
             self._serving = False

@@ -25,7 +25,7 @@ from .._drivers.aio import asyncio_loop
 from .._engine.app import App, Mount
 from .._engine.startup import declared_dead_letter
 from .._errors import DeclarationError
-from .._forms._base import give_back, rollback_quietly
+from .._holders.connections import give_back, rollback_quietly
 
 __all__ = [
     "DeadRow",

@@ -798,14 +798,14 @@ class GatedPool:
         conn = await self.inner.try_acquire(holder)
         return None if conn is None else GatedConnection(conn, self.gate)
 
-    async def release(self, conn: Connection) -> None:
+    async def give_back(self, conn: Connection) -> None:
         assert isinstance(conn, GatedConnection)
-        await self.inner.release(conn.inner)
+        await self.inner.give_back(conn.inner)
 
-    async def discard(self, conn: Connection) -> None:
+    async def close(self, conn: Connection) -> None:
         assert isinstance(conn, GatedConnection)
         self.gate.log.append((conn.inner, "discard"))
-        await self.inner.discard(conn.inner)
+        await self.inner.close(conn.inner)
 
     def abandon(self, conn: Connection) -> None:
         assert isinstance(conn, GatedConnection)
