@@ -49,9 +49,6 @@ class UndescribableType(TypeError):
     """A handler's message type that neither msgspec nor pydantic can describe."""
 
 
-_PROTOCOLS = {"postgres": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
-_DEFAULT_PORTS = {"postgres": 5432, "mysql": 3306}
-_SERVER_NAMES = {"postgres": "PostgreSQL", "mysql": "MySQL"}
 _REF = "#/components/schemas/{name}"
 _BINARY = {"type": "string", "format": "binary"}
 _JSON = "application/json"
@@ -166,26 +163,26 @@ def _server_names(brokers: tuple[SqlBroker[Any], ...]) -> dict[int, str]:
 def _server(broker: SqlBroker[Any]) -> dict[str, Any]:
     """Host and port from the URL, nothing else of it: no user, password, database or path."""
     binding: dict[str, Any] = {"bindingVersion": BINDING_VERSION}
-    if broker.kind == "sqlite":
+    backend = broker.backend
+    if backend.port is None:
         binding["inProcess"] = True
         return {
             "host": SQLITE_HOST,
-            "protocol": _PROTOCOLS["sqlite"],
+            "protocol": backend.system,
             "description": "SQLite: a database file opened by the app's own process.",
             "bindings": {BINDING: binding},
         }
-    default = _DEFAULT_PORTS[broker.kind]
-    port = port_of(broker.url, server=_SERVER_NAMES[broker.kind], default=default)
+    port = port_of(broker.url, server=backend.server, default=backend.port)
     hostname = urlsplit(broker.url).hostname or "localhost"  # no host: a local socket
     host = f"[{hostname}]" if ":" in hostname else hostname
     binding["inProcess"] = False
-    if broker.kind == "postgres":
+    if backend.notify:
         binding["listenNotify"] = broker.listen_notify
         if broker.pgbouncer is not None:
             binding["pgbouncer"] = broker.pgbouncer
     return {
         "host": f"{host}:{port}",
-        "protocol": _PROTOCOLS[broker.kind],
+        "protocol": backend.system,
         "bindings": {BINDING: binding},
     }
 

@@ -11,6 +11,7 @@ from trinbox import Attempt, Id, Inbox, Payload, RetryAfter, RowLock
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 
 
@@ -24,8 +25,8 @@ DEAD = DeadLetter(table="jobs_dead")
 
 
 def test_postgres_counts_at_claim_and_retries_by_rollback() -> None:
-    plain = PostgresDialect().statements(spec_of(Job), DEAD)
-    counted = PostgresDialect().counted_statements(spec_of(Job), DEAD)
+    plain = build_plan(PostgresDialect(), spec_of(Job), DEAD)
+    counted = build_plan(PostgresDialect(), spec_of(Job), DEAD, count_at_claim=True)
     assert plain.retry is not None and '"attempt" + 1' in plain.retry.sql
     assert counted.retry is None
     assert counted.claim == plain.claim
@@ -41,7 +42,7 @@ def test_postgres_counts_at_claim_and_retries_by_rollback() -> None:
 
 
 def test_mysql_guards_the_count_with_a_named_lock_of_the_database() -> None:
-    counted = MySqlDialect().counted_statements(spec_of(Job), DEAD)
+    counted = build_plan(MySqlDialect(), spec_of(Job), DEAD, count_at_claim=True)
     assert counted.retry is None
     count, relock = counted.take
     assert count.sql == "UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s"
@@ -62,13 +63,17 @@ class Due(Inbox[RowLock], table="due"):
 
 
 def test_the_relock_reads_the_database_clock_when_the_broker_does() -> None:
-    _, relock = PostgresDialect(database_clock=True).counted_statements(spec_of(Due), DEAD).take
+    _, relock = build_plan(
+        PostgresDialect(database_clock=True), spec_of(Due), DEAD, count_at_claim=True
+    ).take
     assert relock.sql.endswith(
         '"id" = $1 AND "retry_after" <= statement_timestamp() FOR UPDATE SKIP LOCKED'
     )
-    _, relock = MySqlDialect(database_clock=True).counted_statements(spec_of(Due), DEAD).take
+    _, relock = build_plan(
+        MySqlDialect(database_clock=True), spec_of(Due), DEAD, count_at_claim=True
+    ).take
     assert relock.sql.endswith(
         "`id` = %s AND `retry_after` <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED"
     )
-    _, relock = PostgresDialect().counted_statements(spec_of(Due), DEAD).take
+    _, relock = build_plan(PostgresDialect(), spec_of(Due), DEAD, count_at_claim=True).take
     assert relock.params == ("id", "now")

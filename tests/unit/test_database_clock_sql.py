@@ -21,6 +21,7 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import Dialect
 from trinbox._dialects._statement import P, Statement
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
 
@@ -43,7 +44,7 @@ def test_the_host_clock_binds_now_and_leaves_the_servers_clock_out() -> None:
         for row in (LeasedEmail, LeasedPlain, EmailJob):
             if row is EmailJob and isinstance(host, SqliteDialect):
                 continue  # no row locks on SQLite
-            for st in host.statements(spec_of(row)).all():
+            for st in build_plan(host, spec_of(row)).all():
                 assert "statement_timestamp" not in st.sql
                 assert "UTC_TIMESTAMP" not in st.sql
                 assert "'now'" not in st.sql
@@ -52,7 +53,7 @@ def test_the_host_clock_binds_now_and_leaves_the_servers_clock_out() -> None:
 
 
 def test_a_postgresql_lease_claim_writes_and_returns_the_servers_expiry() -> None:
-    (claim,) = PG.statements(spec_of(LeasedPlain)).claim
+    (claim,) = build_plan(PG, spec_of(LeasedPlain)).claim
     assert claim == Statement(
         "claim",
         'WITH __claimed AS (SELECT "id", "attempt", "tenant_name", "locked_until", "payload" '
@@ -69,7 +70,7 @@ def test_a_postgresql_lease_claim_writes_and_returns_the_servers_expiry() -> Non
 
 
 def test_a_mysql_lease_claim_selects_the_servers_expiry_and_stamps_it() -> None:
-    select, stamp = MY.statements(spec_of(LeasedEmail)).claim
+    select, stamp = build_plan(MY, spec_of(LeasedEmail)).claim
     assert select == Statement(
         "claim",
         "SELECT `job_id`, `name`, `retry_after`, `attempt`, `locked_until`, `processed_at`, "
@@ -89,7 +90,7 @@ def test_a_mysql_lease_claim_selects_the_servers_expiry_and_stamps_it() -> None:
 
 
 def test_a_sqlite_lease_claim_returns_the_lease_it_stamped() -> None:
-    (claim,) = LITE.statements(spec_of(LeasedPlain)).claim
+    (claim,) = build_plan(LITE, spec_of(LeasedPlain)).claim
     assert claim == Statement(
         "claim",
         "UPDATE `app`.`plain_jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', "
@@ -123,7 +124,7 @@ def test_a_sqlite_lease_claim_returns_the_lease_it_stamped() -> None:
 def test_row_lock_settlements_stamp_the_servers_time(
     dialect: Dialect, ack: str, retry_after: str
 ) -> None:
-    st = dialect.statements(spec_of(EmailJob))
+    st = build_plan(dialect, spec_of(EmailJob))
     assert st.ack == Statement("ack", ack, ("id",))
     assert st.retry_after == Statement("retry_after", retry_after, ("delay", "id"))
     # The claim's due check reads the server's now too.
@@ -177,7 +178,7 @@ def test_the_publish_writes_a_left_out_due_time_as_the_servers_now_plus_the_dela
 def test_a_keeper_round_writes_the_servers_expiry_and_returns_it() -> None:
     spec = spec_of(LeasedEmail)
     # PostgreSQL and SQLite: one statement writes it, and returns each row moved with it.
-    assert PG.statements(spec).extend == (
+    assert build_plan(PG, spec).extend == (
         Statement(
             "extend",
             'UPDATE "email_jobs" SET "locked_until" = '
@@ -188,7 +189,7 @@ def test_a_keeper_round_writes_the_servers_expiry_and_returns_it() -> None:
             ("lease_seconds", "ids", "tokens"),
         ),
     )
-    (lite,) = LITE.statements(spec).extend
+    (lite,) = build_plan(LITE, spec).extend
     assert lite.sql.startswith("UPDATE `email_jobs` SET `locked_until` = (strftime(")
     assert lite.sql.endswith(" RETURNING `job_id`, `locked_until` AS `__token`")
     assert lite.params == ("lease_seconds", "ids", "ids", "tokens")
@@ -227,7 +228,7 @@ def test_sqlites_expressions_write_the_text_trinbox_stores() -> None:
         before = datetime.now(UTC).replace(tzinfo=None)
         (token,) = conn.execute(expiry.sql, (30,)).fetchone()
         (now,) = conn.execute(f"SELECT {LITE_NOW}").fetchone()
-        due_sql = LITE.statements(spec_of(LeasedEmail)).retry_after
+        due_sql = build_plan(LITE, spec_of(LeasedEmail)).retry_after
         assert due_sql is not None
         (due,) = conn.execute(
             "SELECT (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || "

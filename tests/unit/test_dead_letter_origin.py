@@ -28,6 +28,7 @@ from trinbox._dialects import _inspect as sql
 from trinbox._dialects._base import DeadLetter, Dialect
 from trinbox._dialects._statement import Statement
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
 
@@ -60,7 +61,7 @@ class LockedPosting(Inbox[RowLock], table="postings"):
 def test_the_move_into_a_dead_letter_group_keeps_the_group_first() -> None:
     # The origin is assigned before the group: MySQL assigns left to right, each assignment
     # reading the values set before it.
-    assert PG.statements(spec_of(Posting), DEAD).dead_letter == (
+    assert build_plan(PG, spec_of(Posting), DEAD).dead_letter == (
         Statement(
             "dead_letter",
             'UPDATE "postings" SET "dead_from" = "account", "account" = $1, '
@@ -68,24 +69,24 @@ def test_the_move_into_a_dead_letter_group_keeps_the_group_first() -> None:
             ("dest", "id", "token"),
         ),
     )
-    assert MY.statements(spec_of(LockedPosting), DEAD).dead_letter == (
+    assert build_plan(MY, spec_of(LockedPosting), DEAD).dead_letter == (
         Statement(
             "dead_letter",
             "UPDATE `postings` SET `dead_from` = `account`, `account` = %s WHERE `id` = %s",
             ("dest", "id"),
         ),
     )
-    assert LITE.statements(spec_of(Posting), DEAD).dead_letter[0].sql == (
+    assert build_plan(LITE, spec_of(Posting), DEAD).dead_letter[0].sql == (
         "UPDATE `postings` SET `dead_from` = `account`, `account` = ?, `locked_until` = NULL "
         "WHERE `id` = ? AND `locked_until` = ?"
     )
-    assert PG.counted_statements(spec_of(LockedPosting), DEAD).dead_letter == (
-        PG.statements(spec_of(LockedPosting), DEAD).dead_letter
+    assert build_plan(PG, spec_of(LockedPosting), DEAD, count_at_claim=True).dead_letter == (
+        build_plan(PG, spec_of(LockedPosting), DEAD).dead_letter
     )
 
 
 def test_the_publish_leaves_the_origin_out() -> None:
-    assert PG.statements(spec_of(Posting), DEAD).insert == Statement(
+    assert build_plan(PG, spec_of(Posting), DEAD).insert == Statement(
         "insert",
         'INSERT INTO "postings" ("account", "attempt", "locked_until", "processed_at", '
         '"payload") VALUES ($1, $2, $3, $4, $5)',

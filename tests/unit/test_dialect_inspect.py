@@ -18,20 +18,21 @@ PG = PostgresDialect()
 MY = MySqlDialect()
 LITE = SqliteDialect()
 
-PG_FREE = '("locked_until" IS NULL OR "locked_until" <= now())'
-LITE_NOW = "strftime('%Y-%m-%d %H:%M:%f000', 'now')"
+PG_FREE = '("locked_until" IS NULL OR "locked_until" <= statement_timestamp())'
+LITE_NOW = "(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')"
 
 
 def test_depth_of_a_lease_table_is_one_grouped_statement_in_the_database_clock() -> None:
     statement, columns = sql.depth(PG, spec_of(LeasedEmail), 2)
-    due = f'"retry_after" <= now() AND {PG_FREE}'
+    due = f'"retry_after" <= statement_timestamp() AND {PG_FREE}'
     assert statement == Statement(
         "depth",
         'SELECT "name", COUNT(*), '
         f"COALESCE(SUM(CASE WHEN {due} THEN 1 ELSE 0 END), 0), "
-        f'COALESCE(SUM(CASE WHEN "retry_after" > now() AND {PG_FREE} THEN 1 ELSE 0 END), 0), '
-        'COALESCE(SUM(CASE WHEN "locked_until" > now() THEN 1 ELSE 0 END), 0), '
-        f'EXTRACT(EPOCH FROM now() - MIN(CASE WHEN {due} THEN "retry_after" END)) '
+        f'COALESCE(SUM(CASE WHEN "retry_after" > statement_timestamp() AND {PG_FREE} '
+        "THEN 1 ELSE 0 END), 0), "
+        'COALESCE(SUM(CASE WHEN "locked_until" > statement_timestamp() THEN 1 ELSE 0 END), 0), '
+        f'EXTRACT(EPOCH FROM statement_timestamp() - MIN(CASE WHEN {due} THEN "retry_after" END)) '
         'FROM "email_jobs" WHERE "name" IN ($1, $2) AND "processed_at" IS NULL GROUP BY "name"',
         ("g0", "g1"),
     )
@@ -61,9 +62,10 @@ def test_depth_without_a_lease_or_a_time() -> None:
     statement, columns = sql.depth(PG, spec_of(EmailJob), 1)
     assert statement.sql == (
         'SELECT "name", COUNT(*), '
-        'COALESCE(SUM(CASE WHEN "retry_after" <= now() THEN 1 ELSE 0 END), 0), '
-        'COALESCE(SUM(CASE WHEN "retry_after" > now() THEN 1 ELSE 0 END), 0), '
-        'EXTRACT(EPOCH FROM now() - MIN(CASE WHEN "retry_after" <= now() THEN "retry_after" END)) '
+        'COALESCE(SUM(CASE WHEN "retry_after" <= statement_timestamp() THEN 1 ELSE 0 END), 0), '
+        'COALESCE(SUM(CASE WHEN "retry_after" > statement_timestamp() THEN 1 ELSE 0 END), 0), '
+        "EXTRACT(EPOCH FROM statement_timestamp() - "
+        'MIN(CASE WHEN "retry_after" <= statement_timestamp() THEN "retry_after" END)) '
         'FROM "email_jobs" WHERE "name" IN ($1) AND "processed_at" IS NULL GROUP BY "name"'
     )
     assert columns == sql.DepthColumns(grouped=True, in_work=False)
@@ -101,7 +103,7 @@ def test_dead_letters_of_a_group_and_of_a_table() -> None:
     )
 
 
-def test_redrive_of_a_group_is_one_update_making_first_deliveries_due_now() -> None:
+def test_redrive_of_a_group_is_one_update_making_first_deliveries_due_statement_timestamp() -> None:
     assert sql.redrive(MY, spec_of(LeasedEmail), DEAD_EMAILS, 2) == (
         Statement(
             "redrive",

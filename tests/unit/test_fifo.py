@@ -35,6 +35,7 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
 from trinbox._dialects.ddl import claim_index_columns
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
 
@@ -128,7 +129,7 @@ def test_the_manual_spec_says_fifo_itself() -> None:
 
 
 def test_postgres_row_lock_fifo_guard_and_head_claim() -> None:
-    st = PG.statements(spec_of(FifoLock))
+    st = build_plan(PG, spec_of(FifoLock))
     assert st.guard is not None
     # The key: the table's name as declared, unquoted, a colon and the group.
     assert st.guard.sql == (
@@ -148,7 +149,7 @@ def test_postgres_row_lock_fifo_guard_and_head_claim() -> None:
 
 
 def test_mysql_row_lock_fifo_guard_and_head_claim() -> None:
-    st = MY.statements(spec_of(FifoLock))
+    st = build_plan(MY, spec_of(FifoLock))
     assert st.guard is not None
     assert st.guard.sql == (
         "SELECT CAST((SELECT COUNT(*) FROM `bank`.`ledger` WHERE `account` = %s) = (SELECT "
@@ -166,7 +167,7 @@ def test_mysql_row_lock_fifo_guard_and_head_claim() -> None:
 
 
 def test_postgres_lease_fifo_claim_waits_while_a_row_of_the_group_is_in_work() -> None:
-    st = PG.statements(spec_of(FifoLease))
+    st = build_plan(PG, spec_of(FifoLease))
     assert st.guard is not None
     assert "hashtextextended('ledger:' || CAST($1 AS text), 0)" in st.guard.sql
     (claim,) = st.claim
@@ -185,7 +186,7 @@ def test_postgres_lease_fifo_claim_waits_while_a_row_of_the_group_is_in_work() -
 
 
 def test_mysql_lease_fifo_claim_selects_the_head_then_stamps_it() -> None:
-    st = MY.statements(spec_of(FifoLease))
+    st = build_plan(MY, spec_of(FifoLease))
     assert st.guard is not None
     assert st.guard.sql.startswith(
         "SELECT CAST((SELECT COUNT(*) FROM `ledger` WHERE `account` = %s AND `processed_at` IS "
@@ -205,7 +206,7 @@ def test_mysql_lease_fifo_claim_selects_the_head_then_stamps_it() -> None:
 
 
 def test_sqlite_lease_fifo_claim_is_one_statement_without_a_guard() -> None:
-    st = LITE.statements(spec_of(FifoLease))
+    st = build_plan(LITE, spec_of(FifoLease))
     assert st.guard is None  # one writer at a time
     (claim,) = st.claim
     assert claim.sql == (
@@ -225,12 +226,12 @@ def test_the_in_work_alias_keeps_clear_of_a_declared_name() -> None:
         account: Annotated[str, Group(fifo=True)]
         locked_until: Annotated[datetime | None, LockedUntil()]
 
-    (claim,) = PG.statements(spec_of(Clash)).claim
+    (claim,) = build_plan(PG, spec_of(Clash)).claim
     assert 'FROM "__work" AS __work_2 WHERE __work_2."account" = $1' in claim.sql
 
 
 def test_a_table_without_fifo_has_no_guard_and_claims_as_before() -> None:
-    st = PG.statements(spec_of(Grouped))
+    st = build_plan(PG, spec_of(Grouped))
     assert st.guard is None
     assert st.claim == (PG.row_lock_claim(spec_of(Grouped)),)
 
@@ -262,7 +263,7 @@ class SerialGrouped(Inbox[RowLock, Serializable], table="serial"):
 
 def test_mysql_refuses_a_row_lock_fifo_table_at_serializable() -> None:
     with pytest.raises(FifoAtSerializable) as caught:
-        MY.statements(spec_of(SerialLock))
+        build_plan(MY, spec_of(SerialLock))
     assert isinstance(caught.value, UnsupportedOpening)
     assert str(caught.value) == (
         "serial (SerialLock): a FIFO group's guard counts its rows without locking them, which "
@@ -275,9 +276,9 @@ def test_mysql_refuses_a_row_lock_fifo_table_at_serializable() -> None:
 def test_serializable_fifo_is_served_elsewhere() -> None:
     # MySQL's lease claim runs at READ COMMITTED whatever the table declares; PostgreSQL's
     # guard is an advisory lock; a group without fifo has no guard.
-    assert MY.statements(spec_of(SerialLease)).guard is not None
-    assert PG.statements(spec_of(SerialLock)).guard is not None
-    assert MY.statements(spec_of(SerialGrouped)).guard is None
+    assert build_plan(MY, spec_of(SerialLease)).guard is not None
+    assert build_plan(PG, spec_of(SerialLock)).guard is not None
+    assert build_plan(MY, spec_of(SerialGrouped)).guard is None
 
 
 def test_the_claim_index_serves_the_head_select() -> None:
@@ -305,7 +306,7 @@ class FifoBehind(Inbox[RowLock], table="ledger"):
 def test_a_fifo_group_orders_by_priority_then_id_and_by_due_time_only_when_asked() -> None:
     assert not spec_of(FifoLock).delayed_rows_move_behind
     assert spec_of(FifoBehind).delayed_rows_move_behind
-    (claim,) = PG.statements(spec_of(FifoBehind)).claim
+    (claim,) = build_plan(PG, spec_of(FifoBehind)).claim
     assert claim.sql == (
         'SELECT "id", "account", "priority", "retry_after", "payload" FROM "ledger" WHERE "id" '
         '= (SELECT "id" FROM "ledger" WHERE "account" = $1 ORDER BY "priority", "retry_after", '
@@ -374,8 +375,8 @@ def test_the_manual_spec_moves_delayed_rows_behind() -> None:
 def test_over_every_group_the_heads_are_read_then_claimed_as_a_group_s() -> None:
     """Servers: the groups whose head is due, in the order of their heads, then each head by
     the claim and guard of a subscription to its group."""
-    one = PG.statements(spec_of(FifoLock))
-    st = PG.statements(spec_of(FifoLock), every_group=True)
+    one = build_plan(PG, spec_of(FifoLock))
+    st = build_plan(PG, spec_of(FifoLock), every_group=True)
     assert (st.claim, st.guard) == (one.claim, one.guard)
     assert one.heads is None
     assert st.heads is not None
@@ -391,8 +392,8 @@ def test_over_every_group_the_heads_are_read_then_claimed_as_a_group_s() -> None
 
 
 def test_over_every_group_a_lease_head_is_read_while_no_row_of_its_group_is_in_work() -> None:
-    st = MY.statements(spec_of(FifoLease), every_group=True)
-    assert st.claim == MY.statements(spec_of(FifoLease)).claim
+    st = build_plan(MY, spec_of(FifoLease), every_group=True)
+    assert st.claim == build_plan(MY, spec_of(FifoLease)).claim
     assert st.heads is not None
     assert st.heads.sql == (
         "SELECT __head.`account` FROM (SELECT DISTINCT `account` AS __group FROM `ledger` WHERE "
@@ -406,7 +407,7 @@ def test_over_every_group_a_lease_head_is_read_while_no_row_of_its_group_is_in_w
 
 
 def test_sqlite_claims_the_heads_of_every_group_in_one_statement() -> None:
-    st = LITE.statements(spec_of(FifoLease), every_group=True)
+    st = build_plan(LITE, spec_of(FifoLease), every_group=True)
     assert st.heads is None
     assert st.guard is None
     (claim,) = st.claim
@@ -426,10 +427,10 @@ def test_sqlite_claims_the_heads_of_every_group_in_one_statement() -> None:
 
 def test_over_every_group_the_dead_letter_group_is_passed_over() -> None:
     dest = DeadLetter(group="it's dead")
-    st = PG.statements(spec_of(FifoLock), dest, every_group=True)
+    st = build_plan(PG, spec_of(FifoLock), dest, every_group=True)
     assert st.heads is not None
     assert 'FROM "bank"."ledger" WHERE "account" <> \'it\'\'s dead\') AS __groups' in st.heads.sql
-    (claim,) = LITE.statements(spec_of(FifoLease), dest, every_group=True).claim
+    (claim,) = build_plan(LITE, spec_of(FifoLease), dest, every_group=True).claim
     assert "`processed_at` IS NULL AND `account` <> 'it''s dead') AS __groups" in claim.sql
 
 

@@ -27,6 +27,7 @@ from trinbox._declare._spec import TableSpec
 from trinbox._dialects._base import DeadLetter, Dialect
 from trinbox._dialects._statement import P, Param, Sql, Statement, join, render
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
 from trinbox._errors import DeclarationError, IdentifierTooLong
@@ -120,7 +121,7 @@ def dead_letter(shape: Shape) -> DeadLetter:
 
 
 def rendered(dialect: Dialect, spec: TableSpec, dead: DeadLetter) -> list[Statement]:
-    found = dialect.statements(spec, dead).all()
+    found = build_plan(dialect, spec, dead).all()
     found += [dialect.lease_claim_begin(), dialect.plain_begin()]
     notify = dialect.notify_statement()
     return [*found, notify] if notify is not None else found
@@ -236,7 +237,7 @@ class RowNamed(Inbox[Lease], table="__row"):
 
 @pytest.mark.parametrize("dialect", DIALECTS.values(), ids=DIALECTS)
 def test_the_lock_alias_is_never_a_declared_name(dialect: Dialect) -> None:
-    (candidates,) = dialect.statements(spec_of(LockNamed)).claim
+    (candidates,) = build_plan(dialect, spec_of(LockNamed)).claim
     assert f"AS {dialect.quoted('__lock_3')}" in candidates.sql
     assert candidates.params[-1] == "limit"
     # ORDER BY names the declared columns (the retry time, then the id), never the alias.
@@ -246,13 +247,13 @@ def test_the_lock_alias_is_never_a_declared_name(dialect: Dialect) -> None:
 
 def test_postgres_ctes_and_aliases_are_never_declared_names() -> None:
     pg = PostgresDialect()
-    (claim,) = pg.statements(spec_of(RowNamed)).claim
+    (claim,) = build_plan(pg, spec_of(RowNamed)).claim
     assert claim.sql.startswith('WITH __claimed_2 AS (SELECT "__claimed", ')
     assert '__stamped_2 AS (UPDATE "__row" AS __row_2 SET "__stamped" = $' in claim.sql
     assert 'WHERE __row_2."__claimed" = __claimed_2."__claimed")' in claim.sql
-    (candidates,) = pg.statements(spec_of(LockNamed)).claim
+    (candidates,) = build_plan(pg, spec_of(LockNamed)).claim
     assert ") AS __candidates " in candidates.sql  # no declared name is __candidates here
-    (move,) = pg.statements(spec_of(LockNamed), DeadLetter(table="moved_2")).dead_letter
+    (move,) = build_plan(pg, spec_of(LockNamed), DeadLetter(table="moved_2")).dead_letter
     assert move.sql.startswith('WITH moved_3 AS (DELETE FROM "__claimed" WHERE "__lock" = $1')
     assert move.sql.endswith("FROM moved_3")
 
@@ -309,7 +310,7 @@ def test_mysql_takes_the_file_name_prefix_on_a_column_and_a_space_inside_a_name(
 
 def test_mysql_refuses_a_dead_letter_table_it_cannot_hold() -> None:
     with pytest.raises(DeclarationError, match=r"found the dead letter table 'dead '"):
-        MySqlDialect().statements(renamed(), DeadLetter(table="dead "))
+        build_plan(MySqlDialect(), renamed(), DeadLetter(table="dead "))
 
 
 @pytest.mark.parametrize("table", ["sqlite_jobs", "SQLite_jobs"])
@@ -327,9 +328,9 @@ def test_a_dead_letter_table_is_held_to_the_rules_of_every_name() -> None:
     with pytest.raises(
         DeclarationError, match=r"no NUL character .* found one in the dead letter table 'd\\x00'"
     ):
-        PostgresDialect().statements(renamed(), DeadLetter(table="d\x00"))
+        build_plan(PostgresDialect(), renamed(), DeadLetter(table="d\x00"))
     with pytest.raises(IdentifierTooLong, match="PostgreSQL identifiers are at most 63 bytes"):
-        PostgresDialect().statements(renamed(), DeadLetter(table="é" * 32))
+        build_plan(PostgresDialect(), renamed(), DeadLetter(table="é" * 32))
 
 
 def test_a_publish_is_held_to_the_dialect_rules_too() -> None:

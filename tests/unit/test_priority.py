@@ -30,6 +30,7 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects._columns import FoundColumn
 from trinbox._dialects.ddl import claim_index_columns, render_ddl
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 from trinbox._dialects.sqlite import SqliteDialect
 
@@ -78,7 +79,7 @@ class RankedOnly(Inbox[Lease], table="ranked_only"):
 
 
 def test_postgres_row_lock_claim_orders_by_priority_then_due_time_then_id() -> None:
-    (claim,) = PG.statements(spec_of(RankedLock)).claim
+    (claim,) = build_plan(PG, spec_of(RankedLock)).claim
     assert claim.sql == (
         'SELECT "id", "queue", "priority", "retry_after", "attempt", "payload" FROM "ranked" '
         'WHERE "queue" = $1 AND "retry_after" <= $2 ORDER BY "priority", "retry_after", "id" '
@@ -87,7 +88,7 @@ def test_postgres_row_lock_claim_orders_by_priority_then_due_time_then_id() -> N
 
 
 def test_postgres_lease_claim_orders_the_lock_and_the_returned_rows() -> None:
-    (claim,) = PG.statements(spec_of(RankedLease)).claim
+    (claim,) = build_plan(PG, spec_of(RankedLease)).claim
     assert claim.sql == (
         'WITH __claimed AS (SELECT "id", "queue", "priority", "retry_after", "attempt", '
         '"locked_until", "payload" FROM "ranked" WHERE "queue" = $1 AND "retry_after" <= $2 '
@@ -100,7 +101,7 @@ def test_postgres_lease_claim_orders_the_lock_and_the_returned_rows() -> None:
 
 
 def test_postgres_advisory_candidates_order_by_priority() -> None:
-    (claim,) = PG.statements(spec_of(RankedKeyed)).claim
+    (claim,) = build_plan(PG, spec_of(RankedKeyed)).claim
     assert claim.sql == (
         'SELECT "id", "__lock" FROM (SELECT "id", concat(\'ranked-\', COALESCE("queue"::text, '
         '\'\')) AS "__lock" FROM "ranked" WHERE "queue" = $1 AND "retry_after" <= $2 ORDER BY '
@@ -110,13 +111,13 @@ def test_postgres_advisory_candidates_order_by_priority() -> None:
 
 
 def test_mysql_row_lock_and_lease_claims_order_by_priority() -> None:
-    (lock,) = MY.statements(spec_of(RankedLock)).claim
+    (lock,) = build_plan(MY, spec_of(RankedLock)).claim
     assert lock.sql == (
         "SELECT `id`, `queue`, `priority`, `retry_after`, `attempt`, `payload` FROM `ranked` "
         "WHERE `queue` = %s AND `retry_after` <= %s ORDER BY `priority`, `retry_after`, `id` "
         "LIMIT %s FOR UPDATE SKIP LOCKED"
     )
-    select, _stamp = MY.statements(spec_of(RankedLease)).claim
+    select, _stamp = build_plan(MY, spec_of(RankedLease)).claim
     assert select.sql == (
         "SELECT `id`, `queue`, `priority`, `retry_after`, `attempt`, `locked_until`, `payload` "
         "FROM `ranked` WHERE `queue` = %s AND `retry_after` <= %s AND (`locked_until` IS NULL "
@@ -126,12 +127,12 @@ def test_mysql_row_lock_and_lease_claims_order_by_priority() -> None:
 
 
 def test_mysql_advisory_candidates_order_by_priority() -> None:
-    (claim,) = MY.statements(spec_of(RankedKeyed)).claim
+    (claim,) = build_plan(MY, spec_of(RankedKeyed)).claim
     assert claim.sql.endswith(" IS NULL ORDER BY `priority`, `retry_after`, `id` LIMIT %s")
 
 
 def test_sqlite_lease_claim_and_advisory_candidates_order_by_priority() -> None:
-    (lease,) = LITE.statements(spec_of(RankedLease)).claim
+    (lease,) = build_plan(LITE, spec_of(RankedLease)).claim
     assert lease.sql == (
         "UPDATE `ranked` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` IN "
         "(SELECT `id` FROM `ranked` WHERE `queue` = ? AND `retry_after` <= ? AND "
@@ -139,7 +140,7 @@ def test_sqlite_lease_claim_and_advisory_candidates_order_by_priority() -> None:
         "`id` LIMIT ?) RETURNING `id`, `queue`, `priority`, `retry_after`, `attempt` - 1 AS "
         "`attempt`, `locked_until`, `payload`"
     )
-    (candidates,) = LITE.statements(spec_of(RankedKeyed)).claim
+    (candidates,) = build_plan(LITE, spec_of(RankedKeyed)).claim
     assert candidates.sql == (
         "SELECT `id`, CAST('ranked-' || ifnull(`queue`, '') AS TEXT) AS `__lock` FROM `ranked` "
         "WHERE `queue` = ? AND `retry_after` <= ? AND CAST('ranked-' || ifnull(`queue`, '') AS "
@@ -156,7 +157,7 @@ def test_without_retry_after_the_priority_comes_before_the_id() -> None:
 def test_no_settlement_writes_the_priority() -> None:
     for dialect, rows in ((PG, (RankedLock, RankedLease, RankedKeyed)), (LITE, (RankedLease,))):
         for row in rows:
-            statements = dialect.statements(spec_of(row))
+            statements = build_plan(dialect, spec_of(row))
             settles = [statements.ack, statements.retry, statements.retry_after]
             settles += statements.batch
             assert statements.retry_after is not None

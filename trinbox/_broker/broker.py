@@ -7,7 +7,6 @@ serve.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -38,15 +37,13 @@ from .._dialects._paramstyle import (
 )
 from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
-from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Connection, Pool
-from .._drivers._requires import load_driver, require_driver
-from .._drivers._urls import check_server_url, kind_of_url, redacted
-from .._drivers.sqlite import SqlitePool, sqlite_path
+from .._drivers._urls import Kind, redacted
 from .._errors import Closed, DatabaseError
 from .._forms._base import whole_seconds
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
+from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, row_values
@@ -67,7 +64,7 @@ class SqlBroker(Generic[D]):
     def __init__(
         self,
         *,
-        kind: str,
+        backend: Backend,
         url: str,
         dialect: Dialect,
         pool_size: int,
@@ -84,7 +81,7 @@ class SqlBroker(Generic[D]):
                 f"pool_size={pool_size}; use 2 or more"
             )
             raise ValueError(msg)
-        self.kind = kind
+        self.backend = backend
         self.url = url
         self.dialect = dialect
         self.pool_size = pool_size
@@ -119,17 +116,10 @@ class SqlBroker(Generic[D]):
 
         ``clock``: the host's system clock unless given; ``DatabaseClock()`` reads SQLite's
         ``'now'`` in the statements (milliseconds)."""
-        sqlite_path(url)  # a malformed URL fails here, not at startup
-        return SqlBroker[Sqlite](
-            kind="sqlite",
-            url=url,
-            dialect=SqliteDialect(database_clock=uses_database_clock(clock, default=False)),
-            pool_size=pool_size,
-            poll_interval=poll_interval,
-            lease=lease,
-            clock=clock,
-            codec=codec,
+        broker = SqlBroker._made(
+            BACKENDS["sqlite"], url, pool_size, poll_interval, lease, clock, codec
         )
+        return cast("SqlBroker[Sqlite]", broker)
 
     @staticmethod
     def postgres(
@@ -156,25 +146,18 @@ class SqlBroker(Generic[D]):
         ``clock``: the server's (``DatabaseClock()``, ``statement_timestamp()``) unless
         given; ``SystemClock()`` or any callable is the host's.
         """
-        # A missing driver or a port that is not a number fails here, at the line that wrote
-        # it, not at startup.
-        require_driver("postgres")
-        check_server_url(url, server="PostgreSQL", default=5432)
-        dialect = importlib.import_module("trinbox._dialects.postgres").PostgresDialect(
-            database_clock=uses_database_clock(clock, default=True)
-        )
-        return SqlBroker[Postgres](
-            kind="postgres",
-            url=url,
-            dialect=dialect,
-            pool_size=pool_size,
-            poll_interval=poll_interval,
-            lease=lease,
-            clock=clock,
-            codec=codec,
+        broker = SqlBroker._made(
+            BACKENDS["postgres"],
+            url,
+            pool_size,
+            poll_interval,
+            lease,
+            clock,
+            codec,
             listen_notify=listen_notify,
             pgbouncer=pgbouncer,
         )
+        return cast("SqlBroker[Postgres]", broker)
 
     @staticmethod
     def mysql(
@@ -190,21 +173,10 @@ class SqlBroker(Generic[D]):
 
         ``clock``: the server's (``DatabaseClock()``, ``UTC_TIMESTAMP(6)``) unless given;
         ``SystemClock()`` or any callable is the host's."""
-        require_driver("mysql")  # fails here, not at startup
-        check_server_url(url, server="MySQL", default=3306)
-        dialect = importlib.import_module("trinbox._dialects.mysql").MySqlDialect(
-            database_clock=uses_database_clock(clock, default=True)
+        broker = SqlBroker._made(
+            BACKENDS["mysql"], url, pool_size, poll_interval, lease, clock, codec
         )
-        return SqlBroker[MySql](
-            kind="mysql",
-            url=url,
-            dialect=dialect,
-            pool_size=pool_size,
-            poll_interval=poll_interval,
-            lease=lease,
-            clock=clock,
-            codec=codec,
-        )
+        return cast("SqlBroker[MySql]", broker)
 
     @staticmethod
     def from_url(
@@ -228,43 +200,69 @@ class SqlBroker(Generic[D]):
         publishes against what every database serves (``AnyDatabase``: the lease and
         advisory forms at the default opening); the constructors of each database give its
         own checks (a row lock table needs ``postgres(..)`` or ``mysql(..)``)."""
-        kind = kind_of_url(url)
-        sized = {} if pool_size is None else {"pool_size": pool_size}
-        if kind != "postgres" and (listen_notify or pgbouncer is not None):
+        backend = backend_of_url(url)
+        if not backend.notify and (listen_notify or pgbouncer is not None):
             given = "listen_notify=True" if listen_notify else f"pgbouncer={pgbouncer!r}"
             msg = (
-                f"{given} is a PostgreSQL setting, found a {kind} URL ({redacted(url)}); "
+                f"{given} is a PostgreSQL setting, found a {backend.kind} URL ({redacted(url)}); "
                 f"leave it out for this database"
             )
             raise ValueError(msg)
-        broker: SqlBroker[Any]
-        if kind == "postgres":
-            broker = SqlBroker.postgres(
-                url,
-                poll_interval=poll_interval,
-                lease=lease,
-                clock=clock,
-                codec=codec,
-                listen_notify=listen_notify,
-                pgbouncer=pgbouncer,
-                **sized,
-            )
-        elif kind == "mysql":
-            broker = SqlBroker.mysql(
-                url, poll_interval=poll_interval, lease=lease, clock=clock, codec=codec, **sized
-            )
-        else:
-            broker = SqlBroker.sqlite(
-                url, poll_interval=poll_interval, lease=lease, clock=clock, codec=codec, **sized
-            )
+        broker = SqlBroker._made(
+            backend,
+            url,
+            backend.pool_size if pool_size is None else pool_size,
+            poll_interval,
+            lease,
+            clock,
+            codec,
+            listen_notify=listen_notify,
+            pgbouncer=pgbouncer,
+        )
         return cast("SqlBroker[AnyDatabase]", broker)
+
+    @staticmethod
+    def _made(
+        backend: Backend,
+        url: str,
+        pool_size: int,
+        poll_interval: timedelta | float,
+        lease: timedelta | float,
+        clock: HostClock | DatabaseClock | None,
+        codec: Codec | None,
+        *,
+        listen_notify: bool = False,
+        pgbouncer: PoolMode | None = None,
+    ) -> SqlBroker[Any]:
+        """The broker of ``backend``: its URL and driver checked here (a missing driver or a
+        port that is not a number fails at the line that made the broker, not at startup),
+        its dialect on the clock given, else the backend's."""
+        backend.check_url(url)
+        database_clock = uses_database_clock(clock, default=backend.database_clock)
+        return SqlBroker[Any](
+            backend=backend,
+            url=url,
+            dialect=backend.dialect(database_clock=database_clock),
+            pool_size=pool_size,
+            poll_interval=poll_interval,
+            lease=lease,
+            clock=clock,
+            codec=codec,
+            listen_notify=listen_notify,
+            pgbouncer=pgbouncer,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
+    def kind(self) -> Kind:
+        """The database family (``postgres``, ``mysql``, ``sqlite``)."""
+        return self.backend.kind
+
+    @property
     def needs_asyncio(self) -> bool:
         """Whether the driver runs on asyncio (inside the app's trio-asyncio loop)."""
-        return self.kind != "sqlite"
+        return not self.backend.in_process
 
     @property
     def pool(self) -> Pool:
@@ -282,25 +280,17 @@ class SqlBroker(Generic[D]):
         if self._pool is not None:
             return
         self._closed = False
-        if self.kind == "sqlite":
-            pool = SqlitePool(sqlite_path(self.url), max_size=self.pool_size)
-            await pool.open()
-            self._pool = pool
-        else:
-            check_listen(self.pgbouncer, listen_notify=self.listen_notify, on=self.url_label)
-            module = load_driver(self.kind)
-            pool = await module.open_pool(self.url, max_size=self.pool_size, **self._pool_options)
-            self._pool = cast("Pool", pool)
+        check_listen(self.pgbouncer, listen_notify=self.listen_notify, on=self.url_label)
+        self._pool = await self.backend.open_pool(self.url, self.pool_size, self._pool_options)
 
     async def open_side_pool(self) -> Pool:
         """A one-connection pool beside the broker's (the LISTEN connection)."""
-        module = load_driver(self.kind)
-        return cast("Pool", await module.open_pool(self.url, max_size=1, **self._pool_options))
+        return await self.backend.open_pool(self.url, 1, self._pool_options)
 
     @property
     def url_label(self) -> str:
         """The database without credentials, for messages."""
-        if self.kind != "sqlite":
+        if not self.backend.in_process:
             return redacted(self.url)
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.hostname else ""
@@ -542,7 +532,7 @@ class SqlBroker(Generic[D]):
                 PublishEvent(
                     spec.qualified_name,
                     group_of(spec, columns),
-                    "postgresql" if self.kind == "postgres" else self.kind,
+                    self.backend.system,
                     conn is not None,
                     start,
                     time.perf_counter() - t0,

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
-from .._declare._markers import Advisory, Form, Lease, Opening, RowLock
+from .._declare._markers import Form, Lease, Opening
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from .._errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedOpening
 from ._clock import ServerClock
@@ -35,7 +35,7 @@ from ._columns import ColumnRules
 from ._ddl_types import DdlRules
 from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join, render
 
-__all__ = ["DeadLetter", "Dialect", "Statements"]
+__all__ = ["DeadLetter", "Dialect"]
 
 _NOW = Param("now")
 _RETRY_AT = Param("retry_at")
@@ -54,63 +54,6 @@ class DeadLetter:
         if self.group is not None:
             return self.group
         return f"{self.schema}.{self.table}" if self.schema else str(self.table)
-
-
-@dataclass(frozen=True, slots=True)
-class Statements:
-    """Every statement one subscription runs, by event. ``None``/empty: the event runs none."""
-
-    claim: tuple[Statement, ...]
-    ack: Statement
-    retry: Statement | None
-    retry_after: Statement | None
-    dead_letter: tuple[Statement, ...]
-    insert: Statement
-    begin: Statement | None = None
-    # The lease keeper's round (``Dialect.lease_extend``): one statement moving every lease
-    # its token still holds and returning the rows it moved (PostgreSQL, SQLite), or MySQL's
-    # locking select of those rows and their update, rendered for one row.
-    extend: tuple[Statement, ...] = ()
-    take: tuple[Statement, ...] = ()
-    lock: Statement | None = None
-    unlock: Statement | None = None
-    # One statement settling several rows of one claim alike, by event (``ack``, ``retry``,
-    # ``retry_after``), returning the ids it settled; where the dialect has none, a batch runs
-    # the single-row statements in one transaction.
-    batch: tuple[Statement, ...] = ()
-    # A FIFO group's guard, run first in the claim's transaction (Dialect's "FIFO groups");
-    # 1: the group is this claim's.
-    guard: Statement | None = None
-    # A subscription over every group of a FIFO table (Dialect's "FIFO groups"): the read of
-    # the groups whose head is due, before the claim of each one's head (``claim`` and
-    # ``guard`` bound to that group). ``None``: the claim needs no such read.
-    heads: Statement | None = None
-
-    def batch_statement(self, event: str) -> Statement | None:
-        return next((st for st in self.batch if st.event == event), None)
-
-    def all(self) -> list[Statement]:
-        """Every statement, for the startup prepare check."""
-        found: list[Statement] = [
-            *self.claim,
-            self.ack,
-            self.insert,
-            *self.take,
-            *self.dead_letter,
-            *self.batch,
-            *self.extend,
-        ]
-        for one in (
-            self.retry,
-            self.retry_after,
-            self.lock,
-            self.unlock,
-            self.guard,
-            self.heads,
-        ):
-            if one is not None:
-                found.append(one)
-        return found
 
 
 @dataclass(frozen=True)
@@ -146,6 +89,12 @@ class Dialect(ColumnRules):
             or spec.fifo
             or (spec.form is Lease and self.lease_claim_serial)
         )
+
+    # A select's row-lock suffix inside a transaction (a redrive's read of its rows); ""
+    # where one writer at a time locks nothing per row.
+    lock_suffix: ClassVar[str] = " FOR UPDATE"
+    # What an insert of explicit ids into a generated id column needs (a redrive's copy).
+    overriding_identity: ClassVar[str] = ""
 
     # The statement that reads the server's version at startup (MySQL's floor), if any.
     version_query: ClassVar[str | None] = None
@@ -210,6 +159,10 @@ class Dialect(ColumnRules):
         if spec.fifo:
             self.check_fifo(spec)
 
+    def check_transactional(self, spec: TableSpec, *, where: str) -> None:
+        """Refuse a table whose handlers this dialect cannot run inside the delivery's
+        transaction (``transactional()``; PostgreSQL's lease form above read committed)."""
+
     def check_fifo(self, spec: TableSpec) -> None:
         """Refuse a FIFO table this dialect cannot guard (MySQL: row lock at SERIALIZABLE)."""
 
@@ -253,35 +206,20 @@ class Dialect(ColumnRules):
     def _opening_fix(self, opening: type[Opening]) -> str:
         return "declare one of those as the table's opening"
 
-    # -- statements -------------------------------------------------------------------------
+    # -- statements (composed into plans by plans.py) --------------------------------------
 
-    def statements(
-        self, spec: TableSpec, dead_letter: DeadLetter | None = None, *, every_group: bool = False
-    ) -> Statements:
-        """Every statement a subscription to ``spec`` runs, for its form; ``every_group``: a
-        subscription over every group of a FIFO table."""
-        self.check(spec, dead_letter)
-        if spec.form is Lease:
-            found = self.lease_statements(spec, dead_letter)
-        elif spec.form is Advisory:
-            return self.advisory_statements(spec, dead_letter)
-        else:
-            assert spec.form is RowLock
-            found = self.row_lock_statements(spec, dead_letter)
-        if every_group:
-            assert spec.fifo  # the queue refuses every_group() elsewhere
-            skip = dead_letter.group if dead_letter is not None else None
-            return self.every_group_statements(spec, found, skip)
-        return found
+    def every_group_claim(
+        self, spec: TableSpec, claim: tuple[Statement, ...], skip: str | None
+    ) -> tuple[Statement, ...]:
+        """The claim of a subscription over every group of a FIFO table (but ``skip``, its
+        dead letter group): each head is claimed with the claim of a subscription to its
+        group, after ``every_group_heads`` (SQLite, one writer, overrides this with one claim
+        over every group)."""
+        return claim
 
-    def every_group_statements(
-        self, spec: TableSpec, st: Statements, skip: str | None
-    ) -> Statements:
-        """A subscription over every group of a FIFO table (but ``skip``, its dead letter
-        group): read the groups whose head is due, then claim each head with the claim and
-        guard of a subscription to its group (SQLite, one writer, overrides this with one
-        claim over every group)."""
-        return replace(st, heads=self.heads(spec, skip))
+    def every_group_heads(self, spec: TableSpec, skip: str | None) -> Statement | None:
+        """The read of the groups whose head is due, before each head's claim."""
+        return self.heads(spec, skip)
 
     def render(self, event: str, sql: Frag) -> Statement:
         """``sql`` as the statement of ``event``, in this dialect's placeholders (on the
@@ -464,6 +402,15 @@ class Dialect(ColumnRules):
         """A transaction at the default level: dead letter moves, user transactions."""
         return self.render("begin", "BEGIN")
 
+    def redrive_begin(self) -> Statement:
+        """The transaction of a redrive (``trinbox dead-letters``): it reads, then writes."""
+        return self.plain_begin()
+
+    @property
+    def default_now(self) -> str:
+        """The DDL's default of a generated RetryAfter: the one now, as a column default."""
+        return self.server_clock.now
+
     def key_expression(self, spec: TableSpec) -> str:
         """The advisory key, rendered by the database from the template."""
         parts = []
@@ -486,48 +433,6 @@ class Dialect(ColumnRules):
         return " || ".join(parts)
 
     # -- forms (dialects override the claim shapes) ----------------------------------------------
-
-    def lease_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
-        return Statements(
-            claim=self.fifo_lease_claim(spec) if spec.fifo else self.lease_claim(spec),
-            ack=self.finish(spec, token=True),
-            retry=self.update("retry", spec, [], token=True),
-            retry_after=self.retry_after_statement(spec, token=True, count=False),
-            dead_letter=self.dead_letter_statements(spec, dead_letter, token=True),
-            insert=self.insert(spec),
-            begin=self.begin(spec),
-            extend=self.lease_extend(spec, 1),
-            batch=self.lease_batch(spec),
-            guard=self.fifo_guard(spec) if spec.fifo else None,
-        )
-
-    def advisory_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
-        return Statements(
-            claim=(self.advisory_candidates(spec),),
-            ack=self.finish(spec, token=False),
-            retry=None,
-            retry_after=self.retry_after_statement(spec, token=False, count=False),
-            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
-            insert=self.insert(spec),
-            begin=self.begin(spec),
-            take=self.advisory_take(spec),
-            lock=self.advisory_lock(spec),
-            unlock=self.advisory_unlock(spec),
-        )
-
-    def row_lock_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
-        retry = self.update("retry", spec, self.bump(spec), token=False) if spec.attempt else None
-        claim = self.head_claim(spec) if spec.fifo else self.row_lock_claim(spec)
-        return Statements(
-            claim=(claim,),
-            ack=self.finish(spec, token=False),
-            retry=retry,
-            retry_after=self.retry_after_statement(spec, token=False, count=True),
-            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
-            insert=self.insert(spec),
-            begin=self.begin(spec),
-            guard=self.fifo_guard(spec) if spec.fifo else None,
-        )
 
     def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         raise NotImplementedError
@@ -842,14 +747,10 @@ class Dialect(ColumnRules):
 
     # -- the row lock form's count at claim (_count_at_claim.py) ----------------------------
 
-    def counted_statements(self, spec: TableSpec, dead_letter: DeadLetter | None) -> Statements:
-        """The row lock form counting the attempt at claim: ``take`` holds the count (its own
-        committed transaction) and the relock of the counted row by id in the delivery's
-        transaction, reading the attempt as it was before the count; ``lock``/``unlock`` the
-        guard. A retry then counts nothing: it rolls back (the count stands), a delayed retry
-        only sets the due time."""
-        self.check(spec, dead_letter)
-        assert spec.form is RowLock and spec.attempt is not None
+    def count_and_relock(self, spec: TableSpec) -> tuple[Statement, ...]:
+        """The count of the attempt (its own committed transaction), then the relock of the
+        counted row by id in the delivery's transaction, reading the attempt as it was before
+        the count."""
         t = self.table(spec)
         attempt = self.column(spec.attempt)
         count = self.render(
@@ -862,18 +763,7 @@ class Dialect(ColumnRules):
             + self.where(conds)
             + " FOR UPDATE SKIP LOCKED",
         )
-        return Statements(
-            claim=(self.row_lock_claim(spec),),
-            ack=self.finish(spec, token=False),
-            retry=None,
-            retry_after=self.retry_after_statement(spec, token=False, count=False),
-            dead_letter=self.dead_letter_statements(spec, dead_letter, token=False),
-            insert=self.insert(spec),
-            begin=self.begin(spec),
-            take=(count, relock),
-            lock=self.count_guard(unlock=False),
-            unlock=self.count_guard(unlock=True),
-        )
+        return (count, relock)
 
     def count_guard(self, *, unlock: bool) -> Statement:
         """Take (waiting) or let go of the session lock named by ``key`` that keeps counting

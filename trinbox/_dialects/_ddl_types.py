@@ -44,8 +44,6 @@ class DdlRules:
     # A generated id: ``{type}`` is the integer type, or the field's SqlType.
     generated_id: str
     integer_id: str
-    # The default of a RetryAfter the publish leaves to the database (RetryAfter(generated=True)).
-    now: str
     partial_indexes: bool = True
     # SQLite names the schema on the index, the table bare (PostgreSQL puts an index in its
     # table's schema, and refuses a qualified index name).

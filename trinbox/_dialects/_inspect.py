@@ -1,9 +1,10 @@
 """The read-only statistics and dead-letter statements of ``trinbox inspect`` and
 ``trinbox dead-letters`` (and of the queue-depth gauge), rendered per dialect. Pure text.
 
-Times are read in the database's own clock (``now()``, ``UTC_TIMESTAMP(6)``, SQLite's
-``'now'`` written as trinbox writes its times), so the numbers do not depend on the clock of
-the host that asks. Every name is quoted by the dialect, every value is a parameter.
+Times are read in the database's own clock, the dialect's one now (``server_clock``:
+``statement_timestamp()``, ``UTC_TIMESTAMP(6)``, SQLite's ``'now'`` written as trinbox writes
+its times), so the numbers do not depend on the clock of the host that asks. Every name is
+quoted by the dialect, every value is a parameter.
 
 Parameters: ``g0, g1, ...`` the groups counted, ``dest`` a dead letter group, ``origin`` the
 queue's own group (its dead letters in ``dest`` are the rows whose OriginGroup holds it),
@@ -22,9 +23,7 @@ from ._base import DeadLetter, Dialect
 from ._statement import Frag, P, Sql, Statement, join
 
 __all__ = [
-    "Clock",
     "DepthColumns",
-    "clock_of",
     "count_rows",
     "bind_ids",
     "dead_ids",
@@ -35,50 +34,6 @@ __all__ = [
     "redrive",
     "redrive_begin",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Clock:
-    """A dialect's reading of the database clock: ``now`` compares with the stored times,
-    ``age`` is the seconds from a stored time to now, ``lock`` is the row-lock suffix of a
-    select in a transaction, ``begin`` the transaction of a redrive, ``overriding`` what an
-    insert of explicit ids needs."""
-
-    now: str
-    age: str  # with {t} for the stored time
-    lock: str
-    begin: str | None = None
-    overriding: str = ""
-
-
-# One table for the per-dialect choices, by the dialect's name.
-_CLOCKS: dict[str, Clock] = {
-    "PostgreSQL": Clock(
-        now="now()",
-        age="EXTRACT(EPOCH FROM now() - {t})",
-        lock=" FOR UPDATE",
-        overriding=" OVERRIDING SYSTEM VALUE",
-    ),
-    "MySQL": Clock(
-        now="UTC_TIMESTAMP(6)",
-        age="TIMESTAMPDIFF(MICROSECOND, {t}, UTC_TIMESTAMP(6)) / 1000000",
-        lock=" FOR UPDATE",
-    ),
-    # trinbox writes SQLite times as "YYYY-MM-DD HH:MM:SS.ffffff" text; 'now' has
-    # milliseconds, padded to six digits so that the text compares as the times do. The
-    # redrive reads, then writes: it takes the write lock at BEGIN (a deferred transaction
-    # could not upgrade while a serving app writes).
-    "SQLite": Clock(
-        now="strftime('%Y-%m-%d %H:%M:%f000', 'now')",
-        age="(julianday('now') - julianday({t})) * 86400.0",
-        lock="",
-        begin="BEGIN IMMEDIATE",
-    ),
-}
-
-
-def clock_of(dialect: Dialect) -> Clock:
-    return _CLOCKS[dialect.name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +53,7 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
     """One statement over the table: per group (``groups`` of them, bound ``g0``...), its
     unfinished rows, those due now (not leased), scheduled for later, leased, and the age in
     seconds of the oldest due row. Unfinished: not marked processed."""
-    clock = clock_of(dialect)
+    clock = dialect.server_clock
     now = clock.now
     t = dialect.table(spec)
     due_conds: list[str] = []
@@ -206,7 +161,7 @@ def dead_ids(
         f"SELECT {dialect.column(spec.id)} FROM {table}"
         + dialect.where(conds)
         + f" ORDER BY {dialect.column(spec.id)}"
-        + clock_of(dialect).lock,
+        + dialect.lock_suffix,
     )
 
 
@@ -229,7 +184,7 @@ def _reset(dialect: Dialect, col: ColumnSpec) -> str | None:
     if col.role == "attempt":
         return "1"
     if col.role == "retry_after":
-        return clock_of(dialect).now
+        return dialect.server_clock.now
     if col.role in ("locked_until", "processed_at", "origin_group"):
         return "NULL"
     return None
@@ -269,7 +224,7 @@ def redrive(
     source = dialect.qualified(str(dead.table), dead.schema)
     names = ", ".join(dialect.column(c) for c in spec.columns)
     values = ", ".join(_reset(dialect, c) or dialect.column(c) for c in spec.columns)
-    overriding = clock_of(dialect).overriding
+    overriding = dialect.overriding_identity
     return (
         dialect.render(
             "redrive",
@@ -282,7 +237,7 @@ def redrive(
 
 def redrive_begin(dialect: Dialect) -> str:
     """The text that opens a redrive's transaction."""
-    return clock_of(dialect).begin or dialect.plain_begin().sql
+    return dialect.redrive_begin().sql
 
 
 def deliveries_made(spec: TableSpec, attempt: int, *, counted_at_claim: bool = False) -> int:

@@ -193,7 +193,7 @@ def _column(
         return f"{name} {sql_type}"  # NULL while free / unfinished
     if role == "retry_after":
         # Never NULL: a row without a time would never be due.
-        default = f" DEFAULT {rules.now}" if col.generated and override is None else ""
+        default = f" DEFAULT {dialect.default_now}" if col.generated and override is None else ""
         return f"{name} {sql_type} NOT NULL{default}"
     null = "" if is_optional(col.python_type) else " NOT NULL"
     return f"{name} {sql_type}{null}"

@@ -95,7 +95,14 @@ _SESSION_NOW = re.compile(
     r"^(current_timestamp|now|localtime|localtimestamp|sysdate)\b", re.IGNORECASE
 )
 
-UTC_DEFAULT = "(UTC_TIMESTAMP(6))"
+# UTC_TIMESTAMP is UTC whatever the session's time_zone (NOW() would follow it); it is read
+# once per statement, so its three reads in the clock below agree.
+_NOW = "UTC_TIMESTAMP(6)"
+# The DDL's now: CURRENT_TIMESTAMP(6) would be the session's local time, and a row written
+# from a session at +05:00 would fall due five hours late (at -05:00, early, ahead of rows
+# already queued). An expression default, in the parentheses MySQL asks for (MySQL 8.0.13+;
+# MariaDB takes them too).
+UTC_DEFAULT = f"({_NOW})"
 
 # Times are DATETIME(6), naive UTC: whole seconds would hold the lease token, the fractions
 # keep retry_after and processed_at to the microsecond. Text in an index or a primary key is
@@ -121,21 +128,14 @@ _DDL = DdlRules(
     payload="LONGBLOB",
     generated_id="{type} AUTO_INCREMENT PRIMARY KEY",
     integer_id="BIGINT",
-    # UTC whatever the writing session's time_zone: CURRENT_TIMESTAMP(6) would be the
-    # session's local time, and a row written from a session at +05:00 would fall due five
-    # hours late (at -05:00, early, ahead of rows already queued). An expression default,
-    # in the parentheses MySQL asks for (MySQL 8.0.13+; MariaDB takes them too).
-    now=UTC_DEFAULT,
     partial_indexes=False,
     inline_index=True,
     table_options=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 )
 
 
-# UTC_TIMESTAMP is UTC whatever the session's time_zone (NOW() would follow it); it is read
-# once per statement, so its three reads below agree. The expiry is rounded up to the next
-# whole second: a DATETIME without fractions then stores the token exactly.
-_NOW = "UTC_TIMESTAMP(6)"
+# The expiry is rounded up to the next whole second: a DATETIME without fractions then stores
+# the token exactly.
 _FRACTION = f"MICROSECOND({_NOW})"
 _CLOCK = ServerClock(
     now=_NOW,
@@ -254,6 +254,10 @@ class MySqlDialect(Dialect):
         if isinstance(value, datetime) and value.tzinfo is not None:
             return value.astimezone(UTC).replace(tzinfo=None)
         return super().driver_value(value)
+
+    @property
+    def default_now(self) -> str:
+        return UTC_DEFAULT
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"

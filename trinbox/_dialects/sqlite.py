@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import ClassVar
@@ -26,7 +26,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from .._errors import DeclarationError
-from ._base import Dialect, Statements
+from ._base import Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
@@ -67,7 +67,6 @@ _DDL = DdlRules(
     # The rowid: AUTOINCREMENT never hands out the id of a deleted (acked) row again.
     generated_id="{type} PRIMARY KEY AUTOINCREMENT",
     integer_id="INTEGER",
-    now="(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')",
     schema_on_index=True,
 )
 # 'now' is read once per statement step (the claim's UPDATE stamps every row in its first step)
@@ -116,6 +115,7 @@ class SqliteDialect(Dialect):
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
     server_clock: ClassVar[ServerClock] = _CLOCK
+    lock_suffix: ClassVar[str] = ""
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"
     count_rule: ClassVar[str] = (
         "on SQLite a declared type of INTEGER or NUMERIC affinity, or none (in a STRICT table "
@@ -152,6 +152,11 @@ class SqliteDialect(Dialect):
 
     def begin(self, spec: TableSpec) -> Statement:
         return self.render("begin", _BEGIN[spec.opening])
+
+    def redrive_begin(self) -> Statement:
+        # The write lock at BEGIN: a deferred transaction could not upgrade while a serving
+        # app writes.
+        return self.render("begin", "BEGIN IMMEDIATE")
 
     def key_column(self, column: str) -> str:
         return f"ifnull({column}, '')"
@@ -197,24 +202,28 @@ class SqliteDialect(Dialect):
             ),
         )
 
-    def every_group_statements(
-        self, spec: TableSpec, st: Statements, skip: str | None
-    ) -> Statements:
+    def every_group_claim(
+        self, spec: TableSpec, claim: tuple[Statement, ...], skip: str | None
+    ) -> tuple[Statement, ...]:
         """One writer: one UPDATE ... RETURNING stamps the heads of up to ``limit`` groups
         but ``skip`` at once (the single writer is every group's guard)."""
         row, source, order = self.every_head(spec, skip)
-        claim = self.render(
-            "claim",
-            f"UPDATE {self.table(spec)} SET "
-            + self.lease_stamp(spec, lease=self.lease_at())
-            + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
-            + source
-            + f" ORDER BY {order} LIMIT "
-            + P("limit")
-            + f") RETURNING {self.select_list(spec, attempt_before=True)}"
-            + self.token_column(spec, stored=True),
+        return (
+            self.render(
+                "claim",
+                f"UPDATE {self.table(spec)} SET "
+                + self.lease_stamp(spec, lease=self.lease_at())
+                + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
+                + source
+                + f" ORDER BY {order} LIMIT "
+                + P("limit")
+                + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+                + self.token_column(spec, stored=True),
+            ),
         )
-        return replace(st, claim=(claim,))
+
+    def every_group_heads(self, spec: TableSpec, skip: str | None) -> Statement | None:
+        return None
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         # The ids travel as one JSON array: one statement text whatever the batch's size.

@@ -12,18 +12,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._errors import ConnectError
 
-__all__ = ["check_server_url", "kind_of_url", "port_of", "redacted"]
+__all__ = ["Kind", "check_server_url", "port_of", "redacted"]
 
 Kind = Literal["postgres", "mysql", "sqlite"]
-
-# The schemes each database's URLs are written with (asyncpg reads both of PostgreSQL's).
-_KINDS: dict[str, Kind] = {
-    "postgresql": "postgres",
-    "postgres": "postgres",
-    "mysql": "mysql",
-    "mariadb": "mysql",
-    "sqlite": "sqlite",
-}
+"""A database family, as the backends (trinbox/_broker/backends.py) and driver modules name it."""
 
 _SECRET_KEYS = ("password", "passwd", "pass", "sslpassword")
 
@@ -48,24 +40,6 @@ def redacted(url: str) -> str:
             [(k, "***" if k.lower() in _SECRET_KEYS else v) for k, v in pairs], safe="*"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def kind_of_url(url: str) -> Kind:
-    """The database a URL names by its scheme, or ``ConnectError`` naming the schemes read."""
-    scheme, sep, _ = url.partition("://")
-    kind = _KINDS.get(scheme.lower()) if sep else None
-    if kind is not None:
-        return kind
-    found = f"the scheme {scheme + ':'!r}" if sep else "no scheme"
-    hint = ""
-    if "+" in scheme:  # postgresql+asyncpg://, as SQLAlchemy names a driver
-        hint = f" (a driver suffix is not read: write {scheme.partition('+')[0]}://)"
-    msg = (
-        f"SqlBroker.from_url picks the database by the URL's scheme, postgresql:// (or "
-        f"postgres://), mysql:// (or mariadb://) or sqlite:///, found {found} in "
-        f"{redacted(url)}{hint}; write one of them"
-    )
-    raise ConnectError(msg, statement="connect")
 
 
 def _written_port(netloc: str) -> str:

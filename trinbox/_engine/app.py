@@ -154,7 +154,6 @@ class App:
         self._tasks.append(BackgroundTask.of(task))
         return task
 
-
     # One overload per dialect: what it mounts (_capabilities.py) against what the subscriber
     # needs (its Needs: the row, the row's form and opening, the mode). A broker typed
     # SqlBroker[Any] takes any subscriber some dialect mounts; a refusal (refusals.py) or a

@@ -25,9 +25,10 @@ from .._declare._markers import (
     Transactional,
 )
 from .._declare._spec import TableSpec
-from .._dialects._base import DeadLetter, Statements
+from .._dialects._base import DeadLetter
 from .._dialects.ddl import dead_letter_of
-from .._errors import DeclarationError, ServerTooOld, StartupError, UnsupportedOpening
+from .._dialects.plans import Plan, build_plan
+from .._errors import DeclarationError, ServerTooOld, StartupError
 from .._forms._base import ClaimForm, FormContext, FormTraits, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
@@ -58,9 +59,7 @@ class Checked:
     """What the checks that need no database found: the dead letter destination, the
     statements, and how the handler is called."""
 
-    def __init__(
-        self, dead_letter: DeadLetter | None, statements: Statements, plan: HandlerPlan
-    ) -> None:
+    def __init__(self, dead_letter: DeadLetter | None, statements: Plan, plan: HandlerPlan) -> None:
         self.dead_letter = dead_letter
         self.statements = statements
         self.plan = plan
@@ -79,10 +78,14 @@ def check(
     spec = spec_of(queue.row)
     transactional = queue.mode is Transactional
     dest = declared_dead_letter(where, spec, max_attempts, dead_letter)
-    if queue.attempt_at_claim:  # the row lock form's opt-in (checked by the queue)
-        statements = broker.dialect.counted_statements(spec, dest)
-    else:
-        statements = broker.dialect.statements(spec, dest, every_group=queue.serves_every_group)
+    statements = build_plan(
+        broker.dialect,
+        spec,
+        dest,
+        every_group=queue.serves_every_group,
+        # The row lock form's opt-in (checked by the queue).
+        count_at_claim=queue.attempt_at_claim,
+    )
     if transactional and queue.batch_size is not None:
         msg = (
             f"{where}: batches never run in transactional mode, found .batch("
@@ -103,21 +106,10 @@ def check(
 
 
 def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:
-    """Refuse a (form, opening, mode) the broker's dialect cannot mount (``UnsupportedOpening``):
-    PostgreSQL runs a transactional lease handler at read committed only."""
-    if (
-        mode is Transactional
-        and spec.form is Lease
-        and broker.kind == "postgres"
-        and spec.opening.name in ("repeatable_read", "serializable")
-    ):
-        msg = (
-            f"{where}: PostgreSQL runs a transactional lease handler at ReadCommitted (or "
-            f"Default) only, found {spec.label} at {spec.opening.__name__} (the handler must "
-            f"see the lease extensions committed after its transaction began); declare "
-            f"Inbox[Lease, ReadCommitted], or drop .transactional()"
-        )
-        raise UnsupportedOpening(msg)
+    """Refuse a (form, opening, mode) the broker's dialect cannot mount (``UnsupportedOpening``,
+    ``Dialect.check_transactional``)."""
+    if mode is Transactional:
+        broker.dialect.check_transactional(spec, where=where)
 
 
 def check_backoff(
@@ -178,7 +170,7 @@ def declared_dead_letter(
     return dead_letter_of(spec, dest, where=where)
 
 
-async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Statements) -> None:
+async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Plan) -> None:
     """Check the server's version, the types of the table's role columns in its catalog, and
     prepare every statement against the database."""
     pool = broker.pool

@@ -54,7 +54,7 @@ def _backoff_of(queue: InboxQueue[Any, Any]) -> Backoff:
 
 def system_of(broker: SqlBroker[Any]) -> str:
     """The database as OpenTelemetry names it (``db.system.name``)."""
-    return {"postgres": "postgresql"}.get(broker.kind, broker.kind)
+    return broker.backend.system
 
 
 _COUNTS = (

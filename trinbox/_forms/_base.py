@@ -13,8 +13,9 @@ from typing import Protocol
 import trio
 
 from .._declare._spec import TableSpec
-from .._dialects._base import DeadLetter, Dialect, Statements
+from .._dialects._base import DeadLetter, Dialect
 from .._dialects._statement import Statement
+from .._dialects.plans import Plan
 from .._drivers._base import Connection, Pool, Record
 from .._errors import TrinboxError
 
@@ -131,7 +132,7 @@ class FormContext:
 
     spec: TableSpec
     dialect: Dialect
-    statements: Statements
+    statements: Plan
     pool: Pool
     clock: Clock
     group: str | None
@@ -249,7 +250,7 @@ class ClaimForm(Protocol):
         ...
 
 
-def step_statements(statements: Statements, step: Step) -> tuple[Statement, ...]:
+def step_statements(statements: Plan, step: Step) -> tuple[Statement, ...]:
     """The statements a settlement step runs, in order; none for a retry the form settles
     without a statement (advisory: the unlock returns the row; row lock without an attempt
     column: the rollback does)."""

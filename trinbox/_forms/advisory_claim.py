@@ -256,8 +256,7 @@ class AdvisoryClaims(AdvisoryKeys):
         """Transactional mode: the handler's transaction opens on the key's session."""
         if delivery.conn is None:
             delivery.conn = await self._ctx.pool.acquire("delivery transaction")
-        begin = self._ctx.statements.begin
-        await delivery.conn.begin(begin.sql if begin else "BEGIN")
+        await delivery.conn.begin(self._ctx.statements.begin.sql)
         delivery.tx_open = True
 
     async def open_transaction(self, delivery: Delivery) -> Connection:

@@ -180,7 +180,7 @@ class LeaseForm:
             for delivery in deliveries:
                 conn = await ctx.pool.acquire("delivery transaction")
                 delivery.conn = conn
-                await conn.begin(ctx.statements.begin.sql if ctx.statements.begin else "BEGIN")
+                await conn.begin(ctx.statements.begin.sql)
                 delivery.tx_open = True
         except BaseException:
             with cleanup_scope():

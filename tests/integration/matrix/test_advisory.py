@@ -40,6 +40,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers._base import Connection, Op, Pool, Record, Result, stops
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import Ack, FormContext
@@ -671,7 +672,7 @@ async def advisory_form(
             ctx = FormContext(
                 spec=spec,
                 dialect=broker.dialect,
-                statements=broker.dialect.statements(spec),
+                statements=build_plan(broker.dialect, spec),
                 pool=broker.pool if gate is None else GatedPool(broker.pool, gate),
                 clock=broker.clock,
                 group="emails",
@@ -1037,7 +1038,7 @@ async def test_a_key_naming_a_missing_column_stops_serve(case: Case) -> None:
 
     app = make_app()
     app.include(broker, send)
-    candidates = broker.dialect.statements(spec_of(RegionEmail)).claim[0]
+    candidates = build_plan(broker.dialect, spec_of(RegionEmail)).claim[0]
     assert candidates.event == "candidates"
     # The database's own words for the missing column.
     cause = {

@@ -20,6 +20,7 @@ from trinbox import (
     Subscriber,
     subscriber,
 )
+from trinbox._dialects.plans import build_plan
 from trinbox.testing import settled
 
 from ..serving import make_app, serving
@@ -98,7 +99,7 @@ async def test_failed_settlement_leaves_the_others_of_its_batch(case: Case) -> N
         errors = list(app.statistics(handle).settle_errors)
     # The acks of rows 1 and 3 stand; row 2 is left, its attempt counted at the claim.
     assert stand.rows("SELECT job_id, attempt FROM email_jobs") == [(2, 2)]
-    ack = broker.dialect.statements(case.email.__inbox_spec__).ack.sql
+    ack = build_plan(broker.dialect, case.email.__inbox_spec__).ack.sql
     if case.form == "lease":
         # The failed ack leaves the row leased until its lease runs out (like a crash).
         assert stand.value("SELECT locked_until FROM email_jobs") is not None

@@ -12,6 +12,7 @@ import trio
 
 from trinbox import DatabaseError, InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._engine.startup import make_form
 from trinbox._forms._base import Ack, FormContext, whole_seconds
@@ -196,7 +197,7 @@ async def test_a_chained_claim_that_fails_leaves_its_settlement_standing(case: C
         await broker.open()
         try:
             spec = spec_of(case.email)
-            statements = broker.dialect.statements(spec)
+            statements = build_plan(broker.dialect, spec)
             ctx = FormContext(
                 spec=spec,
                 dialect=broker.dialect,

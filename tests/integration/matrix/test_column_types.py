@@ -41,6 +41,7 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
+from trinbox._dialects.plans import build_plan
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
@@ -410,7 +411,7 @@ async def test_a_statement_failing_for_another_reason_asks_for_what_the_database
     app = make_app()
     app.include(broker, handle).max_attempts(3).dead_letter("typed_jobs_dead")
     dest = DeadLetter(table="typed_jobs_dead")
-    (move,) = broker.dialect.statements(spec_of(TypedJob), dest).dead_letter
+    (move,) = build_plan(broker.dialect, spec_of(TypedJob), dest).dead_letter
     with trio.fail_after(10), pytest.raises(SchemaError) as caught:
         await app.serve()
     assert str(caught.value) == (

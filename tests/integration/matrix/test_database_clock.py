@@ -23,6 +23,7 @@ import trio
 
 from trinbox import DatabaseClock, HandlerOutcome, InboxQueue, SqlBroker, subscriber
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import Ack, FormContext, RetryAt, whole_seconds
 from trinbox._forms.lease import LeaseForm
@@ -107,7 +108,7 @@ async def lease_form(
             ctx = FormContext(
                 spec=spec,
                 dialect=broker.dialect,
-                statements=broker.dialect.statements(spec, None),
+                statements=build_plan(broker.dialect, spec, None),
                 pool=broker.pool,
                 clock=broker.clock,
                 group="emails",

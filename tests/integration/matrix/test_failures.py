@@ -24,6 +24,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.mysql import MySqlConnection
 from trinbox.testing import VirtualClock, settled
 
@@ -92,7 +93,7 @@ async def test_failed_claim_waits_one_second_not_the_poll_interval(
         async with serving(app):
             with trio.fail_after(HOUR / 2):
                 await settled(app, handle, 1)
-    claim = broker.dialect.statements(case.email.__inbox_spec__).claim[0].sql
+    claim = build_plan(broker.dialect, case.email.__inbox_spec__).claim[0].sql
     assert [type(e) for e in watch.failed] == [DatabaseError]
     assert str(watch.failed[0]) == f"{missing_table(case)} (while running: {claim})"
     gap = watch.times[1] - watch.times[0]

@@ -27,6 +27,7 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms._base import (
     Ack,
@@ -111,7 +112,7 @@ async def lease_forms(
             ctx = FormContext(
                 spec=spec,
                 dialect=broker.dialect,
-                statements=broker.dialect.statements(spec, dead),
+                statements=build_plan(broker.dialect, spec, dead),
                 pool=broker.pool,
                 clock=broker.clock,
                 group=group,

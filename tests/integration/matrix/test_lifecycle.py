@@ -27,6 +27,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
@@ -302,7 +303,7 @@ async def test_missing_table_or_column_stops_serve_with_a_schema_error(
     app.include(broker, handle)
     # The first statement checked is the claim (the advisory form's candidate select), which
     # reads the customer column in every form (the advisory key names it).
-    first = broker.dialect.statements(case.email.__inbox_spec__).claim[0]
+    first = build_plan(broker.dialect, case.email.__inbox_spec__).claim[0]
     assert first.event == ("candidates" if case.form == "advisory" else "claim")
     database = stand.url.rsplit("/", 1)[1]
     refused = {

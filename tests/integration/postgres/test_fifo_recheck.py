@@ -36,6 +36,7 @@ from trinbox import (
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects._statement import Statement
+from trinbox._dialects.plans import build_plan
 from trinbox._dialects.postgres import PostgresDialect
 
 from ..stands import PostgresStand, fresh_stand
@@ -120,7 +121,7 @@ def _waiting_at_gate(conn: psycopg.Connection[Any]) -> bool:
 def test_a_head_changed_while_the_claim_locks_it_is_not_claimed(
     stand: PostgresStand, row: type[Inbox[Any, Any]], meanwhile: str
 ) -> None:
-    (claim,) = PostgresDialect().statements(spec_of(row)).claim
+    (claim,) = build_plan(PostgresDialect(), spec_of(row)).claim
     values = {"group": "acct", "now": NOW, "lease": NOW + timedelta(seconds=30)}
     taken: list[tuple[Any, ...]] = []
     errors: list[BaseException] = []

@@ -20,6 +20,7 @@ import trio
 import trinbox
 from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.plans import build_plan
 from trinbox._drivers.sqlite import SqliteConnection
 from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm
@@ -374,12 +375,12 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
             FormContext(
                 spec=spec,
                 dialect=broker.dialect,
-                statements=broker.dialect.statements(spec),
+                statements=build_plan(broker.dialect, spec),
                 pool=broker.pool,
                 clock=broker.clock,
                 group="emails",
             ),
-            advisory_keys(broker.dialect.statements(spec), broker.pool),
+            advisory_keys(build_plan(broker.dialect, spec), broker.pool),
         )
         assert form.traits.chains
         (first,) = await form.claim(1)
@@ -406,12 +407,12 @@ def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
         FormContext(
             spec=spec,
             dialect=broker.dialect,
-            statements=broker.dialect.statements(spec),
+            statements=build_plan(broker.dialect, spec),
             pool=broker.pool,
             clock=broker.clock,
             group="emails",
         ),
-        advisory_keys(broker.dialect.statements(spec), broker.pool),
+        advisory_keys(build_plan(broker.dialect, spec), broker.pool),
     )
 
 

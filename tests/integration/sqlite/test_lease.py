@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from trinbox import SqlBroker
 from trinbox._declare._inbox import spec_of
+from trinbox._dialects.plans import build_plan
 from trinbox._forms._base import Ack, FormContext, whole_seconds
 from trinbox._forms.lease import LeaseForm
 
@@ -46,7 +47,7 @@ async def test_the_lease_token_is_stored_as_fixed_width_text_and_compares_as_tim
         ctx = FormContext(
             spec=spec,
             dialect=broker.dialect,
-            statements=broker.dialect.statements(spec),
+            statements=build_plan(broker.dialect, spec),
             pool=broker.pool,
             clock=broker.clock,
             group="emails",

@@ -1,0 +1,53 @@
+-- MySQL, Advisory form, table shape 'plain-in-schema', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event candidates; params: limit)
+SELECT `id`, IF(CHAR_LENGTH(CONCAT_WS('', LOWER('app'), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), ''))) BETWEEN 1 AND 64, CONCAT_WS('', LOWER('app'), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), SHA2(CONCAT_WS('', LOWER('app'), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), 256)) AS `__lock` FROM `app`.`jobs` WHERE IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER('app'), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), ''))) BETWEEN 1 AND 64, CONCAT_WS('', LOWER('app'), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), SHA2(CONCAT_WS('', LOWER('app'), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), 256))) IS NULL ORDER BY `id` LIMIT %s
+
+-- ack (event ack; params: id)
+DELETE FROM `app`.`jobs` WHERE `id` = %s
+
+-- retry: none
+
+-- retry_after: none
+
+-- dead_letter[0] (event dead_letter; params: id)
+INSERT INTO `app`.`jobs_dead` (`id`, `payload`) SELECT `id`, `payload` FROM `app`.`jobs` WHERE `id` = %s
+
+-- dead_letter[1] (event dead_letter; params: id)
+DELETE FROM `app`.`jobs` WHERE `id` = %s
+
+-- insert (event insert; params: payload)
+INSERT INTO `app`.`jobs` (`payload`) VALUES (%s)
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id)
+SELECT `id`, `payload` FROM `app`.`jobs` WHERE `id` = %s
+
+-- lock (event lock; params: key)
+SELECT CAST(COALESCE(GET_LOCK(%s, 0), 0) AS SIGNED)
+
+-- unlock (event unlock; params: key)
+SELECT CAST(COALESCE(RELEASE_LOCK(%s), 0) AS SIGNED)
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,65 @@
+-- MySQL, Lease form, table shape 'fifo-behind', host-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: group, group, now, now, group, now)
+SELECT `id`, `queue`, `due`, `attempt`, `locked_until`, `done`, `payload` FROM `jobs` WHERE `id` = (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL ORDER BY `due`, `id` LIMIT 1) AND `queue` = %s AND `done` IS NULL AND `due` <= %s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND NOT EXISTS (SELECT 1 FROM `jobs` AS __work WHERE __work.`queue` = %s AND __work.`locked_until` > %s) FOR UPDATE SKIP LOCKED
+
+-- claim[1] (event stamp; params: lease, id, now)
+UPDATE `jobs` SET `locked_until` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s AND (`locked_until` IS NULL OR `locked_until` <= %s)
+
+-- ack (event ack; params: now, id, token)
+UPDATE `jobs` SET `done` = %s, `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- retry (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- retry_after (event retry_after; params: retry_at, id, token)
+UPDATE `jobs` SET `due` = %s, `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, locked_until, done, payload)
+INSERT INTO `jobs` (`queue`, `locked_until`, `done`, `payload`) VALUES (%s, %s, %s, %s)
+
+-- guard (event guard; params: group, group)
+SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) = (SELECT COUNT(*) FROM (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL FOR UPDATE SKIP LOCKED) AS __guard) AS SIGNED)
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- extend[0] (event extend; params: id0, token0)
+SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
+
+-- extend[1] (event extend; params: lease, id0, token0)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s))
+
+-- rounds of 1 [0] (event extend; params: id0, token0)
+SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
+
+-- rounds of 1 [1] (event extend; params: lease, id0, token0)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s))
+
+-- rounds of 3 [0] (event extend; params: id0, token0, id1, token1, id2, token2)
+SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s), (%s, %s), (%s, %s)) FOR UPDATE
+
+-- rounds of 3 [1] (event extend; params: lease, id0, token0, id1, token1, id2, token2)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s), (%s, %s), (%s, %s))

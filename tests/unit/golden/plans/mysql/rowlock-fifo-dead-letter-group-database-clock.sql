@@ -1,0 +1,50 @@
+-- MySQL, RowLock form, table shape 'fifo-dead-letter-group', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: group, group)
+SELECT `id`, `queue`, `origin`, `due`, `attempt`, `done`, `payload` FROM `jobs` WHERE `id` = (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL ORDER BY `id` LIMIT 1) AND `queue` = %s AND `done` IS NULL AND `due` <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: id)
+UPDATE `jobs` SET `done` = UTC_TIMESTAMP(6) WHERE `id` = %s
+
+-- retry (event retry; params: id)
+UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s
+
+-- retry_after (event retry_after; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt` = `attempt` + 1 WHERE `id` = %s
+
+-- dead_letter[0] (event dead_letter; params: dest, id)
+UPDATE `jobs` SET `origin` = `queue`, `queue` = %s WHERE `id` = %s
+
+-- insert (event insert; params: queue, done, payload)
+INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (%s, %s, %s)
+
+-- guard (event guard; params: group, group)
+SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) = (SELECT COUNT(*) FROM (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL FOR UPDATE SKIP LOCKED) AS __guard) AS SIGNED)
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,50 @@
+-- MySQL, RowLock form, table shape 'fifo-priority', every-group
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: group, group, now)
+SELECT `id`, `queue`, `priority`, `due`, `attempt`, `done`, `payload` FROM `jobs` WHERE `id` = (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL ORDER BY `priority`, `id` LIMIT 1) AND `queue` = %s AND `done` IS NULL AND `due` <= %s FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: now, id)
+UPDATE `jobs` SET `done` = %s WHERE `id` = %s
+
+-- retry (event retry; params: id)
+UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s
+
+-- retry_after (event retry_after; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, priority, done, payload)
+INSERT INTO `jobs` (`queue`, `priority`, `done`, `payload`) VALUES (%s, %s, %s, %s)
+
+-- guard (event guard; params: group, group)
+SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) = (SELECT COUNT(*) FROM (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL FOR UPDATE SKIP LOCKED) AS __guard) AS SIGNED)
+
+-- heads (event heads; params: now, limit)
+SELECT __head.`queue` FROM (SELECT DISTINCT `queue` AS __group FROM `jobs` WHERE `done` IS NULL) AS __groups JOIN `jobs` AS __head ON __head.`id` = (SELECT __first.`id` FROM `jobs` AS __first WHERE __first.`queue` = __groups.__group AND __first.`done` IS NULL ORDER BY __first.`priority`, __first.`id` LIMIT 1) WHERE __head.`due` <= %s ORDER BY __head.`priority`, __head.`id` LIMIT %s
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,46 @@
+-- MySQL, RowLock form, table shape 'processed-at-only', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: limit)
+SELECT `id`, `done`, `payload` FROM `jobs` WHERE `done` IS NULL ORDER BY `id` LIMIT %s FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: id)
+UPDATE `jobs` SET `done` = UTC_TIMESTAMP(6) WHERE `id` = %s
+
+-- retry: none
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: done, payload)
+INSERT INTO `jobs` (`done`, `payload`) VALUES (%s, %s)
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

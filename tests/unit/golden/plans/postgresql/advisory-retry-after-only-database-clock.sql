@@ -1,0 +1,50 @@
+-- PostgreSQL, Advisory form, table shape 'retry-after-only', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event candidates; params: limit)
+SELECT "id", "__lock" FROM (SELECT "id", concat('jobs-', COALESCE("id"::text, '')) AS "__lock" FROM "jobs" WHERE "due" <= statement_timestamp() ORDER BY "due", "id" OFFSET 0) AS __candidates WHERE pg_try_advisory_xact_lock_shared(hashtextextended("__lock", 0)) LIMIT $1
+
+-- ack (event ack; params: id)
+DELETE FROM "jobs" WHERE "id" = $1
+
+-- retry: none
+
+-- retry_after (event retry_after; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond') WHERE "id" = $2
+
+-- dead_letter: none
+
+-- insert (event insert; params: payload)
+INSERT INTO "jobs" ("payload") VALUES ($1)
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id)
+SELECT "id", "due", "payload" FROM "jobs" WHERE "id" = $1 AND "due" <= statement_timestamp()
+
+-- lock (event lock; params: key)
+SELECT pg_try_advisory_lock(hashtextextended($1, 0))::int::bigint
+
+-- unlock (event unlock; params: key)
+SELECT pg_advisory_unlock(hashtextextended($1, 0))::int::bigint
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

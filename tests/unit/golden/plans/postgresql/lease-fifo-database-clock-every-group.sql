@@ -1,0 +1,61 @@
+-- PostgreSQL, Lease form, table shape 'fifo', database-clock-every-group
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: group, lease_seconds)
+WITH __claimed AS (SELECT "id", "queue", "due", "attempt", "locked_until", "done", "payload" FROM "jobs" WHERE "id" = (SELECT "id" FROM "jobs" WHERE "queue" = $1 AND "done" IS NULL ORDER BY "id" LIMIT 1) AND "queue" = $1 AND "done" IS NULL AND "due" <= statement_timestamp() AND ("locked_until" IS NULL OR "locked_until" <= statement_timestamp()) AND NOT EXISTS (SELECT 1 FROM "jobs" AS __work WHERE __work."queue" = $1 AND __work."locked_until" > statement_timestamp()) FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "jobs" AS __row SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $2::integer)), "attempt" = __row."attempt" + 1 FROM __claimed WHERE __row."id" = __claimed."id") SELECT *, to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $2::integer)) AS "__token" FROM __claimed
+
+-- ack (event ack; params: id, token)
+UPDATE "jobs" SET "done" = statement_timestamp(), "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry_after (event retry_after; params: delay, id, token)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "locked_until" = NULL WHERE "id" = $2 AND "locked_until" = $3
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, locked_until, done, payload)
+INSERT INTO "jobs" ("queue", "locked_until", "done", "payload") VALUES ($1, $2, $3, $4)
+
+-- guard (event guard; params: group)
+SELECT pg_try_advisory_xact_lock(hashtextextended('jobs:' || CAST($1 AS text), 0))::int::bigint
+
+-- heads (event heads; params: limit)
+SELECT __head."queue" FROM (SELECT DISTINCT "queue" AS __group FROM "jobs" WHERE "done" IS NULL) AS __groups JOIN "jobs" AS __head ON __head."id" = (SELECT __first."id" FROM "jobs" AS __first WHERE __first."queue" = __groups.__group AND __first."done" IS NULL ORDER BY __first."id" LIMIT 1) WHERE __head."due" <= statement_timestamp() AND NOT EXISTS (SELECT 1 FROM "jobs" AS __work WHERE __work."queue" = __groups.__group AND __work."locked_until" > statement_timestamp()) ORDER BY __head."id" LIMIT $1
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+UPDATE "jobs" SET "done" = statement_timestamp(), "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[2] (event retry_after; params: delay, ids, token)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
+
+-- release (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- extend[0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- rounds of 1 [0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- rounds of 3 [0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"

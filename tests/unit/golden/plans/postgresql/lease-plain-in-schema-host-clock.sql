@@ -1,0 +1,56 @@
+-- PostgreSQL, Lease form, table shape 'plain-in-schema', host-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: now, limit, lease)
+WITH __claimed AS (SELECT "id", "locked_until", "payload" FROM "app"."jobs" WHERE ("locked_until" IS NULL OR "locked_until" <= $1) ORDER BY "id" LIMIT $2 FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "app"."jobs" AS __row SET "locked_until" = $3 FROM __claimed WHERE __row."id" = __claimed."id") SELECT * FROM __claimed ORDER BY "id"
+
+-- ack (event ack; params: id, token)
+DELETE FROM "app"."jobs" WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry (event retry; params: id, token)
+UPDATE "app"."jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry_after: none
+
+-- dead_letter[0] (event dead_letter; params: id, token)
+WITH moved AS (DELETE FROM "app"."jobs" WHERE "id" = $1 AND "locked_until" = $2 RETURNING "id", "locked_until", "payload") INSERT INTO "app"."jobs_dead" ("id", "locked_until", "payload") SELECT "id", NULL, "payload" FROM moved
+
+-- insert (event insert; params: locked_until, payload)
+INSERT INTO "app"."jobs" ("locked_until", "payload") VALUES ($1, $2)
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+DELETE FROM "app"."jobs" WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE "app"."jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- release (event retry; params: id, token)
+UPDATE "app"."jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- extend[0] (event extend; params: lease, ids, tokens)
+UPDATE "app"."jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"
+
+-- rounds of 1 [0] (event extend; params: lease, ids, tokens)
+UPDATE "app"."jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"
+
+-- rounds of 3 [0] (event extend; params: lease, ids, tokens)
+UPDATE "app"."jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"

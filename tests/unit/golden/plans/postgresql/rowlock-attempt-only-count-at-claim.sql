@@ -1,0 +1,52 @@
+-- PostgreSQL, RowLock form, table shape 'attempt-only', count-at-claim
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: limit)
+SELECT "id", "attempt", "payload" FROM "jobs" ORDER BY "id" LIMIT $1 FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: id)
+DELETE FROM "jobs" WHERE "id" = $1
+
+-- retry: none
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: payload)
+INSERT INTO "jobs" ("payload") VALUES ($1)
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event count; params: id)
+UPDATE "jobs" SET "attempt" = "attempt" + 1 WHERE "id" = $1
+
+-- take[1] (event relock; params: id)
+SELECT "id", ("attempt" - 1) AS "attempt", "payload" FROM "jobs" WHERE "id" = $1 FOR UPDATE SKIP LOCKED
+
+-- lock (event lock; params: key)
+SELECT 1 FROM pg_advisory_lock(hashtextextended($1, 0))
+
+-- unlock (event unlock; params: key)
+SELECT pg_advisory_unlock(hashtextextended($1, 0))
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,51 @@
+-- PostgreSQL, RowLock form, table shape 'fifo-dead-letter-group', database-clock-every-group
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: group)
+SELECT "id", "queue", "origin", "due", "attempt", "done", "payload" FROM "jobs" WHERE "id" = (SELECT "id" FROM "jobs" WHERE "queue" = $1 AND "done" IS NULL ORDER BY "id" LIMIT 1) AND "queue" = $1 AND "done" IS NULL AND "due" <= statement_timestamp() FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: id)
+UPDATE "jobs" SET "done" = statement_timestamp() WHERE "id" = $1
+
+-- retry (event retry; params: id)
+UPDATE "jobs" SET "attempt" = "attempt" + 1 WHERE "id" = $1
+
+-- retry_after (event retry_after; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "attempt" = "attempt" + 1 WHERE "id" = $2
+
+-- dead_letter[0] (event dead_letter; params: dest, id)
+UPDATE "jobs" SET "origin" = "queue", "queue" = $1 WHERE "id" = $2
+
+-- insert (event insert; params: queue, done, payload)
+INSERT INTO "jobs" ("queue", "done", "payload") VALUES ($1, $2, $3)
+
+-- guard (event guard; params: group)
+SELECT pg_try_advisory_xact_lock(hashtextextended('jobs:' || CAST($1 AS text), 0))::int::bigint
+
+-- heads (event heads; params: limit)
+SELECT __head."queue" FROM (SELECT DISTINCT "queue" AS __group FROM "jobs" WHERE "done" IS NULL AND "queue" <> 'dead') AS __groups JOIN "jobs" AS __head ON __head."id" = (SELECT __first."id" FROM "jobs" AS __first WHERE __first."queue" = __groups.__group AND __first."done" IS NULL ORDER BY __first."id" LIMIT 1) WHERE __head."due" <= statement_timestamp() ORDER BY __head."id" LIMIT $1
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,46 @@
+-- PostgreSQL, RowLock form, table shape 'grouped', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: group, limit)
+SELECT "id", "queue", "payload" FROM "jobs" WHERE "queue" = $1 ORDER BY "id" LIMIT $2 FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: id)
+DELETE FROM "jobs" WHERE "id" = $1
+
+-- retry: none
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, payload)
+INSERT INTO "jobs" ("queue", "payload") VALUES ($1, $2)
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

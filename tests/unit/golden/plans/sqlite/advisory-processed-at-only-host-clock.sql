@@ -1,0 +1,47 @@
+-- SQLite, Advisory form, table shape 'processed-at-only', host-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event candidates; params: held, limit)
+SELECT `id`, CAST('jobs-' || ifnull(`id`, '') AS TEXT) AS `__lock` FROM `jobs` WHERE `done` IS NULL AND CAST('jobs-' || ifnull(`id`, '') AS TEXT) NOT IN (SELECT value FROM json_each(?)) ORDER BY `id` LIMIT ?
+
+-- ack (event ack; params: now, id)
+UPDATE `jobs` SET `done` = ? WHERE `id` = ?
+
+-- retry: none
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: done, payload)
+INSERT INTO `jobs` (`done`, `payload`) VALUES (?, ?)
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id)
+SELECT `id`, `done`, `payload` FROM `jobs` WHERE `id` = ? AND `done` IS NULL
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

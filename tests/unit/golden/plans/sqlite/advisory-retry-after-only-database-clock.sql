@@ -1,0 +1,48 @@
+-- SQLite, Advisory form, table shape 'retry-after-only', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event candidates; params: held, limit)
+SELECT `id`, CAST('jobs-' || ifnull(`id`, '') AS TEXT) AS `__lock` FROM `jobs` WHERE `due` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000') AND CAST('jobs-' || ifnull(`id`, '') AS TEXT) NOT IN (SELECT value FROM json_each(?)) ORDER BY `due`, `id` LIMIT ?
+
+-- ack (event ack; params: id)
+DELETE FROM `jobs` WHERE `id` = ?
+
+-- retry: none
+
+-- retry_after (event retry_after; params: delay, id)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000') WHERE `id` = ?
+
+-- dead_letter: none
+
+-- insert (event insert; params: payload)
+INSERT INTO `jobs` (`payload`) VALUES (?)
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id)
+SELECT `id`, `due`, `payload` FROM `jobs` WHERE `id` = ? AND `due` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,59 @@
+-- SQLite, Lease form, table shape 'plain-in-schema', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: lease_seconds, limit)
+UPDATE `app`.`jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT `id` FROM `app`.`jobs` WHERE (`locked_until` IS NULL OR `locked_until` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')) ORDER BY `id` LIMIT ?) RETURNING `id`, `locked_until`, `payload`, `locked_until` AS `__token`
+
+-- ack (event ack; params: id, token)
+DELETE FROM `app`.`jobs` WHERE `id` = ? AND `locked_until` = ?
+
+-- retry (event retry; params: id, token)
+UPDATE `app`.`jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
+-- retry_after: none
+
+-- dead_letter[0] (event dead_letter; params: id, token)
+INSERT INTO `app`.`jobs_dead` (`id`, `locked_until`, `payload`) SELECT `id`, NULL, `payload` FROM `app`.`jobs` WHERE `id` = ? AND `locked_until` = ?
+
+-- dead_letter[1] (event dead_letter; params: id, token)
+DELETE FROM `app`.`jobs` WHERE `id` = ? AND `locked_until` = ?
+
+-- insert (event insert; params: locked_until, payload)
+INSERT INTO `app`.`jobs` (`locked_until`, `payload`) VALUES (?, ?)
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+DELETE FROM `app`.`jobs` WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE `app`.`jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- release (event retry; params: id, token)
+UPDATE `app`.`jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
+-- extend[0] (event extend; params: lease_seconds, ids, ids, tokens)
+UPDATE `app`.`jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`
+
+-- rounds of 1 [0] (event extend; params: lease_seconds, ids, ids, tokens)
+UPDATE `app`.`jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`
+
+-- rounds of 3 [0] (event extend; params: lease_seconds, ids, ids, tokens)
+UPDATE `app`.`jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`

@@ -1,0 +1,244 @@
+"""Golden plans: every statement of every plan (trinbox/_dialects/plans.py), rendered for a set
+of table shapes x dialect x form x options, compared with the files under
+tests/unit/golden/plans/ (one file per dialect x form x shape x option, readable SQL).
+
+A test fails when its file is missing or differs, showing the diff. After a change to the
+statements, regenerate the files and review the diff in git:
+
+    TRINBOX_GOLDEN=update .venv/bin/python -m pytest -q tests/unit/test_plans_golden.py
+
+Building a plan is pure (no I/O): the same arguments give the same plan, whoever builds it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trinbox._declare._markers import Advisory, Default, Form, Lease, RowLock
+from trinbox._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec
+from trinbox._dialects._base import DeadLetter, Dialect
+from trinbox._dialects._statement import Statement
+from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import Plan, build_plan
+from trinbox._dialects.postgres import PostgresDialect
+from trinbox._dialects.sqlite import SqliteDialect
+
+GOLDEN = Path(__file__).parent / "golden" / "plans"
+UPDATE = os.environ.get("TRINBOX_GOLDEN") == "update"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A table shape: which role columns it has, and its dead letter destination."""
+
+    name: str
+    group: bool = False
+    fifo: bool = False
+    behind: bool = False
+    attempt: bool = False
+    retry_after: bool = False
+    processed_at: bool = False
+    priority: bool = False
+    origin_group: bool = False
+    schema: str | None = None
+    dead_letter: DeadLetter | None = None
+
+
+def full(name: str, **more: Any) -> Shape:
+    """A shape with a group, an attempt, a due time and a processed mark, and ``more``."""
+    return Shape(name, group=True, attempt=True, retry_after=True, processed_at=True, **more)
+
+
+SHAPES = (
+    Shape("plain"),
+    Shape("plain-in-schema", schema="app", dead_letter=DeadLetter(table="jobs_dead", schema="app")),
+    Shape("grouped", group=True),
+    full("full"),
+    Shape("attempt-only", attempt=True),
+    Shape("retry-after-only", retry_after=True),
+    Shape("processed-at-only", processed_at=True),
+    full("priority", priority=True),
+    full("dead-letter-group", origin_group=True, dead_letter=DeadLetter(group="dead")),
+    full("dead-letter-table", dead_letter=DeadLetter(table="jobs_dead")),
+    full("fifo", fifo=True),
+    full("fifo-priority", fifo=True, priority=True),
+    full("fifo-behind", fifo=True, behind=True),
+    full(
+        "fifo-dead-letter-group", fifo=True, origin_group=True, dead_letter=DeadLetter(group="dead")
+    ),
+)
+
+
+def spec(shape: Shape, form: type[Form]) -> TableSpec:
+    columns = [ColumnSpec("id", "id", "id", generated=True, python_type=int)]
+    if shape.group:
+        columns.append(ColumnSpec("queue", "queue", "group", python_type=str))
+    if shape.origin_group:
+        columns.append(ColumnSpec("origin", "origin", "origin_group", python_type=str))
+    if shape.priority:
+        columns.append(ColumnSpec("priority", "priority", "priority", python_type=int))
+    if shape.retry_after:
+        columns.append(ColumnSpec("due", "due", "retry_after", generated=True))
+    if shape.attempt:
+        columns.append(ColumnSpec("attempt", "attempt", "attempt", generated=True, python_type=int))
+    if form is Lease:
+        columns.append(ColumnSpec("locked_until", "locked_until", "locked_until"))
+    if shape.processed_at:
+        columns.append(ColumnSpec("done", "done", "processed_at"))
+    columns.append(ColumnSpec("payload", "payload", "payload", python_type=bytes))
+    key = (KeyLiteral("jobs-"), KeyColumn("id")) if form is Advisory else ()
+    return TableSpec(
+        table="jobs",
+        schema=shape.schema,
+        form=form,
+        opening=Default,
+        columns=tuple(columns),
+        key=key,
+        key_template="jobs-{id}" if key else "",
+        fifo=shape.fifo,
+        delayed_rows_move_behind=shape.behind,
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    dialect: Dialect
+    form: type[Form]
+    shape: Shape
+    every_group: bool = False
+    count_at_claim: bool = False
+
+    @property
+    def option(self) -> str:
+        found = []
+        if self.dialect.database_clock:
+            found.append("database-clock")
+        if self.every_group:
+            found.append("every-group")
+        if self.count_at_claim:
+            found.append("count-at-claim")
+        return "-".join(found) or "host-clock"
+
+    @property
+    def path(self) -> Path:
+        dialect = self.dialect.name.lower()
+        return (
+            GOLDEN / dialect / f"{self.form.__name__.lower()}-{self.shape.name}-{self.option}.sql"
+        )
+
+    def plan(self) -> Plan:
+        return build_plan(
+            self.dialect,
+            spec(self.shape, self.form),
+            self.shape.dead_letter,
+            every_group=self.every_group,
+            count_at_claim=self.count_at_claim,
+        )
+
+
+def cases() -> Iterator[Case]:
+    for make in (PostgresDialect, MySqlDialect, SqliteDialect):
+        for database_clock in (False, True):
+            dialect = make(database_clock=database_clock)
+            for form in dialect.forms:
+                for shape in SHAPES:
+                    if shape.fifo and form is Advisory:
+                        continue  # a FIFO group is claimed by the lease and row lock forms
+                    yield Case(dialect, form, shape)
+                    if shape.fifo:
+                        yield Case(dialect, form, shape, every_group=True)
+                    if form is RowLock and shape.attempt and not shape.fifo:
+                        yield Case(dialect, form, shape, count_at_claim=True)
+
+
+CASES = list(cases())
+
+
+def rendered(case: Case) -> str:
+    """The plan as the golden file holds it: each part by name, in the plan's field order,
+    then the keeper's rounds over 1 and 3 deliveries."""
+    found = case.plan()
+    lines = [
+        f"-- {case.dialect.name}, {case.form.__name__} form, table shape {case.shape.name!r}, "
+        f"{case.option}",
+        "-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py",
+    ]
+
+    def add(name: str, statement: Statement) -> None:
+        params = ", ".join(statement.params) or "none"
+        lines.extend(["", f"-- {name} (event {statement.event}; params: {params})", statement.sql])
+
+    for part in fields(Plan):
+        value = getattr(found, part.name)
+        if part.name == "rounds":
+            continue
+        if value is None or value == ():
+            lines.extend(["", f"-- {part.name}: none"])
+        elif isinstance(value, Statement):
+            add(part.name, value)
+        else:
+            for i, statement in enumerate(value):
+                add(f"{part.name}[{i}]", statement)
+    for count in (1, 3):
+        round_ = found.extend_for(count)
+        if not round_:
+            lines.extend(["", f"-- rounds of {count}: none"])
+        for i, statement in enumerate(round_):
+            add(f"rounds of {count} [{i}]", statement)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c.path.relative_to(GOLDEN)) for c in CASES])
+def test_plan_matches_its_golden_file(case: Case) -> None:
+    text = rendered(case)
+    if UPDATE:
+        case.path.parent.mkdir(parents=True, exist_ok=True)
+        case.path.write_text(text)
+        return
+    if not case.path.exists():
+        pytest.fail(
+            f"no golden file {case.path.relative_to(GOLDEN.parent.parent)}; write it with "
+            f"TRINBOX_GOLDEN=update and review it"
+        )
+    golden = case.path.read_text()
+    if text != golden:
+        diff = "".join(
+            difflib.unified_diff(
+                golden.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                fromfile=f"golden/{case.path.relative_to(GOLDEN)}",
+                tofile="rendered",
+            )
+        )
+        pytest.fail(f"the plan differs from its golden file:\n{diff}", pytrace=False)
+
+
+def test_every_golden_file_is_a_case() -> None:
+    """A file no case renders any more is a leftover: delete it (or regenerate)."""
+    expected = {c.path for c in CASES}
+    found = set(GOLDEN.rglob("*.sql"))
+    if UPDATE:
+        for stale in found - expected:
+            stale.unlink()
+        return
+    assert sorted(str(p.relative_to(GOLDEN)) for p in found - expected) == []
+
+
+def test_building_a_plan_is_pure() -> None:
+    """The same arguments give equal plans, built twice or by another dialect instance."""
+    for case in CASES[:: max(1, len(CASES) // 20)]:
+        again = Case(
+            type(case.dialect)(database_clock=case.dialect.database_clock),
+            case.form,
+            case.shape,
+            case.every_group,
+            case.count_at_claim,
+        )
+        assert case.plan() == case.plan() == again.plan()

@@ -1,0 +1,227 @@
+"""Plans: every statement one subscription runs, per dialect, as data.
+
+``build_plan(dialect, spec, dead_letter, every_group=..., count_at_claim=...)`` is the one builder:
+pure (no I/O; it reads nothing but its arguments), run once per subscription at startup. The
+forms and their holders read their statements from the plan and ask the dialect for none at
+claim time; the startup prepare check runs ``Plan.all()``; tests/unit/test_plans_golden.py
+renders every plan for a set of table shapes and compares them with files under
+tests/unit/golden/plans/.
+
+A new claim feature is one change per dialect in the statements the plan holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .._declare._markers import Advisory, Lease, RowLock
+from .._declare._spec import TableSpec
+from ._base import DeadLetter, Dialect
+from ._statement import Statement
+
+__all__ = ["ExtendRounds", "Plan", "build_plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendRounds:
+    """The lease keeper's round over any number of deliveries (``of(count)``): one statement
+    whatever the count where the ids and tokens bind as two lists (PostgreSQL, SQLite), a
+    locking select and an update with a pair of slots per row on MySQL. Pure, like the plan."""
+
+    dialect: Dialect
+    spec: TableSpec
+
+    def of(self, count: int) -> tuple[Statement, ...]:
+        return self.dialect.lease_extend(self.spec, count)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Every statement a subscription to one table runs, by event; ``None`` or empty: the
+    event runs none.
+
+    One type with optional parts, not one per form: the forms share most of it (the
+    settlements differ only in their lease token condition, the claim's guard and heads serve
+    the lease and row lock forms alike), each holder reads the parts its hold needs, and one
+    type keeps one golden renderer and one prepare list.
+
+    Transactions: ``begin`` opens the delivery's (at the table's opening), ``claim_begin``
+    a claim of several statements (MySQL's lease claim and keeper round, at READ COMMITTED),
+    ``plain_begin`` one at the default level (dead letter moves, batch settlements without a
+    batch statement, user transactions).
+
+    Claim: ``claim`` (the candidates of the advisory form, or the lease claim's select and
+    per-row stamp on MySQL); ``guard``, a FIFO group's, run first in the claim's transaction
+    (1: the group is this claim's); ``heads``, the read of the groups whose head is due, for a
+    subscription over every group. ``take``: the advisory form's take of a candidate (with
+    its attempt counted), or the count at claim's count and relock; ``lock``/``unlock`` the
+    advisory form's key, or the count at claim's guard.
+
+    Settlement: ``ack`` (ack and drop), ``retry``, ``retry_after``, ``dead_letter`` (one
+    statement, or copy and delete in one transaction); ``batch``, one statement per event
+    settling several rows of a claim and returning their ids; ``release``, the lease form's
+    return of a row by its token (the other forms release by rollback or unlock). A settle
+    and claim chains a settlement's statements and the claim's on one connection: no
+    statement of its own.
+
+    Keeping a lease: ``extend``, the keeper's round for one delivery; ``rounds`` for any
+    count. ``insert``: the publish, checked at startup with the others.
+    """
+
+    begin: Statement
+    claim_begin: Statement
+    plain_begin: Statement
+    claim: tuple[Statement, ...]
+    ack: Statement
+    retry: Statement | None
+    retry_after: Statement | None
+    dead_letter: tuple[Statement, ...]
+    insert: Statement
+    guard: Statement | None = None
+    heads: Statement | None = None
+    take: tuple[Statement, ...] = ()
+    lock: Statement | None = None
+    unlock: Statement | None = None
+    batch: tuple[Statement, ...] = ()
+    release: Statement | None = None
+    extend: tuple[Statement, ...] = ()
+    rounds: ExtendRounds | None = None
+
+    def batch_statement(self, event: str) -> Statement | None:
+        return next((st for st in self.batch if st.event == event), None)
+
+    def extend_for(self, count: int) -> tuple[Statement, ...]:
+        """The keeper's round over ``count`` deliveries (none outside the lease form)."""
+        return () if self.rounds is None else self.rounds.of(count)
+
+    def all(self) -> list[Statement]:
+        """Every statement, for the startup prepare check."""
+        found: list[Statement] = [
+            *self.claim,
+            self.ack,
+            self.insert,
+            *self.take,
+            *self.dead_letter,
+            *self.batch,
+            *self.extend,
+        ]
+        for one in (
+            self.retry,
+            self.retry_after,
+            self.lock,
+            self.unlock,
+            self.guard,
+            self.heads,
+        ):
+            if one is not None:
+                found.append(one)
+        return found
+
+
+def build_plan(
+    dialect: Dialect,
+    spec: TableSpec,
+    dead_letter: DeadLetter | None = None,
+    *,
+    every_group: bool = False,
+    count_at_claim: bool = False,
+) -> Plan:
+    """The plan of a subscription to ``spec`` on ``dialect``, for its form, after the
+    dialect's checks (``UnsupportedForm``...). ``every_group``: a subscription over every
+    group of a FIFO table; ``count_at_claim``: the row lock form counting the attempt at
+    claim (``InboxQueue.count_attempt_at_claim()``)."""
+    dialect.check(spec, dead_letter)
+    if spec.form is Lease:
+        found = _lease(dialect, spec, dead_letter)
+    elif spec.form is Advisory:
+        return _advisory(dialect, spec, dead_letter)
+    elif count_at_claim:
+        return _counted(dialect, spec, dead_letter)
+    else:
+        assert spec.form is RowLock
+        found = _row_lock(dialect, spec, dead_letter)
+    if not every_group:
+        return found
+    assert spec.fifo  # the queue refuses every_group() elsewhere
+    skip = dead_letter.group if dead_letter is not None else None
+    return replace(
+        found,
+        claim=dialect.every_group_claim(spec, found.claim, skip),
+        heads=dialect.every_group_heads(spec, skip),
+    )
+
+
+def _lease(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
+    retry = d.update("retry", spec, [], token=True)
+    return Plan(
+        begin=d.begin(spec),
+        claim_begin=d.lease_claim_begin(),
+        plain_begin=d.plain_begin(),
+        claim=d.fifo_lease_claim(spec) if spec.fifo else d.lease_claim(spec),
+        guard=d.fifo_guard(spec) if spec.fifo else None,
+        ack=d.finish(spec, token=True),
+        retry=retry,
+        retry_after=d.retry_after_statement(spec, token=True, count=False),
+        dead_letter=d.dead_letter_statements(spec, dead_letter, token=True),
+        batch=d.lease_batch(spec),
+        release=retry,
+        extend=d.lease_extend(spec, 1),
+        rounds=ExtendRounds(d, spec),
+        insert=d.insert(spec),
+    )
+
+
+def _advisory(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
+    return Plan(
+        begin=d.begin(spec),
+        claim_begin=d.lease_claim_begin(),
+        plain_begin=d.plain_begin(),
+        claim=(d.advisory_candidates(spec),),
+        take=d.advisory_take(spec),
+        lock=d.advisory_lock(spec),
+        unlock=d.advisory_unlock(spec),
+        ack=d.finish(spec, token=False),
+        retry=None,
+        retry_after=d.retry_after_statement(spec, token=False, count=False),
+        dead_letter=d.dead_letter_statements(spec, dead_letter, token=False),
+        insert=d.insert(spec),
+    )
+
+
+def _row_lock(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
+    retry = d.update("retry", spec, d.bump(spec), token=False) if spec.attempt else None
+    return Plan(
+        begin=d.begin(spec),
+        claim_begin=d.lease_claim_begin(),
+        plain_begin=d.plain_begin(),
+        claim=(d.head_claim(spec) if spec.fifo else d.row_lock_claim(spec),),
+        guard=d.fifo_guard(spec) if spec.fifo else None,
+        ack=d.finish(spec, token=False),
+        retry=retry,
+        retry_after=d.retry_after_statement(spec, token=False, count=True),
+        dead_letter=d.dead_letter_statements(spec, dead_letter, token=False),
+        insert=d.insert(spec),
+    )
+
+
+def _counted(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
+    """The row lock form counting the attempt at claim: ``take`` holds the count (its own
+    committed transaction) and the relock of the counted row by id in the delivery's
+    transaction, reading the attempt as it was before the count; ``lock``/``unlock`` the
+    guard (_count_at_claim.py). A retry then counts nothing: it rolls back (the count
+    stands), a delayed retry only sets the due time."""
+    assert spec.attempt is not None
+    return Plan(
+        begin=d.begin(spec),
+        claim_begin=d.lease_claim_begin(),
+        plain_begin=d.plain_begin(),
+        claim=(d.row_lock_claim(spec),),
+        take=d.count_and_relock(spec),
+        lock=d.count_guard(unlock=False),
+        unlock=d.count_guard(unlock=True),
+        ack=d.finish(spec, token=False),
+        retry=None,
+        retry_after=d.retry_after_statement(spec, token=False, count=False),
+        dead_letter=d.dead_letter_statements(spec, dead_letter, token=False),
+        insert=d.insert(spec),
+    )
