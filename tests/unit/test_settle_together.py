@@ -10,8 +10,8 @@ import trio
 import trio.testing
 
 from trinbox._errors import LeaseLost, TrinboxError
-from trinbox._forms._base import Ack, Delivery, Retry, Step
 from trinbox._forms._coalesce import SettleTogether
+from trinbox._holders._base import Ack, Delivery, Retry, Step
 
 
 def delivery(n: int) -> Delivery:

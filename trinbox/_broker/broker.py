@@ -40,7 +40,7 @@ from .._dialects.ddl import render_ddl
 from .._drivers._base import Connection, Pool
 from .._drivers._urls import Kind, redacted
 from .._errors import Closed, DatabaseError
-from .._forms._base import whole_seconds
+from .._holders._base import whole_seconds
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
 from .backends import BACKENDS, Backend, backend_of_url

@@ -19,7 +19,7 @@ from .._api.events import EventBus, EventSource, now_ns
 from .._bounds import CLAIM, within
 from .._drivers._base import Pool
 from .._errors import TrinboxError
-from .._forms._base import Claimed, ClaimForm, Delivery
+from .._holders._base import Claimed, ClaimForm, Delivery
 from .claim_state import ClaimState
 from .deliveries import DeliveryRunner
 from .statistics import Fields

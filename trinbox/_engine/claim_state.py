@@ -18,7 +18,7 @@ from .._api.events import ClaimEvent, EventBus, EventSource
 from .._bounds import CLAIM_ERROR_WAIT, RELEASE, within
 from .._broker.wake import Permit
 from .._errors import TrinboxError
-from .._forms._base import Claimed
+from .._holders._base import Claimed
 
 __all__ = ["ClaimState", "Timing"]
 

@@ -40,7 +40,7 @@ from .._broker.broker import SqlBroker
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._errors import SettlementError, TrinboxError
-from .._forms._base import (
+from .._holders._base import (
     Ack,
     Chained,
     Claimed,

@@ -29,11 +29,11 @@ from .._dialects._base import DeadLetter
 from .._dialects.ddl import dead_letter_of
 from .._dialects.plans import Plan, build_plan
 from .._errors import DeclarationError, ServerTooOld, StartupError
-from .._forms._base import ClaimForm, FormContext, FormTraits, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
 from .._forms.rowlock_counted import CountedRowLockForm
+from .._holders._base import ClaimForm, FormContext, FormTraits, whole_seconds
 from .._holders.connections import give_back
 from .._holders.table import advisory_keys
 from .column_check import check_columns, prepare_statements

@@ -31,7 +31,7 @@ from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._markers import Transactional
 from .._errors import AlreadySubscribed, StartupError, TrinboxError
-from .._forms._base import ClaimForm, Delivery, FormContext
+from .._holders._base import ClaimForm, Delivery, FormContext
 from . import startup
 from .claim_loop import ClaimLoop
 from .claim_state import ClaimState

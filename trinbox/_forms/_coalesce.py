@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import trio
 
 from .._errors import TrinboxError
-from ._base import Delivery, Step
+from .._holders._base import Delivery, Step
 
 __all__ = ["SettleTogether"]
 

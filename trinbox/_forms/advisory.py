@@ -26,9 +26,9 @@ import trio
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, stops
 from .._errors import Closed, DatabaseError, SettlementError, TrinboxError
+from .._holders._base import Ack, Chained, Delivery, Step, step_statements, step_values
 from .._holders.connections import give_back, rollback_quietly
 from .._holders.sqlite_key import let_key_go
-from ._base import Ack, Chained, Delivery, Step, step_statements, step_values
 from .advisory_claim import AdvisoryClaims
 
 __all__ = ["AdvisoryForm"]
@@ -371,7 +371,7 @@ class AdvisoryForm(AdvisoryClaims):
             for statement in statements:
                 await conn.execute(statement.sql, statement.bind(values))
             return
-        await conn.begin(self._ctx.dialect.plain_begin().sql)
+        await conn.begin(self._ctx.statements.plain_begin.sql)
         try:
             for statement in statements:
                 await conn.execute(statement.sql, statement.bind(values))

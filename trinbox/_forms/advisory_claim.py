@@ -15,9 +15,9 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record, Result, stops
+from .._holders._base import Claimed, Delivery
 from .._holders.connections import give_back
 from .._holders.sqlite_key import KeyClaim
-from ._base import Claimed, Delivery
 from .advisory_keys import AdvisoryKeys
 
 __all__ = ["AdvisoryClaims"]

@@ -11,9 +11,9 @@ import trio
 
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Record
+from .._holders._base import Delivery, FormContext, FormTraits, attempt_of, values_of
 from .._holders.connections import close, give_back, rollback_quietly
 from .._holders.sqlite_key import ProcessKeys
-from ._base import Delivery, FormContext, FormTraits, attempt_of, values_of
 
 __all__ = ["AdvisoryKeys"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
+from .._holders._base import FormContext, held
 from .._holders.connections import rollback_quietly
-from ._base import FormContext, held
 from .heads import due_groups
 
 __all__ = ["GROUP_SAVEPOINT", "guarded_claim", "heads_claim", "select_and_stamp"]
@@ -28,7 +28,7 @@ async def select_and_stamp(
     try:
         opened = await conn.script(
             [
-                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("begin", ctx.statements.claim_begin.sql),
                 Op("fetch", select.sql, select.bind(values)),
             ]
         )
@@ -73,7 +73,7 @@ async def guarded_claim(
     try:
         opened = await conn.script(
             [
-                Op("begin", ctx.dialect.lease_claim_begin().sql),
+                Op("begin", ctx.statements.claim_begin.sql),
                 Op("fetch", guard.sql, guard.bind(values)),
                 Op("fetch", claim[0].sql, claim[0].bind(values)),
             ]
@@ -109,7 +109,7 @@ async def heads_claim(
     claim, guard = ctx.statements.claim, ctx.statements.guard
     assert guard is not None
     taken: list[Record] = []
-    ops = [Op("begin", ctx.dialect.lease_claim_begin().sql)]
+    ops = [Op("begin", ctx.statements.claim_begin.sql)]
     try:
         for group in groups:
             if len(taken) >= limit:

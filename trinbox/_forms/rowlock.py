@@ -18,8 +18,7 @@ import trio
 from .._bounds import cleanup_scope
 from .._drivers._base import Connection, Op, Record
 from .._errors import BatchRolledBack, DatabaseError, TrinboxError
-from .._holders.connections import end_transaction, give_back
-from ._base import (
+from .._holders._base import (
     Ack,
     Chained,
     Claimed,
@@ -33,6 +32,7 @@ from ._base import (
     step_values,
     values_of,
 )
+from .._holders.connections import end_transaction, give_back
 from .heads import due_groups
 
 __all__ = ["RowLockForm"]

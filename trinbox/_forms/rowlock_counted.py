@@ -30,8 +30,16 @@ from collections.abc import Sequence
 from .._dialects._count_at_claim import GUARD_TAKEN
 from .._drivers._base import Connection, Op, Record
 from .._errors import DatabaseError, TrinboxError
+from .._holders._base import (
+    Chained,
+    Claimed,
+    Delivery,
+    FormContext,
+    Step,
+    step_statements,
+    values_of,
+)
 from .._holders.connections import close, end_transaction, give_back
-from ._base import Chained, Claimed, Delivery, FormContext, Step, step_statements, values_of
 from .rowlock import SAVEPOINT, RowLockForm, _ClaimTransaction
 
 __all__ = ["CountedRowLockForm"]

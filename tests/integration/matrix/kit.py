@@ -14,10 +14,10 @@ import pytest
 import trio
 
 from trinbox import Subscriber
-from trinbox._forms._base import Delivery
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
+from trinbox._holders._base import Delivery
 
 from ..stands import STANDS, Stand, StandName
 from .schema import FORMS

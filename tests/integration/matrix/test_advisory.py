@@ -43,8 +43,8 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers._base import Connection, Op, Pool, Record, Result, stops
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm
+from trinbox._holders._base import Ack, FormContext
 from trinbox._holders.sqlite_key import KeyRegistry
 from trinbox._holders.table import advisory_keys
 from trinbox.testing import VirtualClock, idle, settled

@@ -15,7 +15,7 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._engine.startup import make_form
-from trinbox._forms._base import Ack, FormContext, whole_seconds
+from trinbox._holders._base import Ack, FormContext, whole_seconds
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

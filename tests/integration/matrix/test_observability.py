@@ -32,8 +32,8 @@ from trinbox import (
 )
 from trinbox._broker import broker as broker_module
 from trinbox._engine import claim_loop, deliveries
-from trinbox._forms._base import Delivery, Step
 from trinbox._forms.lease import LeaseForm
+from trinbox._holders._base import Delivery, Step
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving

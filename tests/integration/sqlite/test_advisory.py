@@ -22,8 +22,8 @@ from trinbox import InboxQueue, SqlBroker, StartupError, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.sqlite import SqliteConnection
-from trinbox._forms._base import Ack, FormContext
 from trinbox._forms.advisory import AdvisoryForm
+from trinbox._holders._base import Ack, FormContext
 from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
 from trinbox._holders.table import advisory_keys
 from trinbox.testing import TrioClock, VirtualClock, settled

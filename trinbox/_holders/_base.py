@@ -1,5 +1,6 @@
-"""What every claim form shares: deliveries, settlement steps, the form contract, and the
-shielded, bounded clean-up of connections."""
+"""What the holders, the forms over them and the engine share: deliveries, settlement steps,
+claims, the form contract (``ClaimForm``) and its traits, and what a form is given
+(``FormContext``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, cast
 
 import trio
 
@@ -302,7 +303,8 @@ def held(result: object) -> bool:
     """Whether a FIFO group guard's result (one row, one number) says the group is this
     claim's."""
     assert isinstance(result, list)
-    return bool(result) and bool(result[0][0])
+    rows = cast("list[Record]", result)
+    return bool(rows) and bool(rows[0][0])
 
 
 def values_of(statement: Statement, record: Record, spec: TableSpec) -> dict[str, object]:
