@@ -32,7 +32,6 @@ from .._errors import DeclarationError, ServerTooOld, StartupError
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
-from .._forms.rowlock_counted import CountedRowLockForm
 from .._holders._base import ClaimForm, FormContext, FormTraits, whole_seconds
 from .._holders.connections import give_back
 from .._holders.table import advisory_keys
@@ -204,7 +203,7 @@ def make_form(ctx: FormContext) -> ClaimForm:
     if form is Advisory:
         return AdvisoryForm(ctx, advisory_keys(ctx.statements, ctx.pool))
     assert form is RowLock
-    return CountedRowLockForm(ctx) if ctx.count_at_claim else RowLockForm(ctx)
+    return RowLockForm(ctx)
 
 
 def worker_cap(
