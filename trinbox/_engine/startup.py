@@ -34,7 +34,7 @@ from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
 from .._holders._base import ClaimForm, FormContext, FormTraits, whole_seconds
 from .._holders.connections import give_back
-from .._holders.table import advisory_keys
+from .._holders.table import advisory_holder
 from .column_check import check_columns, prepare_statements
 
 __all__ = [
@@ -201,7 +201,7 @@ def make_form(ctx: FormContext) -> ClaimForm:
         ctx.lease = whole_seconds(ctx.lease)
         return LeaseForm(ctx)
     if form is Advisory:
-        return AdvisoryForm(ctx, advisory_keys(ctx.statements, ctx.pool))
+        return AdvisoryForm(ctx, advisory_holder(ctx))
     assert form is RowLock
     return RowLockForm(ctx)
 

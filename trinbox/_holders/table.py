@@ -3,16 +3,16 @@ form and what its dialect and pool offer. The only place that picks."""
 
 from __future__ import annotations
 
-from .._dialects.plans import Plan
-from .._drivers._base import Pool
+from ._base import FormContext
+from .session_lock import SessionLocks
 from .sqlite_key import ProcessKeys
 
-__all__ = ["advisory_keys"]
+__all__ = ["advisory_holder"]
 
 
-def advisory_keys(statements: Plan, pool: Pool) -> ProcessKeys | None:
-    """What holds an advisory row's key: a server session (``None``, the dialect has a lock
-    statement), or this process's keys (SQLite)."""
-    if statements.lock is not None:
-        return None
-    return ProcessKeys(pool)
+def advisory_holder(ctx: FormContext) -> SessionLocks | ProcessKeys:
+    """What holds an advisory row's key: a server session's lock where the dialect has one
+    (the plan's lock and unlock), else this process's keys (SQLite)."""
+    if ctx.statements.lock is not None:
+        return SessionLocks(ctx.statements, ctx.spec.label)
+    return ProcessKeys(ctx.pool)

@@ -46,7 +46,7 @@ from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._holders._base import Ack, FormContext
 from trinbox._holders.sqlite_key import KeyRegistry
-from trinbox._holders.table import advisory_keys
+from trinbox._holders.table import advisory_holder
 from trinbox.testing import VirtualClock, idle, settled
 
 from ..serving import make_app, serving
@@ -686,7 +686,7 @@ async def advisory_form(
 async def test_a_settlement_after_shutdown_released_its_key_is_closed(case: Case) -> None:
     async with advisory_form(case.stand) as (broker, ctx):
         await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
-        form = AdvisoryForm(ctx, advisory_keys(ctx.statements, ctx.pool))
+        form = AdvisoryForm(ctx, advisory_holder(ctx))
         (delivery,) = await form.claim(1)
         assert held(case.stand, "email_jobs-c1") == {"email_jobs-c1"}
         assert await form.shutdown() == (1, 0)
@@ -825,7 +825,7 @@ async def test_a_claim_cancelled_midway_leaves_no_key(case: Case) -> None:
     async with advisory_form(stand, gate) as (broker, ctx):
         await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
         await broker.publish(LockedEmail, Email("b@x"), name="emails", customer="c2")
-        form = AdvisoryForm(ctx, advisory_keys(ctx.statements, ctx.pool))
+        form = AdvisoryForm(ctx, advisory_holder(ctx))
         claimed: list[object] = []
         async with trio.open_nursery() as nursery:
 
@@ -849,7 +849,7 @@ async def test_a_claim_cancelled_midway_leaves_no_key(case: Case) -> None:
         assert form.in_work == 0
         # The first take counted its attempt; both rows are claimable again.
         assert stand.rows("SELECT attempt FROM email_jobs ORDER BY job_id") == [(2,), (1,)]
-        again = AdvisoryForm(ctx, advisory_keys(ctx.statements, ctx.pool))
+        again = AdvisoryForm(ctx, advisory_holder(ctx))
         taken = await again.claim(2)
         # A delivery's key is the lock's name as the database renders it.
         rendered = [

@@ -25,7 +25,7 @@ from trinbox._drivers.sqlite import SqliteConnection
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._holders._base import Ack, FormContext
 from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
-from trinbox._holders.table import advisory_keys
+from trinbox._holders.table import advisory_holder
 from trinbox.testing import TrioClock, VirtualClock, settled
 
 from ..matrix.test_advisory import pass_over_each_others_key
@@ -371,17 +371,15 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
         for n, customer in enumerate(("c1", "c1", "c2")):
             await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
         spec = spec_of(LockedEmail)
-        form = AdvisoryForm(
-            FormContext(
-                spec=spec,
-                dialect=broker.dialect,
-                statements=build_plan(broker.dialect, spec),
-                pool=broker.pool,
-                clock=broker.clock,
-                group="emails",
-            ),
-            advisory_keys(build_plan(broker.dialect, spec), broker.pool),
+        ctx = FormContext(
+            spec=spec,
+            dialect=broker.dialect,
+            statements=build_plan(broker.dialect, spec),
+            pool=broker.pool,
+            clock=broker.clock,
+            group="emails",
         )
+        form = AdvisoryForm(ctx, advisory_holder(ctx))
         assert form.traits.chains
         (first,) = await form.claim(1)
         assert (first.id, keys_in_work(db)) == (1, {"email_jobs-c1"})
@@ -403,17 +401,15 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
 
 def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
     spec = spec_of(LockedEmail)
-    return AdvisoryForm(
-        FormContext(
-            spec=spec,
-            dialect=broker.dialect,
-            statements=build_plan(broker.dialect, spec),
-            pool=broker.pool,
-            clock=broker.clock,
-            group="emails",
-        ),
-        advisory_keys(build_plan(broker.dialect, spec), broker.pool),
+    ctx = FormContext(
+        spec=spec,
+        dialect=broker.dialect,
+        statements=build_plan(broker.dialect, spec),
+        pool=broker.pool,
+        clock=broker.clock,
+        group="emails",
     )
+    return AdvisoryForm(ctx, advisory_holder(ctx))
 
 
 async def test_a_batch_settlement_and_its_workers_next_batch_are_one_call(
