@@ -13,9 +13,9 @@ belongs to your migrations (print it with ``trinbox schema MODULE:Row``, then ke
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Literal
 
+from ._broker.backends import BACKENDS
 from ._declare._inbox import spec_of
 from ._dialects._base import Dialect
 from ._dialects.ddl import render_ddl
@@ -23,26 +23,19 @@ from ._dialects.ddl import render_ddl
 __all__ = ["DIALECTS", "DialectName", "ddl", "ddl_script"]
 
 DialectName = Literal["postgres", "mysql", "sqlite"]
-DIALECTS: tuple[DialectName, ...] = ("postgres", "mysql", "sqlite")
-_CLASSES = {
-    "postgres": ("postgres", "PostgresDialect"),
-    "mysql": ("mysql", "MySqlDialect"),
-    "sqlite": ("sqlite", "SqliteDialect"),
-}
+DIALECTS: tuple[DialectName, ...] = tuple(BACKENDS)
 
 
 def dialect_named(name: str) -> Dialect:
     """The dialect ``name`` names, or ``ValueError`` listing the names."""
-    found = _CLASSES.get(name)
-    if found is None:
+    backend = next((b for kind, b in BACKENDS.items() if kind == name), None)
+    if backend is None:
         msg = (
             f"a dialect is one of {', '.join(map(repr, DIALECTS))} (MySQL serves MariaDB too), "
             f"found {name!r}"
         )
         raise ValueError(msg)
-    module, cls = found
-    dialect: Dialect = getattr(importlib.import_module(f"trinbox._dialects.{module}"), cls)()
-    return dialect
+    return backend.dialect()
 
 
 def ddl(row: type[Any], dialect: DialectName, *, dead_letter: str | None = None) -> list[str]:

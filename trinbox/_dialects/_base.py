@@ -35,7 +35,7 @@ from ._columns import ColumnRules
 from ._ddl_types import DdlRules
 from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join, render
 
-__all__ = ["DeadLetter", "Dialect"]
+__all__ = ["DeadLetter", "Dialect", "fold"]
 
 _NOW = Param("now")
 _RETRY_AT = Param("retry_at")
@@ -77,7 +77,7 @@ class Dialect(ColumnRules):
     # claims: ``claims_one_at_a_time`` reads both.
     one_claim_at_a_time: ClassVar[bool] = False
     lease_claim_serial: ClassVar[bool] = False
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict[str, object])
     # "Now" is the server's clock, written into the statements (_clock.py), not the host's.
     database_clock: bool = False
 
@@ -130,9 +130,9 @@ class Dialect(ColumnRules):
         by the wrong one); ``also`` names more to keep clear of. Names compare folded, wider
         than any server's own comparison."""
         names = (spec.table, spec.schema, *(c.column for c in spec.columns), *also)
-        taken = {_fold(n) for n in names if n is not None}
+        taken = {fold(n) for n in names if n is not None}
         found, n = name, 1
-        while _fold(found) in taken:
+        while fold(found) in taken:
             n += 1
             found = f"{name}_{n}"
         return found
@@ -229,7 +229,7 @@ class Dialect(ColumnRules):
     def select_list(self, spec: TableSpec, *, attempt_before: bool = False) -> str:
         """Every column in declaration order; with ``attempt_before`` the attempt reads one
         less (the claim counted it, the delivery reports the value before)."""
-        cols = []
+        cols: list[str] = []
         for col in spec.columns:
             if attempt_before and col.role == "attempt":
                 cols.append(f"{self.attempt_before(col)} AS {self.column(col)}")
@@ -257,7 +257,7 @@ class Dialect(ColumnRules):
 
     def order_by(self, spec: TableSpec, *, prefix: str = "") -> str:
         """The claim's order: priority (smaller first), due time, id; the claim index's."""
-        keys = []
+        keys: list[str] = []
         if spec.priority is not None:
             keys.append(f"{prefix}{self.column(spec.priority)}")
         if spec.retry_after is not None:
@@ -413,7 +413,7 @@ class Dialect(ColumnRules):
 
     def key_expression(self, spec: TableSpec) -> str:
         """The advisory key, rendered by the database from the template."""
-        parts = []
+        parts: list[str] = []
         for part in spec.key:
             if isinstance(part, KeyLiteral):
                 parts.append(self.literal(part.text))
@@ -773,7 +773,7 @@ class Dialect(ColumnRules):
         raise AssertionError(msg)
 
 
-def _fold(name: str) -> str:
+def fold(name: str) -> str:
     """A comparison key wider than any server's own for names (MariaDB's accent- and
     case-insensitive one, SQLite's ASCII case, trailing spaces padded away)."""
     decomposed = unicodedata.normalize("NFKD", name)

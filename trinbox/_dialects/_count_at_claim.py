@@ -1,6 +1,6 @@
 """The row lock form's count at claim (``InboxQueue.count_attempt_at_claim()``): what its
-statements (``Dialect.counted_statements``, ``count_guard`` on PostgreSQL and MySQL/MariaDB)
-and the form agree on.
+statements (``build_plan(.., count_at_claim=True)`` in plans.py; ``count_guard`` on
+PostgreSQL and MySQL/MariaDB) and the form agree on.
 
 A claim takes the queue's guard (a session lock), selects and locks its rows, counts their
 attempt and commits, then locks them again by id in the deliveries' transaction and lets the

@@ -24,7 +24,7 @@ import hashlib
 from .._declare._spec import ColumnSpec, TableSpec
 from .._declare._sqltype import SqlType, sql_types_of
 from .._errors import DeclarationError
-from ._base import DeadLetter, Dialect, _fold
+from ._base import DeadLetter, Dialect, fold
 from ._ddl_types import DdlRules, column_type, is_optional
 
 __all__ = ["claim_index_columns", "dead_letter_of", "index_name", "render_ddl"]
@@ -117,14 +117,14 @@ def index_name(dialect: Dialect, spec: TableSpec, dest: DeadLetter | None = None
     """``<table>_claim``, within the dialect's identifier limit (cut, with a hash of the whole
     table name) and clear of the dead letter table's name (an index and a table share one
     namespace on PostgreSQL and SQLite, where IF NOT EXISTS would silently skip the second)."""
-    taken = {_fold(spec.table)}
+    taken = {fold(spec.table)}
     if dest is not None and dest.table is not None:
-        taken.add(_fold(dest.table))
+        taken.add(fold(dest.table))
     n = 1
     while True:
         suffix = "_claim" if n == 1 else f"_claim_{n}"
         name = _fit(dialect, spec.table, suffix)
-        if _fold(name) not in taken:
+        if fold(name) not in taken:
             return name
         n += 1
 

@@ -446,7 +446,7 @@ class MySqlDialect(Dialect):
         rows = [tuple(_text(v) if v is not None else None for v in r) for r in records]
         if any(r[0] == spec.table for r in rows):
             rows = [r for r in rows if r[0] == spec.table]
-        found = []
+        found: list[FoundColumn] = []
         for _table, name, column_type, default, nullable, extra in rows:
             # MariaDB writes DEFAULT NULL as the text NULL (default_value reads it as none).
             extra = (extra or "").lower()

@@ -34,7 +34,7 @@ from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
 
-_BEGIN = {
+_BEGIN: dict[type[Opening], str] = {
     Default: "BEGIN",
     Deferred: "BEGIN DEFERRED",
     Immediate: "BEGIN IMMEDIATE",
@@ -299,7 +299,7 @@ class SqliteDialect(Dialect):
         strict = "STRICT" in words
         rowid = "ROWID" not in words
         keys = [r for r in records if isinstance(r[4], int) and r[4] > 0]
-        found = []
+        found: list[FoundColumn] = []
         for name, declared, default, notnull, pk, _sql in records:
             alias = rowid and len(keys) == 1 and bool(pk) and str(declared).upper() == "INTEGER"
             found.append(

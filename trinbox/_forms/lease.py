@@ -426,11 +426,11 @@ class LeaseForm:
         try:
             if delivery.lease_lost:
                 return
-            st = self._ctx.statements
-            assert st.retry is not None
+            release = self._ctx.statements.release
+            assert release is not None
             conn = await self._ctx.pool.acquire("release")
             try:
-                await conn.execute(*self._bound(st.retry, delivery))
+                await conn.execute(*self._bound(release, delivery))
             finally:
                 await give_back(self._ctx.pool, conn)
         finally:
