@@ -247,8 +247,9 @@ class _ThreadSession:
         return self._cursor(sql, params).rowcount
 
     def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
+        cursor = self._cursor(sql, params)
         try:
-            return [tuple(r) for r in self._cursor(sql, params)]
+            return cursor.fetchall()  # tuples: the connection has no row factory
         except sqlite3.Error as exc:
             raise _translate(exc, sql) from exc
 
