@@ -27,8 +27,9 @@ from urllib.parse import unquote, urlsplit
 import trio
 
 from trinbox._declare._inbox import spec_of
-from trinbox._dialects._base import Dialect, Statements
+from trinbox._dialects._base import Dialect
 from trinbox._dialects._statement import Statement
+from trinbox._dialects.plans import Plan, build_plan
 
 from .common import GROUP, ROWS, WORKERS, emit, fill, lease_token, remaining, sqlite_file
 
@@ -50,9 +51,9 @@ def dialect_of(db: str) -> Dialect:
     return SqliteDialect()
 
 
-def statements_for(db: str, form: str) -> tuple[Dialect, Statements]:
-    dialect = dialect_of(db)
-    return dialect, dialect.statements(spec_of(ROWS[form]))
+def plan_for(db: str, form: str) -> Plan:
+    """Every statement trinbox runs for the bench table's form on ``db``: its plan."""
+    return build_plan(dialect_of(db), spec_of(ROWS[form]))
 
 
 def args(statement: Statement, **values: object) -> tuple[object, ...]:
@@ -62,7 +63,7 @@ def args(statement: Statement, **values: object) -> tuple[object, ...]:
 # -- PostgreSQL: asyncpg, one asyncio coroutine per unit of work ------------------------------
 
 
-async def pg_lease(conn: Any, st: Statements, limit: int) -> int:
+async def pg_lease(conn: Any, st: Plan, limit: int) -> int:
     now = datetime.now(UTC)
     token = lease_token(now, LEASE)
     claim = st.claim[0]
@@ -78,7 +79,7 @@ async def pg_lease(conn: Any, st: Statements, limit: int) -> int:
     return len(rows)
 
 
-async def pg_rowlock(conn: Any, st: Statements, limit: int) -> int:
+async def pg_rowlock(conn: Any, st: Plan, limit: int) -> int:
     assert st.begin is not None
     claim = st.claim[0]
     await conn.execute(st.begin.sql)
@@ -94,7 +95,7 @@ async def pg_rowlock(conn: Any, st: Statements, limit: int) -> int:
     return len(rows)
 
 
-async def pg_advisory(conn: Any, st: Statements, limit: int) -> int:
+async def pg_advisory(conn: Any, st: Plan, limit: int) -> int:
     assert st.lock is not None and st.unlock is not None
     now = datetime.now(UTC)
     candidates = st.claim[0]
@@ -143,7 +144,7 @@ async def my_begin(conn: Any, statement: Statement) -> None:
 
 
 async def my_lease(
-    conn: Any, st: Statements, limit: int, begin: Statement, plain_begin: Statement
+    conn: Any, st: Plan, limit: int, begin: Statement, plain_begin: Statement
 ) -> int:
     now = naive_now()
     token = lease_token(now, LEASE)
@@ -172,7 +173,7 @@ async def my_lease(
     return len(kept)
 
 
-async def my_rowlock(conn: Any, st: Statements, limit: int) -> int:
+async def my_rowlock(conn: Any, st: Plan, limit: int) -> int:
     assert st.begin is not None
     claim = st.claim[0]
     await my_begin(conn, st.begin)
@@ -188,7 +189,7 @@ async def my_rowlock(conn: Any, st: Statements, limit: int) -> int:
     return len(rows)
 
 
-async def my_advisory(conn: Any, st: Statements, limit: int) -> int:
+async def my_advisory(conn: Any, st: Plan, limit: int) -> int:
     assert st.lock is not None and st.unlock is not None
     now = naive_now()
     candidates = st.claim[0]
@@ -247,7 +248,7 @@ def lite_connect(path: str) -> sqlite3.Connection:
     return raw
 
 
-def lite_lease(conn: sqlite3.Connection, st: Statements, limit: int) -> int:
+def lite_lease(conn: sqlite3.Connection, st: Plan, limit: int) -> int:
     now = datetime.now(UTC)
     token = lite_time(lease_token(now, LEASE))
     claim = st.claim[0]
@@ -292,7 +293,7 @@ class Registry:
             return json.dumps(sorted(self.keys))
 
 
-def lite_advisory(conn: sqlite3.Connection, st: Statements, limit: int, keys: Registry) -> int:
+def lite_advisory(conn: sqlite3.Connection, st: Plan, limit: int, keys: Registry) -> int:
     """Claim, take and ack in one transaction (one commit per unit of work, as trinbox's
     settlement with its worker's next claim is one); the keys go once it committed. Writers
     queue on one lock, as trinbox's do, instead of sleeping in SQLite's busy handler."""
@@ -305,7 +306,7 @@ def lite_advisory(conn: sqlite3.Connection, st: Statements, limit: int, keys: Re
 
 def _lite_advisory_unit(
     conn: sqlite3.Connection,
-    st: Statements,
+    st: Plan,
     limit: int,
     keys: Registry,
     now: str,
@@ -370,7 +371,7 @@ async def run_raw(
     batch: int | None,
     max_seconds: float,
 ) -> dict[str, Any]:
-    dialect, st = statements_for(db, form)
+    st = plan_for(db, form)
     limit = batch or 1
     form = form.removesuffix("-prio")  # a priority table's loop is its form's, on its SQL
     if db == "sqlite":
@@ -407,8 +408,8 @@ async def run_raw(
 
         else:
             conns = [await aio_as_trio(my_connect)(url) for _ in range(WORKERS)]
-            begin = dialect.lease_claim_begin()
-            plain = dialect.plain_begin()
+            begin = st.claim_begin
+            plain = st.plain_begin
 
             def unit(conn: Any) -> Callable[[], Awaitable[int]]:
                 if form == "lease":

@@ -30,7 +30,7 @@ from .raw import (
     my_execute,
     my_fetch,
     naive_now,
-    statements_for,
+    plan_for,
 )
 
 WARMUP = 20
@@ -40,7 +40,7 @@ async def pg_claims(url: str, claims: int) -> list[float]:
     import asyncpg
     from trio_asyncio import aio_as_trio, open_loop
 
-    _, st = statements_for("postgres", "lease")
+    st = plan_for("postgres", "lease")
     claim = st.claim[0]
 
     async def loop() -> list[float]:
@@ -70,7 +70,7 @@ async def my_claims(url: str, claims: int) -> list[float]:
 
     from .raw import dialect_of
 
-    _, st = statements_for("mysql", "lease")
+    st = plan_for("mysql", "lease")
     begin = dialect_of("mysql").lease_claim_begin()
     select, stamp = st.claim
 
@@ -100,7 +100,7 @@ async def my_claims(url: str, claims: int) -> list[float]:
 
 
 def lite_claims(url: str, claims: int) -> list[float]:
-    _, st = statements_for("sqlite", "lease")
+    st = plan_for("sqlite", "lease")
     claim = st.claim[0]
     conn = lite_connect(sqlite_file(url))
     times = []

@@ -8,6 +8,7 @@ Layers (a module imports only from layers below it):
     _broker                                     broker, publishing, clocks, wakes, LISTEN
     _api                                        queues, subscriber, outcomes, codecs, events
     _forms                                      row lock, lease and advisory claim forms
+    _holders                                    what holds a claimed row, per kind of hold
     _dialects | _drivers                        SQL text (pure) | database I/O (only here)
     _declare, errors                            row declarations, specs, markers; exceptions
 """

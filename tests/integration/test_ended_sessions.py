@@ -71,7 +71,7 @@ async def warm(broker: SqlBroker[Any]) -> None:
     pool = broker.pool
     conns = [await pool.acquire() for _ in range(WARM)]
     for conn in conns:
-        await pool.release(conn)
+        await pool.give_back(conn)
 
 
 async def test_publishes_after_every_idle_session_was_killed_all_succeed(stand: Stand) -> None:

@@ -26,21 +26,22 @@ LAYERS: dict[str, int] = {
     "_declare": 1,
     "_dialects": 2,
     "_drivers": 2,
-    "_forms": 3,
-    "_api": 4,
-    "_broker": 5,
-    "_engine": 6,
-    "_operations": 7,
-    "__init__": 8,
-    "keys": 8,
-    "events": 8,
-    "typing": 8,
-    "testing": 8,
-    "asyncapi": 8,
-    "schema": 8,
-    "metrics": 8,
-    "cli": 9,
-    "__main__": 10,
+    "_holders": 3,
+    "_forms": 4,
+    "_api": 5,
+    "_broker": 6,
+    "_engine": 7,
+    "_operations": 8,
+    "__init__": 9,
+    "keys": 9,
+    "events": 9,
+    "typing": 9,
+    "testing": 9,
+    "asyncapi": 9,
+    "schema": 9,
+    "metrics": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 """Each part of the package (a subpackage or a top-level module) and its layer, lowest first."""
 
@@ -178,21 +179,21 @@ def test_only_drivers_import_foreign_io() -> None:
             "trinbox._declare._spec",
             "from .._api.queue import InboxQueue",
             "trinbox._declare._spec:1 imports trinbox._api.queue: _declare (layer 1) may "
-            "import only lower layers, _api is layer 4",
+            "import only lower layers, _api is layer 5",
             id="upward",
         ),
         pytest.param(
             "trinbox._broker.broker",
             "from .._engine.app import App",
-            "trinbox._broker.broker:1 imports trinbox._engine.app: _broker (layer 5) may "
-            "import only lower layers, _engine is layer 6",
+            "trinbox._broker.broker:1 imports trinbox._engine.app: _broker (layer 6) may "
+            "import only lower layers, _engine is layer 7",
             id="broker-to-engine",
         ),
         pytest.param(
             "trinbox._api.handles",
             "from .._broker.broker import SqlBroker",
-            "trinbox._api.handles:1 imports trinbox._broker.broker: _api (layer 4) may "
-            "import only lower layers, _broker is layer 5",
+            "trinbox._api.handles:1 imports trinbox._broker.broker: _api (layer 5) may "
+            "import only lower layers, _broker is layer 6",
             id="api-to-broker",
         ),
         pytest.param(

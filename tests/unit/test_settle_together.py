@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from trinbox._forms._base import Ack, Delivery, Retry, Step
 from trinbox._forms._coalesce import SettleTogether
+from trinbox._holders._base import Ack, Delivery, Retry, Step
 from trinbox.errors import LeaseLost, TrinboxError
 
 

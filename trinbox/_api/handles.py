@@ -17,7 +17,7 @@ from .._dialects._portable import bind_portable
 from .._dialects._statement import ParamStyle
 from .._drivers._base import Connection, Record
 from .._drivers._base import Pool as DriverPool
-from .._forms._base import give_back, rollback_quietly
+from .._holders.connections import give_back, rollback_quietly
 from ..errors import TransactionHeld
 
 __all__ = ["Attempt", "Held", "Pool", "RowId", "Tx"]

@@ -39,7 +39,8 @@ from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
 from .._drivers._base import Connection, Pool
 from .._drivers._urls import Kind, redacted
-from .._forms._base import give_back, rollback_quietly, whole_seconds
+from .._holders._base import whole_seconds
+from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
 from ..errors import Closed, DatabaseError
 from .backends import BACKENDS, Backend, backend_of_url

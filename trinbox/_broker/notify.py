@@ -102,7 +102,7 @@ class NotifyListener:
                                 await conn.unlisten(channel)
                             except DatabaseError:
                                 break
-                    await pool.discard(conn)
+                    await pool.close(conn)
                 if bound.cancelled_caught:
                     pool.abandon(conn)
         finally:

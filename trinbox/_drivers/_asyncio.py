@@ -192,7 +192,7 @@ def input_waiting(transport: object) -> bool:
 class AsyncioPool(ABC, Generic[C]):
     """Up to ``max_size`` connections; the driver supplies connect, reset and close.
 
-    Each checked-out connection holds one slot of a semaphore. ``release`` and ``discard``
+    Each checked-out connection holds one slot of a semaphore. ``give_back`` and ``close``
     give the slot back whatever happens (they are shielded, bounded and never leak it), and
     are idempotent: a connection already given back is not given back twice.
     """
@@ -312,7 +312,7 @@ class AsyncioPool(ABC, Generic[C]):
         self._holders.took(conn, holder)
         return conn
 
-    async def release(self, conn: Connection) -> None:
+    async def give_back(self, conn: Connection) -> None:
         own = self._own(conn)
         if own not in self._out:
             return
@@ -347,7 +347,7 @@ class AsyncioPool(ABC, Generic[C]):
         finally:
             self._slots.release()
 
-    async def discard(self, conn: Connection) -> None:
+    async def close(self, conn: Connection) -> None:
         own = self._own(conn)
         held = own in self._out
         self._out.discard(own)
@@ -372,7 +372,7 @@ class AsyncioPool(ABC, Generic[C]):
 
     async def aclose(self) -> None:
         """Close idle connections; terminate those still in use (their next statement
-        fails with ConnectionLost, and their release only closes them)."""
+        fails with ConnectionLost, and giving them back only closes them)."""
         self._closed = True
         idle, self._idle = self._idle, []
         if self._out:

@@ -7,13 +7,27 @@ above this layer is pure Trio.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from ..errors import DatabaseError
 
-__all__ = ["Connection", "Op", "Pool", "Record", "Result", "failing", "script_failed", "stops"]
+__all__ = [
+    "Connection",
+    "Op",
+    "Pool",
+    "Record",
+    "Result",
+    "ThreadSession",
+    "ThreadedConnection",
+    "ThreadedPool",
+    "failing",
+    "script_failed",
+    "stops",
+]
+
+T = TypeVar("T")
 
 Record = tuple[object, ...]
 Result = list[Record] | int | None
@@ -111,15 +125,15 @@ class Pool(Protocol):
 
     async def try_acquire(self, holder: str = "caller") -> Connection | None:
         """An idle connection, or a new one while the pool is below its size; ``None`` when
-        every connection is in use (never waits for one to be released)."""
+        every connection is in use (never waits for one to be given back)."""
         ...
 
-    async def release(self, conn: Connection) -> None:
+    async def give_back(self, conn: Connection) -> None:
         """Return a connection (rolled back first if a transaction is still open). Safe in a
         cancelled scope: the pool shields and bounds its cleanup, and never leaks a slot."""
         ...
 
-    async def discard(self, conn: Connection) -> None:
+    async def close(self, conn: Connection) -> None:
         """Close a connection that must never serve again (its state is unknown)."""
         ...
 
@@ -129,3 +143,47 @@ class Pool(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class ThreadSession(Protocol):
+    """A connection as a function run on its own thread sees it (``run_on_thread``): every
+    call blocks, and fails with trinbox's errors (``DatabaseError``), naming its statement."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run a statement; the number of rows it changed."""
+        ...
+
+    def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
+        """Run a statement that returns rows."""
+        ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+
+class ThreadedConnection(Connection, Protocol):
+    """A connection whose calls run on a thread of its own (SQLite's)."""
+
+    async def run_on_thread(self, fn: Callable[[ThreadSession], T], statement: str) -> T:
+        """Run ``fn`` on the connection's thread as one call (one round trip, one turn of the
+        pool's writers), handing it the connection's blocking session; ``statement`` names
+        the call where nothing else does (a cancel, an abandoned connection)."""
+        ...
+
+
+@runtime_checkable
+class ThreadedPool(Pool, Protocol):
+    """A pool of one database file whose connections run functions on their own thread."""
+
+    @property
+    def path(self) -> str:
+        """The database file, as the pool was given it."""
+        ...
+
+    async def acquire(self, holder: str = "caller") -> ThreadedConnection: ...
+
+    async def try_acquire(self, holder: str = "caller") -> ThreadedConnection | None: ...

@@ -521,7 +521,7 @@ class MySqlPool(AsyncioPool[MySqlConnection]):
         try:
             return await conn.server_version()
         finally:
-            await self.release(conn)
+            await self.give_back(conn)
 
 
 async def open_pool(url: str, *, max_size: int, connect_timeout: float = CONNECT) -> MySqlPool:
@@ -532,5 +532,5 @@ async def open_pool(url: str, *, max_size: int, connect_timeout: float = CONNECT
     require_loop("MySQL")
     pool = MySqlPool(url, max_size=max_size, connect_timeout=connect_timeout)
     conn = await pool.acquire()
-    await pool.release(conn)
+    await pool.give_back(conn)
     return pool

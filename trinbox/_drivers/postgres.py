@@ -493,5 +493,5 @@ async def open_pool(
         url, max_size=max_size, connect_timeout=connect_timeout, statement_cache=statement_cache
     )
     conn = await pool.acquire()
-    await pool.release(conn)
+    await pool.give_back(conn)
     return pool

@@ -32,9 +32,8 @@ import trio
 
 from .._bounds import cleanup_scope
 from ..errors import ConnectError, ConnectionLost, DatabaseError, IntegrityError, LockNotAvailable
-from . import _sqlite_keys
 from ._activity import database_call
-from ._base import Connection, Op, Record, Result, failing, script_failed, stops
+from ._base import Connection, Op, Record, Result, ThreadSession, failing, script_failed, stops
 from ._holders import Holders
 from ._sqlite_thread import ConnectionThread, run_on
 
@@ -220,6 +219,52 @@ def _roll_back_open(raw: sqlite3.Connection) -> None:
 def _close_quietly(raw: sqlite3.Connection) -> None:
     with contextlib.suppress(sqlite3.Error):
         raw.close()
+
+
+class _ThreadSession:
+    """The blocking session a function run on a connection's thread sees (``ThreadSession``):
+    each statement bound as the async calls bind it, each error translated, naming the
+    statement it came from."""
+
+    __slots__ = ("_raw", "progress")
+
+    def __init__(self, raw: sqlite3.Connection, call: str) -> None:
+        self._raw = raw
+        self.progress = [call]  # the call's name, then the statements begun: the last fails
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._raw.in_transaction
+
+    def _cursor(self, sql: str, params: Sequence[object]) -> sqlite3.Cursor:
+        self.progress.append(sql)
+        try:
+            return self._raw.execute(sql, _params(params))
+        except sqlite3.Error as exc:
+            raise _translate(exc, sql) from exc
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        return self._cursor(sql, params).rowcount
+
+    def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Record]:
+        cursor = self._cursor(sql, params)
+        try:
+            return cursor.fetchall()  # tuples: the connection has no row factory
+        except sqlite3.Error as exc:
+            raise _translate(exc, sql) from exc
+
+    def commit(self) -> None:
+        self._end("COMMIT", self._raw.commit)
+
+    def rollback(self) -> None:
+        self._end("ROLLBACK", self._raw.rollback)
+
+    def _end(self, sql: str, end: Callable[[], None]) -> None:
+        self.progress.append(sql)
+        try:
+            end()
+        except sqlite3.Error as exc:
+            raise _translate(exc, sql) from exc
 
 
 class SqliteConnection:
@@ -421,16 +466,11 @@ class SqliteConnection:
             script_failed(exc, progress, results)
             raise
 
-    async def claim_keys(self, claim: _sqlite_keys.KeyClaim) -> DatabaseError | None:
-        """Settle and claim advisory rows in one call on the worker thread (``KeyClaim``); the
-        error of a claim that failed after its settlement took effect (``None``: it ran)."""
-        raw = self._raw
-        progress: list[str] = []
-        await self._run(lambda: _sqlite_keys.run_key_claim(raw, claim, progress, _params), progress)
-        if claim.claim_error is None:
-            return None
-        exc, sql = claim.claim_error
-        return _translate(exc, sql)
+    async def run_on_thread(self, fn: Callable[[ThreadSession], T], statement: str) -> T:
+        """Run ``fn`` on this connection's thread as one call: one round trip, one turn of
+        the pool's writers (unless a transaction is open), cut as any call is cut."""
+        session = _ThreadSession(self._raw, statement)
+        return await self._run(lambda: fn(session), session.progress)
 
     async def executescript(self, script: str) -> None:
         """Run several statements (schema set-up in examples and tests)."""
@@ -511,7 +551,6 @@ class SqlitePool:
         self._holders = Holders(self.identity, max_size)
         self._closed = False
         self._writes = threading.Lock()  # shared by this pool's connections (SqliteConnection)
-        self._serves_keys = False
 
     @property
     def max_size(self) -> int:
@@ -530,17 +569,10 @@ class SqlitePool:
         """Connections a caller could take now without waiting: idle ones and room to grow."""
         return self._slots.value
 
-    def serve_keys(self) -> None:
-        """This process serves the file's advisory keys until the pool closes; a
-        ``StartupError`` when another process does (trinbox._drivers._sqlite_keys)."""
-        if not self._serves_keys:
-            _sqlite_keys.hold(self._path)
-            self._serves_keys = True
-
     async def open(self) -> None:
         """Open one connection now, so a bad path fails at startup."""
         conn = await self.acquire()
-        await self.release(conn)
+        await self.give_back(conn)
 
     async def acquire(self, holder: str = "caller") -> SqliteConnection:
         # A free slot is taken without a trip through Trio's scheduler (a cancel still
@@ -591,7 +623,7 @@ class SqlitePool:
         self._slots.release()
         return True
 
-    async def release(self, conn: Connection) -> None:
+    async def give_back(self, conn: Connection) -> None:
         assert isinstance(conn, SqliteConnection)
         if not self._give_slot(conn):
             return
@@ -612,7 +644,7 @@ class SqlitePool:
         else:
             self._idle.append(conn)
 
-    async def discard(self, conn: Connection) -> None:
+    async def close(self, conn: Connection) -> None:
         assert isinstance(conn, SqliteConnection)
         self._give_slot(conn)
         if conn in self._idle:
@@ -630,9 +662,6 @@ class SqlitePool:
         """Close idle connections; abandon those still in use (a caller cut off while it
         held one): nothing of the pool stays open, no transaction holds the write lock."""
         self._closed = True
-        if self._serves_keys:
-            self._serves_keys = False
-            _sqlite_keys.let_go(self._path)
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.close()

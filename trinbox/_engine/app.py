@@ -415,6 +415,8 @@ class App:
                         logger.warning(
                             "%s: a shutdown hook ran over %s s; cut", self.info.name, HOOK
                         )
+                for sub in self._subscriptions:
+                    sub.stop_serving()  # one opened that never ran holds SQLite's key file still
                 with trio.CancelScope(shield=True):
                     for broker in brokers:
                         await broker.aclose()

@@ -18,7 +18,7 @@ import trio
 from .._api.events import EventBus, EventSource, now_ns
 from .._bounds import CLAIM, within
 from .._drivers._base import Pool
-from .._forms._base import Claimed, ClaimForm, Delivery
+from .._holders._base import Claimed, ClaimForm, Delivery
 from ..errors import TrinboxError
 from .claim_state import ClaimState
 from .deliveries import DeliveryRunner

@@ -17,7 +17,7 @@ import trio
 from .._api.events import ClaimEvent, EventBus, EventSource
 from .._bounds import CLAIM_ERROR_WAIT, RELEASE, within
 from .._broker.wake import Permit
-from .._forms._base import Claimed
+from .._holders._base import Claimed
 from ..errors import TrinboxError
 
 __all__ = ["ClaimState", "Timing"]

@@ -39,7 +39,7 @@ from .._bounds import RELEASE, SETTLE, within
 from .._broker.broker import SqlBroker
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
-from .._forms._base import (
+from .._holders._base import (
     Ack,
     Chained,
     Claimed,

@@ -28,11 +28,12 @@ from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._dialects.ddl import dead_letter_of
 from .._dialects.plans import Plan, build_plan
-from .._forms._base import ClaimForm, FormContext, FormTraits, give_back, whole_seconds
 from .._forms.advisory import AdvisoryForm
 from .._forms.lease import LeaseForm
 from .._forms.rowlock import RowLockForm
-from .._forms.rowlock_counted import CountedRowLockForm
+from .._holders._base import ClaimForm, FormContext, FormTraits, whole_seconds
+from .._holders.connections import give_back
+from .._holders.table import advisory_holder
 from ..errors import DeclarationError, ServerTooOld, StartupError
 from .column_check import check_columns, prepare_statements
 
@@ -201,9 +202,9 @@ def make_form(ctx: FormContext) -> ClaimForm:
         ctx.lease = whole_seconds(ctx.lease)
         return LeaseForm(ctx)
     if form is Advisory:
-        return AdvisoryForm(ctx)
+        return AdvisoryForm(ctx, advisory_holder(ctx))
     assert form is RowLock
-    return CountedRowLockForm(ctx) if ctx.count_at_claim else RowLockForm(ctx)
+    return RowLockForm(ctx)
 
 
 def worker_cap(

@@ -11,7 +11,7 @@ from .._api.backoff import RETRY_AFTER_FIELD, Backoff
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
-from .._forms._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
+from .._holders._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
 from .statistics import Fields
 
 __all__ = ["LATEST_RETRY", "StepRules"]

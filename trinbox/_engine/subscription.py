@@ -29,9 +29,8 @@ from .._bounds import RELEASE, within
 from .._broker import pgbouncer
 from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
-from .._declare._markers import Advisory, Transactional
-from .._drivers.sqlite import SqlitePool
-from .._forms._base import ClaimForm, Delivery, FormContext
+from .._declare._markers import Transactional
+from .._holders._base import ClaimForm, Delivery, FormContext
 from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
 from .claim_loop import ClaimLoop
@@ -171,12 +170,6 @@ class Subscription:
         checked = self._checked
         broker = self.broker
         await startup.prepare(self.where, self.spec, broker, checked.statements)
-        if isinstance(broker.pool, SqlitePool) and self.spec.form is Advisory:
-            # The keys in work live in this process: no other process may serve the file.
-            try:
-                broker.pool.serve_keys()
-            except StartupError as exc:
-                raise StartupError(f"{self.where}: {exc}") from None
         permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         transactional = self.queue.mode is Transactional
         self.form: ClaimForm = startup.make_form(
@@ -242,6 +235,12 @@ class Subscription:
         )
         self._claims = claiming
         self._runner = runner
+        try:
+            # SQLite's advisory keys live in this process: no other process may serve them.
+            # Last: from here on stop_serving() lets go of them, whatever ends the app.
+            self.form.start_serving()
+        except StartupError as exc:
+            raise StartupError(f"{self.where}: {exc}") from None
 
     def _extended(self, delivery: Delivery, extended: bool) -> None:
         """The lease keeper moved a lease forward, or found it gone."""
@@ -288,6 +287,12 @@ class Subscription:
         if not self._stopped.is_set() and self.opened:
             self.form.begin_shutdown()
             self._stopped.set()
+
+    def stop_serving(self) -> None:
+        """Let go of what the form holds for the process, whether or not it ran (its shutdown
+        did already where it ran); no I/O."""
+        if self.opened:
+            self.form.stop_serving()
 
     def cut_grace(self) -> None:
         """End the grace now: handlers still in work are cancelled and their rows released."""

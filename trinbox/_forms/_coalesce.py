@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import trio
 
+from .._holders._base import Delivery, Step
 from ..errors import TrinboxError
-from ._base import Delivery, Step
 
 __all__ = ["SettleTogether"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from .._drivers._base import Connection
-from ._base import FormContext
+from .._holders._base import FormContext
 
 __all__ = ["PASSED_OVER", "due_groups"]
 

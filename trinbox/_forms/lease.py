@@ -10,18 +10,9 @@ Rows settled alike go to the database together (a batch's rows, and single settl
 finish at the same time), each still conditioned on its own token; where the claim is one
 statement, a settling worker claims its next row in the same round trip.
 
-One lock order, so that nothing here waits in a circle: **a delivery's token, then a pooled
-connection; a task that holds a connection never waits for a token.**
-
-- A settlement or a release takes its delivery's token, then a connection for its statements.
-  In transactional mode the delivery gives its transaction's connection back before it takes
-  the token; its ack in the transaction takes no token (it runs on the connection it holds,
-  and a round may be waiting on that very transaction's row locks).
-- The keeper takes its connection first, then, without waiting, the token of each delivery
-  in work: a token in use belongs to a settlement or a release under way, and that delivery
-  sits the round out. It moves every lease of the round in one statement (MySQL: a locking
-  select and an update in one transaction), so the settlements of those deliveries wait for
-  their tokens only while that statement runs.
+The token and the keeper live in trinbox._holders.lease_token, with their one lock order: a
+delivery's token, then a pooled connection; a task that holds a connection never waits for a
+token.
 """
 
 from __future__ import annotations
@@ -31,11 +22,10 @@ from collections.abc import Sequence
 
 import trio
 
-from .._bounds import EXTEND_ERROR_WAIT, cleanup_scope
+from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
-from ..errors import DatabaseError, LeaseLost, TrinboxError
-from ._base import (
+from .._holders._base import (
     Ack,
     Chained,
     Claimed,
@@ -45,54 +35,20 @@ from ._base import (
     Step,
     attempt_of,
     batch_event,
-    end_transaction,
-    give_back,
     lease_expiry,
-    rollback_quietly,
     step_statements,
     step_values,
     values_of,
 )
+from .._holders.connections import end_transaction, give_back, rollback_quietly
+from .._holders.lease_token import LeaseKeeper, LeaseTokens
+from ..errors import DatabaseError, LeaseLost, TrinboxError
 from ._coalesce import SettleTogether
 from .lease_claims import guarded_claim, heads_claim, select_and_stamp
 
 __all__ = ["LeaseForm"]
 
 logger = logging.getLogger("trinbox.settle")
-
-
-class _Tokens:
-    """The deliveries whose token is in use right now, by a settlement or an extension round:
-    a settlement waits for the round, so it always binds the current token, and the round
-    passes over a token in use instead of waiting (see the lock order above). One set per
-    form instead of a lock per delivery: a batch takes its hundred rows without a checkpoint."""
-
-    def __init__(self) -> None:
-        self._in_use: set[Delivery] = set()
-        self._waiting = 0
-        self._freed = trio.Event()
-
-    async def take(self, delivery: Delivery) -> None:
-        while delivery in self._in_use:
-            self._waiting += 1
-            try:
-                await self._freed.wait()
-            finally:
-                self._waiting -= 1
-        self._in_use.add(delivery)
-
-    def try_take(self, delivery: Delivery) -> bool:
-        """Take the token if no one uses it; never waits."""
-        if delivery in self._in_use:
-            return False
-        self._in_use.add(delivery)
-        return True
-
-    def give(self, delivery: Delivery) -> None:
-        self._in_use.discard(delivery)
-        if self._waiting:
-            self._freed.set()
-            self._freed = trio.Event()
 
 
 class LeaseForm:
@@ -113,7 +69,8 @@ class LeaseForm:
         )
         self._in_work: set[Delivery] = set()
         self._together = SettleTogether(self.settle_batch)
-        self._tokens = _Tokens()
+        self._tokens = LeaseTokens()
+        self._keeper = LeaseKeeper(ctx, self._tokens, self._in_work)
         self._lease_seconds = int(ctx.lease.total_seconds())
 
     @property
@@ -249,7 +206,7 @@ class LeaseForm:
                 await give_back(ctx.pool, conn)
         finally:
             # Settled, or failed for good: either way out of work (and out of the keeper).
-            self._close(delivery)
+            self._forget(delivery)
             self._tokens.give(delivery)
         assert isinstance(records, list)
         claimed = Claimed(
@@ -259,7 +216,7 @@ class LeaseForm:
         self._in_work.update(claimed)
         return Chained(error=None if changed else self._lost(delivery), claimed=claimed)
 
-    def _close(self, delivery: Delivery) -> None:
+    def _forget(self, delivery: Delivery) -> None:
         delivery.settled = True
         self._in_work.discard(delivery)
 
@@ -496,108 +453,22 @@ class LeaseForm:
         if conn is not None:
             self._ctx.pool.abandon(conn)
 
+    def start_serving(self) -> None:
+        """Nothing held for the process."""
+
+    def stop_serving(self) -> None:
+        """Nothing held for the process."""
+
     def begin_shutdown(self) -> None:
         pass
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Rounds by deadline, every third of the lease counted from the start of the last
-        (a round that ran long is followed at once, never by a burst). A round that fails,
-        whatever the exception, is logged and tried again ``EXTEND_ERROR_WAIT`` later (or at
-        the next round's time, if that comes first): one failed round costs a second, not a
-        third of the lease. The rounds are timed by Trio's monotonic clock, never by comparing
-        a token with a clock: a token the server made says nothing about the host's time."""
-        task_status.started()
-        interval = self._ctx.lease.total_seconds() / 3
-        due = trio.current_time() + interval
-        while True:
-            await trio.sleep_until(due)
-            started = trio.current_time()
-            due = started + interval
-            if not self._in_work:
-                continue
-            try:
-                await self.extend_all()
-            except Exception:
-                # Never trio.Cancelled (a BaseException): the keeper stops when cancelled.
-                logger.warning(
-                    "a lease extension round failed for %s; trying again in %g s",
-                    self._ctx.spec.label,
-                    EXTEND_ERROR_WAIT,
-                    exc_info=True,
-                )
-                due = min(due, trio.current_time() + EXTEND_ERROR_WAIT)
+        """The lease keeper's rounds (trinbox._holders.lease_token)."""
+        await self._keeper.keep(task_status=task_status)
 
     async def extend_all(self) -> None:
-        """One round: the connection first, then the tokens that are free (the lock order
-        above), and every lease they hold moved forward in one statement."""
-        ctx = self._ctx
-        conn = await ctx.pool.acquire("lease keeper")
-        try:
-            # No checkpoint from the first token taken to the statement's start.
-            taken = [
-                delivery
-                for delivery in list(self._in_work)
-                if not delivery.settled
-                and not delivery.lease_lost
-                and self._tokens.try_take(delivery)
-            ]
-            try:
-                if taken:
-                    moved = await self._extend(conn, taken)
-                    for delivery in taken:
-                        # A delivery settled meanwhile (acked in its transaction, or released:
-                        # the release waits for this token) is not reported on.
-                        report = not delivery.settled
-                        if delivery.id in moved:
-                            delivery.token = moved[delivery.id]
-                        else:
-                            delivery.lease_lost = True
-                        if report:
-                            ctx.extended(delivery, not delivery.lease_lost)  # logs a loss
-            finally:
-                for delivery in taken:
-                    self._tokens.give(delivery)
-        finally:
-            await give_back(ctx.pool, conn)
-
-    async def _extend(self, conn: Connection, deliveries: list[Delivery]) -> dict[object, object]:
-        """Move the leases of ``deliveries`` that their tokens still hold; the new token of
-        each row moved, by id. The new expiry is the host's now plus the lease, or the
-        server's (read back, so that the token is the value the row holds)."""
-        ctx = self._ctx
-        new: object = lease_expiry(ctx.clock(), ctx.lease)
-        tokens = [ctx.dialect.driver_value(delivery.token) for delivery in deliveries]
-        values: dict[str, object] = {
-            "lease": new,
-            "lease_seconds": self._lease_seconds,
-            "ids": [ctx.dialect.driver_value(delivery.id) for delivery in deliveries],
-            "tokens": tokens,
-        }
-        if len(ctx.statements.extend) == 1:
-            (extend,) = ctx.statements.extend
-            records = await conn.fetch(extend.sql, extend.bind(values))
-            return {record[0]: record[1] if len(record) > 1 else new for record in records}
-        # MySQL: lock the rows their tokens still hold (reading the server's new expiry on the
-        # database clock), then move exactly those, in one transaction.
-        select, update = ctx.statements.extend_for(len(deliveries))
-        for i, delivery in enumerate(deliveries):
-            values[f"id{i}"] = delivery.id
-            values[f"token{i}"] = tokens[i]
-        opened = await conn.script(
-            [
-                Op("begin", ctx.statements.claim_begin.sql),
-                Op("fetch", select.sql, select.bind(values)),
-            ]
-        )
-        held = opened[1]
-        assert isinstance(held, list)
-        if not held:
-            await conn.commit()
-            return {}
-        if len(held[0]) > 1:
-            new = values["lease"] = held[0][1]
-        await conn.script([Op("execute", update.sql, update.bind(values)), Op("commit")])
-        return {record[0]: new for record in held}
+        """One round of the keeper, now."""
+        await self._keeper.extend_all()
 
     async def shutdown(self) -> tuple[int, int]:
         # Leases need nothing at shutdown: every delivery still in work was released when its

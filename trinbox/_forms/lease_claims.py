@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
-from ._base import FormContext, held, rollback_quietly
+from .._holders._base import FormContext, held
+from .._holders.connections import rollback_quietly
 from .heads import due_groups
 
 __all__ = ["GROUP_SAVEPOINT", "guarded_claim", "heads_claim", "select_and_stamp"]

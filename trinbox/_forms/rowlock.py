@@ -4,21 +4,43 @@ The claim's transaction is the lock: settlements run in it and commit; a dropped
 rolls back and its row returns at once. The attempt is counted when a retry settles. The rows
 of one claim (a batch) share the transaction, which commits all-or-nothing when the last of
 them finishes; a batch settles in one round trip. A settling worker may begin its next claim's
-transaction on the same connection, in the round trip that commits (settle_and_claim).
+transaction on the same connection, in the round trip that commits (settle_and_claim). The
+claim's transaction is its holder's (trinbox._holders.claim_transaction).
+
+Counting the attempt at claim (``InboxQueue.count_attempt_at_claim()``, the plan's count and
+relock in ``take``, its guard in ``lock``/``unlock``): a claim takes two round trips. The first
+takes the queue's guard (a session lock, before the transaction begins, so that a snapshot taken
+at the transaction's first read comes after the wait), begins and selects with ``FOR UPDATE SKIP
+LOCKED``. The second counts the attempt of each row it locked and commits, begins the
+deliveries' transaction, locks the rows again by id and lets the guard go. The rows are locked
+by no transaction between the count's commit and the relock: the guard keeps every other
+counting claim of the queue out of that gap (it is checked to be held: a claim without it
+fails), and it is let go only after the relock has returned. So under the guard the relock finds
+every counted row: a row is counted once per delivery. A process that dies after the count's
+commit leaves the count standing (the server ends its session, its locks and its guard); one
+that dies before it counted nothing and ran no handler. A retry settles by rollback, the count
+standing. The deliveries report the attempt before the count, as the lease and advisory forms'
+do: the runtime moves a row whose earlier deliveries died past ``max_attempts`` to its dead
+letter (``counts_at_claim``).
+
+The guard orders only counting claims: a subscription of the same rows without the opt-in can
+lock a row in the gap, which is then counted once without a delivery.
+
+A settling worker claims for itself as in the plain form, its settlement committing first in the
+round trip that takes the guard and selects. A connection that failed while it may hold the
+guard is closed, never given back, so that the server lets the guard go.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import trio
 
-from .._bounds import cleanup_scope
+from .._dialects._count_at_claim import GUARD_TAKEN
 from .._drivers._base import Connection, Op, Record
-from ..errors import BatchRolledBack, DatabaseError, TrinboxError
-from ._base import (
+from .._holders._base import (
     Ack,
     Chained,
     Claimed,
@@ -27,33 +49,19 @@ from ._base import (
     FormTraits,
     Step,
     attempt_of,
-    end_transaction,
-    give_back,
     held,
     step_statements,
     step_values,
     values_of,
 )
+from .._holders.claim_transaction import SAVEPOINT, ClaimTransaction
+from .._holders.connections import close, end_transaction, give_back
+from ..errors import BatchRolledBack, DatabaseError, TrinboxError
 from .heads import due_groups
 
 __all__ = ["RowLockForm"]
 
 logger = logging.getLogger("trinbox.settle")
-
-SAVEPOINT = "trinbox_claim"
-
-
-@dataclass(eq=False)
-class _ClaimTransaction:
-    """The transaction one claim opened, shared by its deliveries."""
-
-    conn: Connection
-    remaining: int
-    written: int = 0
-    failed: bool = False
-    committed: bool = False  # the last settlement committed with its statement
-    ended: bool = False  # the connection went back to the pool, or was abandoned
-    lock: trio.Lock = field(default_factory=trio.Lock)
 
 
 class RowLockForm:
@@ -67,7 +75,15 @@ class RowLockForm:
         # Over every group of a FIFO table, each claim reads the groups first: a settling
         # worker does not chain its claim into its settlement.
         chains = ctx.statements.heads is None
-        self.traits = FormTraits(holds_connections=True, feeds_every_worker=False, chains=chains)
+        # Counting at claim: the claim counts the attempt in a commit of its own, then
+        # relocks (the plan's count and relock, under its guard).
+        self._counts = ctx.count_at_claim
+        self.traits = FormTraits(
+            holds_connections=True,
+            feeds_every_worker=False,
+            chains=chains,
+            counts_at_claim=self._counts,
+        )
 
     @property
     def in_work(self) -> int:
@@ -75,6 +91,8 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
+        if self._counts:
+            return await self._claim_counted(limit)
         if ctx.statements.heads is not None:
             return await self._claim_a_head()
         conn = await ctx.pool.acquire("row lock delivery")
@@ -155,7 +173,7 @@ class RowLockForm:
         if not records:
             await end_transaction(ctx.pool, conn)
             return Claimed(exhausted=True)
-        tx = _ClaimTransaction(conn, remaining=len(records))
+        tx = ClaimTransaction(ctx.pool, conn, ctx.spec.label, remaining=len(records))
         deliveries = Claimed(exhausted=len(records) < limit)
         claim = ctx.statements.claim[0]
         for record in records:
@@ -177,13 +195,15 @@ class RowLockForm:
         next claim's transaction and select: the worker that frees up claims for itself. A
         step with nothing to commit (it settles by rollback) settles alone."""
         tx = delivery.batch
-        assert isinstance(tx, _ClaimTransaction)
+        assert isinstance(tx, ClaimTransaction)
         if tx.remaining != 1 or tx.failed or not step_statements(self._ctx.statements, step):
             try:
                 await self.settle(delivery, step)
             except TrinboxError as exc:
                 return Chained(error=exc)
             return Chained()
+        if self._counts:
+            return await self._settle_and_claim_counted(delivery, tx, step, limit)
         settling = [*self._step_ops(delivery, step), Op("commit")]
         try:
             results = await tx.conn.script([*settling, *self._claim_ops(limit)])
@@ -195,15 +215,15 @@ class RowLockForm:
                 # the connection goes back to the pool.
                 tx.written += 1
                 tx.committed = True
-                await self._finish(delivery)
+                await self._leave_transaction(delivery)
                 return Chained(claim_error=exc)
             tx.failed = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
             return Chained(error=exc)
         except BaseException:
             tx.failed = True
             delivery.settled = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
             raise
         # The claim's transaction carries on, on the same connection.
         delivery.settled = True
@@ -219,7 +239,7 @@ class RowLockForm:
 
     async def settle(self, delivery: Delivery, step: Step) -> None:
         tx = delivery.batch
-        assert isinstance(tx, _ClaimTransaction)
+        assert isinstance(tx, ClaimTransaction)
         try:
             async with tx.lock:
                 if tx.failed:
@@ -231,7 +251,7 @@ class RowLockForm:
                     raise
         finally:
             delivery.settled = True
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
 
     async def settle_batch_and_claim(
         self, items: Sequence[tuple[Delivery, Step]], limit: int
@@ -246,7 +266,7 @@ class RowLockForm:
         trip. A failing statement fails its delivery, the ones after it run nothing
         (``BatchRolledBack``), and the rollback undoes the ones before it."""
         tx = items[0][0].batch
-        assert isinstance(tx, _ClaimTransaction)
+        assert isinstance(tx, ClaimTransaction)
         assert all(delivery.batch is tx for delivery, _ in items)
         errors: list[TrinboxError | None] = [None] * len(items)
         try:
@@ -285,7 +305,7 @@ class RowLockForm:
         finally:
             for delivery, _ in items:
                 delivery.settled = True
-                await self._finish(delivery)
+                await self._leave_transaction(delivery)
 
     def _rolled_back(self, delivery: Delivery) -> BatchRolledBack:
         msg = (
@@ -295,7 +315,7 @@ class RowLockForm:
         )
         return BatchRolledBack(msg)
 
-    async def _run_step(self, tx: _ClaimTransaction, delivery: Delivery, step: Step) -> None:
+    async def _run_step(self, tx: ClaimTransaction, delivery: Delivery, step: Step) -> None:
         """Run the step's statements in the claim's transaction, in one round trip; the last
         delivery of the claim commits in that same round trip."""
         statements = step_statements(self._ctx.statements, step)
@@ -321,36 +341,13 @@ class RowLockForm:
         ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
         return ops
 
-    async def _finish(self, delivery: Delivery) -> None:
-        """The last delivery of a claim ends its transaction: commit what was written, unless
-        a settlement failed (then everything rolls back and every row returns)."""
+    async def _leave_transaction(self, delivery: Delivery) -> None:
+        """The delivery is done with its claim's transaction (the last one ends it)."""
         self._in_work.discard(delivery)
         tx = delivery.batch
-        assert isinstance(tx, _ClaimTransaction)
+        assert isinstance(tx, ClaimTransaction)
         delivery.conn = None
-        tx.remaining -= 1
-        if tx.remaining > 0 or tx.ended:
-            return
-        # Within the bound of the settlement or the drop around it (trinbox._bounds).
-        with cleanup_scope():
-            committed = tx.committed
-            if tx.written and not tx.failed and not committed:
-                try:
-                    await tx.conn.commit()
-                    committed = True
-                except DatabaseError:
-                    logger.warning("%s: commit failed", self._ctx.spec.label, exc_info=True)
-            if tx.failed and tx.written and not committed:
-                logger.warning(
-                    "%s: a settlement of the batch failed; rolled back %d settlements",
-                    self._ctx.spec.label,
-                    tx.written,
-                )
-        tx.ended = True
-        if committed:
-            await give_back(self._ctx.pool, tx.conn)
-        else:
-            await end_transaction(self._ctx.pool, tx.conn)
+        await tx.leave()
 
     async def release(self, delivery: Delivery) -> None:
         """A dropped delivery finishes without writing; the last one rolls back."""
@@ -358,13 +355,13 @@ class RowLockForm:
             return
         delivery.settled = True
         tx = delivery.batch
-        assert isinstance(tx, _ClaimTransaction)
+        assert isinstance(tx, ClaimTransaction)
         try:
             if delivery.tx_open and tx.remaining > 1:
                 async with tx.lock:
                     await tx.conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
         finally:
-            await self._finish(delivery)
+            await self._leave_transaction(delivery)
 
     def abandon(self, delivery: Delivery) -> None:
         """The release ran out of time: close the claim's connection at once; the server rolls
@@ -372,11 +369,16 @@ class RowLockForm:
         delivery.settled = True
         self._in_work.discard(delivery)
         tx = delivery.batch
-        assert isinstance(tx, _ClaimTransaction)
+        assert isinstance(tx, ClaimTransaction)
         if not tx.ended:
-            tx.ended = True
             tx.failed = True
-            self._ctx.pool.abandon(tx.conn)
+            tx.abandon()
+
+    def start_serving(self) -> None:
+        """Nothing held for the process."""
+
+    def stop_serving(self) -> None:
+        """Nothing held for the process."""
 
     def begin_shutdown(self) -> None:
         pass
@@ -393,3 +395,159 @@ class RowLockForm:
 
     async def shutdown(self) -> tuple[int, int]:
         return 0, 0
+
+    # -- counting the attempt at claim --------------------------------------------------------
+
+    async def _claim_counted(self, limit: int) -> Claimed:
+        """Under the guard: select and lock, then count, commit and relock (``_count``); a
+        connection that failed while it may hold the guard is closed, never given back."""
+        ctx = self._ctx
+        conn = await ctx.pool.acquire("row lock delivery")
+        try:
+            results = await conn.script(self._select_ops(limit))
+            self._check_guard(results[0])
+            records = results[-1]
+            assert isinstance(records, list)
+            relocked = await self._count(conn, records)
+        except BaseException:
+            await close(ctx.pool, conn)
+            raise
+        return await self._counted(conn, records, relocked, limit)
+
+    def _guard(self, *, unlock: bool) -> Op:
+        """Take (waiting) or let go of the subscription's guard, named for its table and
+        group: the claims of one group lock rows of that group only."""
+        ctx = self._ctx
+        st = ctx.statements.unlock if unlock else ctx.statements.lock
+        assert st is not None
+        key = f"trinbox-count:{ctx.spec.qualified_name}:{ctx.group or ''}"
+        return Op("execute" if unlock else "fetch", st.sql, st.bind({"key": key}))
+
+    def _select_ops(self, limit: int) -> list[Op]:
+        """The guard, then the claim's transaction and its select (``_claim_ops`` without the
+        savepoint: the relock's transaction takes it)."""
+        assert self._ctx.statements.guard is None  # no FIFO group (refused by the queue)
+        ops = self._claim_ops(limit)
+        return [self._guard(unlock=False), *ops[:2]]
+
+    def _check_guard(self, found: object) -> None:
+        """Go on only under the guard: a claim without it could count a row that another
+        claim counted and has not relocked yet."""
+        assert isinstance(found, list)
+        value = found[0][0] if found and len(found[0]) else None
+        if value == GUARD_TAKEN:
+            return
+        st = self._ctx.statements.lock
+        assert st is not None
+        msg = (
+            f"{self._ctx.spec.label}: .count_attempt_at_claim() claims under a session lock of "
+            f"the queue, found the lock statement returned {value!r} instead of "
+            f"{GUARD_TAKEN} (the lock was not taken); check the server's lock functions "
+            f"(GET_LOCK, pg_advisory_lock) and their limits, or drop .count_attempt_at_claim()"
+        )
+        raise DatabaseError(msg, statement=st.sql)
+
+    async def _count(self, conn: Connection, records: list[Record]) -> list[Record]:
+        """One round trip under the guard: count the attempt of each locked row and commit,
+        begin the deliveries' transaction, lock the rows again by id, let the guard go. A
+        claim that found no row commits (nothing) and lets the guard go."""
+        if not records:
+            await conn.script([Op("commit"), self._guard(unlock=True)])
+            return []
+        ops, first, count = self._count_ops(records)
+        results = await conn.script(ops)
+        return self._relocked(results, first, count)
+
+    def _count_ops(self, records: list[Record]) -> tuple[list[Op], int, int]:
+        """The count's round trip: the statements, the index of the first relock, and how
+        many rows it relocks. The relocks read the attempt as before the count. The guard is
+        let go after the last relock, and only then."""
+        ctx = self._ctx
+        st = ctx.statements
+        assert st.begin is not None
+        count, relock = st.take
+        claim = st.claim[0]
+        now = ctx.clock()
+        ops: list[Op] = []
+        ids: list[object] = []
+        for record in records:
+            ident = values_of(claim, record, ctx.spec)[ctx.spec.id.column]
+            ops.append(Op("execute", count.sql, count.bind({"id": ident})))
+            ids.append(ident)
+        ops += [Op("commit"), Op("begin", st.begin.sql)]
+        first = len(ops)
+        for ident in ids:
+            bound = {"id": ident, "group": ctx.group, "now": now}
+            ops.append(Op("fetch", relock.sql, relock.bind(bound)))
+        ops.append(self._guard(unlock=True))
+        if ctx.transactional:
+            ops.append(Op("execute", f"SAVEPOINT {SAVEPOINT}"))
+        return ops, first, len(ids)
+
+    @staticmethod
+    def _relocked(results: Sequence[object], first: int, count: int) -> list[Record]:
+        relocked: list[Record] = []
+        for found in results[first : first + count]:
+            assert isinstance(found, list)
+            relocked += found
+        return relocked
+
+    async def _counted(
+        self,
+        conn: Connection,
+        records: list[Record],
+        relocked: list[Record],
+        limit: int,
+    ) -> Claimed:
+        """The deliveries of the relocked rows, holding the relock's transaction on ``conn``
+        (``exhausted`` read from the select)."""
+        exhausted = len(records) < limit
+        if not relocked:
+            if records:
+                await end_transaction(self._ctx.pool, conn)
+            else:
+                await give_back(self._ctx.pool, conn)
+            return Claimed(exhausted=exhausted)
+        deliveries = await self._claimed(conn, relocked, limit)
+        deliveries.exhausted = exhausted
+        return deliveries
+
+    async def _settle_and_claim_counted(
+        self, delivery: Delivery, tx: ClaimTransaction, step: Step, limit: int
+    ) -> Chained:
+        """Settle a single delivery and claim for its worker on its connection: the
+        settlement's statements and commit, the guard, the next claim's transaction and
+        select in one round trip, then the count's (``_count``). A failure before the
+        settlement's commit fails the settlement; after it, only the claim. A failed
+        connection is closed (it may hold the guard)."""
+        settling = [*self._step_ops(delivery, step), Op("commit")]
+        committed = False
+        try:
+            try:
+                results = await tx.conn.script([*settling, *self._select_ops(limit)])
+            except DatabaseError as exc:
+                committed = exc.step is not None and exc.step >= len(settling)
+                raise
+            committed = True
+            self._check_guard(results[len(settling)])
+            records = results[-1]
+            assert isinstance(records, list)
+            relocked = await self._count(tx.conn, records)
+        except BaseException as exc:
+            delivery.settled = True
+            tx.abandon()
+            if committed:
+                tx.written += 1
+                tx.committed = True
+            else:
+                tx.failed = True
+            await self._leave_transaction(delivery)
+            if not isinstance(exc, TrinboxError):
+                raise
+            return Chained(claim_error=exc) if committed else Chained(error=exc)
+        delivery.settled = True
+        delivery.conn = None
+        tx.remaining = 0
+        self._in_work.discard(delivery)
+        claimed = await self._counted(tx.conn, records, relocked, limit)
+        return Chained(claimed=claimed)

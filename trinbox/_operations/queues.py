@@ -24,7 +24,7 @@ from .._drivers._base import Connection
 from .._drivers.aio import asyncio_loop
 from .._engine.app import App, Mount
 from .._engine.startup import declared_dead_letter
-from .._forms._base import give_back, rollback_quietly
+from .._holders.connections import give_back, rollback_quietly
 from ..errors import DeclarationError
 
 __all__ = [

@@ -137,7 +137,7 @@ async def fresh_database(kind: Kind) -> AsyncIterator[Backend]:
         try:
             await conn.execute(f"CREATE DATABASE {name}")
         finally:
-            await admin.release(conn)
+            await admin.give_back(conn)
         try:
             yield Backend(kind, _with_database(admin_dsn, name))
         finally:
@@ -147,7 +147,7 @@ async def fresh_database(kind: Kind) -> AsyncIterator[Backend]:
                     force = " WITH (FORCE)" if kind == "postgres" else ""
                     await conn.execute(f"DROP DATABASE IF EXISTS {name}{force}")
                 finally:
-                    await admin.release(conn)
+                    await admin.give_back(conn)
     finally:
         await admin.aclose()
 
@@ -169,4 +169,4 @@ async def _using(pool: TestPool) -> AsyncIterator[TestConnection]:
     try:
         yield conn
     finally:
-        await pool.release(conn)
+        await pool.give_back(conn)

@@ -37,7 +37,7 @@ async def test_idle_connections_the_server_ended_are_not_handed_out(
     conns = [await pool.acquire() for _ in range(pool.max_size)]
     sessions = [session_id(conn) for conn in conns]
     for conn in conns:
-        await pool.release(conn)
+        await pool.give_back(conn)
     _kill(backend, sessions)
     for _ in range(3 * pool.max_size):
         async with using(pool) as conn:

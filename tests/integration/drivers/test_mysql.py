@@ -160,7 +160,7 @@ async def test_a_cut_connection_is_killed_before_the_cancel_returns(
         with pytest.raises(ConnectionLost, match="cut by a cancel"):
             await conn.fetch("SELECT 1")
     finally:
-        await my_pool.release(conn)
+        await my_pool.give_back(conn)
     assert (my_pool.in_use, my_pool.size) == (0, 0)
 
 

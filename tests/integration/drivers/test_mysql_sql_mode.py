@@ -167,7 +167,7 @@ async def test_every_session_runs_at_trinbox_mode(mode: str, aio_loop: None) -> 
                 with pytest.raises(ConnectionLost):
                     await first.fetch("SELECT 1")
             finally:
-                await pool.release(first)
+                await pool.give_back(first)
             async with using(pool) as second:
                 assert second.thread_id != first.thread_id
                 [(session,)] = await second.fetch("SELECT @@SESSION.sql_mode")

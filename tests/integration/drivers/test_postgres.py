@@ -58,7 +58,7 @@ async def test_naive_datetimes_are_utc(pg_pool: PgPool) -> None:
         at = rows[0][0]
         assert isinstance(at, datetime) and at.tzinfo is not None
     finally:
-        await pg_pool.release(conn)
+        await pg_pool.give_back(conn)
 
 
 async def test_begin_runs_the_given_text(pg_pool: PgPool) -> None:
@@ -70,7 +70,7 @@ async def test_begin_runs_the_given_text(pg_pool: PgPool) -> None:
         await conn.rollback()
         assert not conn.in_transaction
     finally:
-        await pg_pool.release(conn)
+        await pg_pool.give_back(conn)
 
 
 async def test_commit_of_an_aborted_transaction_raises(pg_pool: PgPool) -> None:
@@ -92,7 +92,7 @@ async def test_commit_of_an_aborted_transaction_raises(pg_pool: PgPool) -> None:
         assert not conn.in_transaction
         assert await conn.fetch("SELECT count(*) FROM t") == [(0,)]
     finally:
-        await pg_pool.release(conn)
+        await pg_pool.give_back(conn)
 
 
 async def test_serialization_failure_is_lock_not_available(pg_pool: PgPool) -> None:
@@ -108,8 +108,8 @@ async def test_serialization_failure_is_lock_not_available(pg_pool: PgPool) -> N
             await a.execute("UPDATE t SET v = 2 WHERE id = 1")
         assert caught.value.code == "40001"
     finally:
-        await pg_pool.release(a)
-        await pg_pool.release(b)
+        await pg_pool.give_back(a)
+        await pg_pool.give_back(b)
 
 
 async def test_wrong_parameter_type_is_a_database_error(pg_pool: PgPool) -> None:
@@ -120,7 +120,7 @@ async def test_wrong_parameter_type_is_a_database_error(pg_pool: PgPool) -> None
         assert type(caught.value.__cause__).__module__.startswith("asyncpg")
         assert await conn.fetch("SELECT $1::int", [5]) == [(5,)]
     finally:
-        await pg_pool.release(conn)
+        await pg_pool.give_back(conn)
 
 
 async def test_listen_delivers_notifications_on_the_trio_side(pg_pool: PgPool) -> None:
@@ -143,8 +143,8 @@ async def test_listen_delivers_notifications_on_the_trio_side(pg_pool: PgPool) -
             assert await receive.receive() == ("other", "second")
         assert await listener.fetch("SELECT pg_listening_channels()") == [("other",)]
     finally:
-        await pg_pool.release(listener)
-        await pg_pool.release(sender)
+        await pg_pool.give_back(listener)
+        await pg_pool.give_back(sender)
     # a released connection listens no more
     again = await pg_pool.acquire()
     try:
@@ -152,7 +152,7 @@ async def test_listen_delivers_notifications_on_the_trio_side(pg_pool: PgPool) -
         assert await again.fetch("SELECT pg_listening_channels()") == []
         assert isinstance(again, PgConnection)
     finally:
-        await pg_pool.release(again)
+        await pg_pool.give_back(again)
 
 
 async def test_a_cut_connection_is_rolled_back_and_kept(pg_backend: Backend) -> None:
@@ -167,13 +167,13 @@ async def test_a_cut_connection_is_rolled_back_and_kept(pg_backend: Backend) -> 
                 await conn.execute("SELECT pg_sleep(5)")
             assert scope.cancelled_caught
         finally:
-            await pool.release(conn)
+            await pool.give_back(conn)
         again = await pool.acquire()
         try:
             assert again is conn and again.server_pid == pid
             assert not again.in_transaction
             assert await again.fetch("SELECT 1") == [(1,)]
         finally:
-            await pool.release(again)
+            await pool.give_back(again)
     finally:
         await pool.aclose()

@@ -84,7 +84,7 @@ async def test_release_rolls_back_an_open_transaction(pool: TestPool, backend: B
     conn = await pool.acquire()
     await conn.begin("BEGIN")
     await conn.execute(backend.q("INSERT INTO t (id, v) VALUES (?, ?)"), [1, "left open"])
-    await pool.release(conn)
+    await pool.give_back(conn)
     async with using(pool) as again:
         assert not again.in_transaction
         assert await again.fetch("SELECT id FROM t") == []
@@ -186,7 +186,7 @@ async def test_session_killed_by_the_server_is_connection_lost(
         with pytest.raises(ConnectionLost):
             await conn.fetch("SELECT 1")
     finally:
-        await pool.release(conn)
+        await pool.give_back(conn)
     # the lost connection was dropped, not handed out again
     assert pool.in_use == 0
     async with using(pool) as fresh:
@@ -209,13 +209,13 @@ async def test_try_acquire_is_none_when_the_pool_is_full(pool: TestPool) -> None
     assert pool.max_size == 3
     held = [await pool.acquire() for _ in range(3)]
     assert await pool.try_acquire() is None
-    await pool.release(held.pop())
+    await pool.give_back(held.pop())
     again = await pool.try_acquire()
     assert again is not None
     held.append(again)
     assert await pool.try_acquire() is None
     for conn in held:
-        await pool.release(conn)
+        await pool.give_back(conn)
     assert (pool.in_use, pool.idle) == (0, 3)
 
 
@@ -225,8 +225,8 @@ async def test_try_acquire_opens_a_connection_below_max_size(pool: TestPool) -> 
     second = await pool.try_acquire()
     assert second is not None
     assert pool.size == 2
-    await pool.release(first)
-    await pool.release(second)
+    await pool.give_back(first)
+    await pool.give_back(second)
 
 
 async def test_acquire_waits_for_a_release(pool: TestPool) -> None:
@@ -242,10 +242,10 @@ async def test_acquire_waits_for_a_release(pool: TestPool) -> None:
         nursery.start_soon(take)
         await waiting.wait()
         assert got == []
-        await pool.release(held[0])
+        await pool.give_back(held[0])
     assert got == [held[0]]
     for conn in [*got, *held[1:]]:
-        await pool.release(conn)
+        await pool.give_back(conn)
 
 
 async def test_cancelled_acquire_takes_no_slot(pool: TestPool) -> None:
@@ -255,11 +255,11 @@ async def test_cancelled_acquire_takes_no_slot(pool: TestPool) -> None:
         await pool.acquire()
     assert scope.cancelled_caught
     for conn in held:
-        await pool.release(conn)
+        await pool.give_back(conn)
     assert pool.in_use == 0
     again = [await pool.acquire() for _ in range(3)]
     for conn in again:
-        await pool.release(conn)
+        await pool.give_back(conn)
 
 
 async def test_release_in_a_cancelled_scope_still_rolls_back(
@@ -272,7 +272,7 @@ async def test_release_in_a_cancelled_scope_still_rolls_back(
     await conn.execute(backend.q("INSERT INTO t (id, v) VALUES (?, ?)"), [1, "x"])
     with trio.CancelScope() as scope:
         scope.cancel()
-        await pool.release(conn)
+        await pool.give_back(conn)
     assert pool.in_use == 0
     async with using(pool) as again:
         assert not again.in_transaction
@@ -281,21 +281,21 @@ async def test_release_in_a_cancelled_scope_still_rolls_back(
 
 async def test_release_and_discard_are_idempotent(pool: TestPool) -> None:
     conn = await pool.acquire()
-    await pool.release(conn)
-    await pool.release(conn)
-    await pool.discard(conn)  # closes it; the slot was given back once only
+    await pool.give_back(conn)
+    await pool.give_back(conn)
+    await pool.close(conn)  # closes it; the slot was given back once only
     assert pool.in_use == 0
     held = [await pool.acquire() for _ in range(3)]
     assert conn not in held
     assert await pool.try_acquire() is None
     for each in held:
-        await pool.release(each)
+        await pool.give_back(each)
 
 
 async def test_discard_closes_for_good(pool: TestPool) -> None:
     conn = await pool.acquire()
     gone = session_id(conn)
-    await pool.discard(conn)
+    await pool.close(conn)
     assert not conn.alive
     assert (pool.in_use, pool.idle) == (0, 0)
     async with using(pool) as fresh:
@@ -305,7 +305,7 @@ async def test_discard_closes_for_good(pool: TestPool) -> None:
 async def test_aclose_closes_and_refuses(backend: Backend) -> None:
     pool = await backend.open_pool(2)
     conn = await pool.acquire()
-    await pool.release(conn)
+    await pool.give_back(conn)
     await pool.aclose()
     assert pool.size == 0
     with pytest.raises(Closed):
@@ -345,7 +345,7 @@ async def test_cancel_mid_statement_in_a_transaction_frees_everything(
             await conn.execute(backend.sleep)
         assert scope.cancelled_caught
     finally:
-        await pool.release(conn)
+        await pool.give_back(conn)
     # The cancel, the cleanup and the release finished long before the 5 s sleep would.
     assert trio.current_time() - started < 3
     assert pool.in_use == 0
@@ -369,7 +369,7 @@ async def test_cancel_mid_statement_in_a_transaction_frees_everything(
             assert await each.fetch("SELECT 1") == [(1,)]
     finally:
         for each in held:
-            await pool.release(each)
+            await pool.give_back(each)
 
 
 async def test_cancel_from_a_sibling_task_mid_statement(
@@ -402,7 +402,7 @@ async def test_cancel_mid_statement_outside_a_transaction(pool: TestPool, backen
             await conn.execute(backend.sleep)
         assert scope.cancelled_caught
     finally:
-        await pool.release(conn)
+        await pool.give_back(conn)
     assert pool.in_use == 0
     async with using(pool) as again:
         assert await again.fetch("SELECT 1") == [(1,)]
@@ -420,7 +420,7 @@ async def test_cancel_during_commit_leaves_no_open_transaction(
             scope.cancel()
             await conn.commit()
     finally:
-        await pool.release(conn)
+        await pool.give_back(conn)
     async with using(observer) as look:
         await backend.settle_transaction_list()
         assert await look.fetch(backend.open_transactions) == [(0,)]

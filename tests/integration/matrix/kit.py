@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox._forms._base import Delivery
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
+from trinbox._holders._base import Delivery
 from trinbox.typing import Subscriber
 
 from ..stands import STANDS, Stand, StandName

@@ -55,7 +55,7 @@ from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._drivers.mysql import MySqlPool
 from trinbox._drivers.postgres import PgPool
 from trinbox._drivers.sqlite import SqlitePool
-from trinbox._forms.advisory import KeyRegistry
+from trinbox._holders.sqlite_key import KeyRegistry
 from trinbox.testing import settled
 from trinbox.typing import Subscriber
 

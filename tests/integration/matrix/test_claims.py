@@ -14,10 +14,8 @@ from trinbox import InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._forms._base import Ack, FormContext, whole_seconds
-from trinbox._forms.advisory import AdvisoryForm
-from trinbox._forms.lease import LeaseForm
-from trinbox._forms.rowlock import RowLockForm
+from trinbox._engine.startup import make_form
+from trinbox._holders._base import Ack, FormContext, whole_seconds
 from trinbox.errors import DatabaseError
 from trinbox.testing import VirtualClock, settled
 
@@ -195,11 +193,6 @@ CHAINING = cells(leave_out=[("mariadb", "lease")])
 async def test_a_chained_claim_that_fails_leaves_its_settlement_standing(case: Case) -> None:
     stand = case.stand
     insert_emails(stand, [b'{"n": 1}', b'{"n": 2}'])
-    form_class: dict[str, type[RowLockForm | LeaseForm | AdvisoryForm]] = {
-        "row_lock": RowLockForm,
-        "lease": LeaseForm,
-        "advisory": AdvisoryForm,
-    }
     async with asyncio_loop(stand.name != "sqlite"):
         broker = stand.broker()
         await broker.open()
@@ -215,7 +208,7 @@ async def test_a_chained_claim_that_fails_leaves_its_settlement_standing(case: C
                 group="emails",
                 lease=whole_seconds(broker.lease),
             )
-            form = form_class[case.form](ctx)
+            form = make_form(ctx)
             (delivery,) = await form.claim(1)
             # From now on every claim fails: its select reads a column that is not there.
             claim = statements.claim[0]

@@ -25,8 +25,8 @@ from trinbox import DatabaseClock, HandlerOutcome, InboxQueue, SqlBroker, subscr
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._forms._base import Ack, FormContext, RetryAt, whole_seconds
 from trinbox._forms.lease import LeaseForm
+from trinbox._holders._base import Ack, FormContext, RetryAt, whole_seconds
 from trinbox.testing import settled
 
 from ..serving import make_app, serving

@@ -17,7 +17,7 @@ import trio.lowlevel
 from trinbox import App, HandlerOutcome, InboxQueue, subscriber
 from trinbox._engine.claim_state import ClaimState
 from trinbox._engine.steps import StepRules
-from trinbox._forms._base import Delivery, Step
+from trinbox._holders._base import Delivery, Step
 from trinbox.errors import SchemaError
 from trinbox.testing import VirtualClock, settled
 

@@ -27,7 +27,8 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._forms._base import (
+from trinbox._forms.lease import LeaseForm
+from trinbox._holders._base import (
     Ack,
     DeadLetterStep,
     Drop,
@@ -38,7 +39,6 @@ from trinbox._forms._base import (
     lease_expiry,
     whole_seconds,
 )
-from trinbox._forms.lease import LeaseForm
 from trinbox.errors import HandlerFailed, LeaseLost
 from trinbox.testing import TrioClock, VirtualClock, idle, settled
 

@@ -18,8 +18,8 @@ import trio
 from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._broker import broker as broker_module
 from trinbox._engine import claim_loop, deliveries
-from trinbox._forms._base import Delivery, Step
 from trinbox._forms.lease import LeaseForm
+from trinbox._holders._base import Delivery, Step
 from trinbox.events import (
     ClaimEvent,
     Events,

@@ -359,7 +359,7 @@ async def test_with_the_opt_in_a_batch_counts_each_row_once(stand: Stand) -> Non
     assert sorted((attempt, bool(done)) for attempt, done in rows) == [(3, True)] * 8
 
 
-# The queue's guard as the count at claim names it (rowlock_counted.py), taken by the test.
+# The queue's guard as the count at claim names it (trinbox/_forms/rowlock.py), taken by the test.
 GUARD = {
     "postgres": "SELECT 1 FROM pg_advisory_lock(hashtextextended(%s, 0))",
     "mariadb": "SELECT GET_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256), 0)",

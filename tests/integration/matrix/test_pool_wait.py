@@ -66,14 +66,14 @@ async def test_an_acquire_past_the_bound_names_the_pool_and_its_holders(
 
                 async def give_back_later() -> None:
                     await trio.sleep(POOL_WAIT - 1)
-                    await pool.release(held.pop())
+                    await pool.give_back(held.pop())
 
                 nursery.start_soon(give_back_later)
                 started = trio.current_time()
                 conn = await pool.acquire("publish")
                 assert trio.current_time() - started == POOL_WAIT - 1
             for c in [conn, *held]:
-                await pool.release(c)
+                await pool.give_back(c)
         finally:
             await broker.aclose()
 

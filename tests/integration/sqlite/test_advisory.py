@@ -21,9 +21,11 @@ import trinbox
 from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
-from trinbox._drivers.sqlite import SqliteConnection, SqlitePool
-from trinbox._forms._base import Ack, FormContext
-from trinbox._forms.advisory import AdvisoryForm, KeyRegistry
+from trinbox._drivers.sqlite import SqliteConnection
+from trinbox._forms.advisory import AdvisoryForm
+from trinbox._holders._base import Ack, FormContext
+from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
+from trinbox._holders.table import advisory_holder
 from trinbox.errors import StartupError
 from trinbox.testing import TrioClock, VirtualClock, settled
 
@@ -198,8 +200,8 @@ async def test_the_registry_knows_one_file_under_two_names(
 # Another process serving the file's advisory keys, as an advisory subscription's startup does.
 HOLDER = """
 import sys
-from trinbox._drivers.sqlite import SqlitePool
-SqlitePool(sys.argv[1]).serve_keys()
+from trinbox._holders.sqlite_key import hold
+hold(sys.argv[1])
 print("serving", flush=True)
 sys.stdin.read()
 """
@@ -263,18 +265,16 @@ async def test_a_second_process_serving_the_file_is_refused_until_the_first_ends
 # reports the keys in work it starts with.
 FORKER = """
 import os, sys
-import trio
 from trinbox._drivers.sqlite import SqlitePool
 from trinbox.errors import StartupError
-from trinbox._forms.advisory import KeyRegistry
+from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
 
 def serve(path):
-    pool = SqlitePool(path)
     try:
-        pool.serve_keys()
+        hold(path)
     except StartupError:
         return None
-    return pool
+    return SqlitePool(path)
 
 path = sys.argv[1]
 parent = serve(path)
@@ -292,7 +292,7 @@ if os.fork() == 0:
     finally:
         os._exit(0)
 print("child", os.read(said, 100).decode(), flush=True)
-trio.run(parent.aclose)
+let_go(path)
 print("parent let go", flush=True)
 sys.stdin.readline()
 os.write(went, b"x")
@@ -334,9 +334,8 @@ async def test_a_forked_child_neither_shares_its_parents_key_lock_nor_its_keys_i
         assert await said() == "child refused"
         assert await said() == "parent let go"
         # With the parent's lock gone, nothing holds the file: this process serves it.
-        here = SqlitePool(str(db.path))
-        here.serve_keys()
-        await here.aclose()
+        hold(str(db.path))
+        let_go(str(db.path))
         await forker.stdin.send_all(b"\n")
         # The child starts with no keys in work: its parent's delivery is not its own.
         assert await said() == "child serving []"
@@ -373,16 +372,15 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
         for n, customer in enumerate(("c1", "c1", "c2")):
             await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
         spec = spec_of(LockedEmail)
-        form = AdvisoryForm(
-            FormContext(
-                spec=spec,
-                dialect=broker.dialect,
-                statements=build_plan(broker.dialect, spec),
-                pool=broker.pool,
-                clock=broker.clock,
-                group="emails",
-            )
+        ctx = FormContext(
+            spec=spec,
+            dialect=broker.dialect,
+            statements=build_plan(broker.dialect, spec),
+            pool=broker.pool,
+            clock=broker.clock,
+            group="emails",
         )
+        form = AdvisoryForm(ctx, advisory_holder(ctx))
         assert form.traits.chains
         (first,) = await form.claim(1)
         assert (first.id, keys_in_work(db)) == (1, {"email_jobs-c1"})
@@ -404,16 +402,15 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
 
 def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
     spec = spec_of(LockedEmail)
-    return AdvisoryForm(
-        FormContext(
-            spec=spec,
-            dialect=broker.dialect,
-            statements=build_plan(broker.dialect, spec),
-            pool=broker.pool,
-            clock=broker.clock,
-            group="emails",
-        )
+    ctx = FormContext(
+        spec=spec,
+        dialect=broker.dialect,
+        statements=build_plan(broker.dialect, spec),
+        pool=broker.pool,
+        clock=broker.clock,
+        group="emails",
     )
+    return AdvisoryForm(ctx, advisory_holder(ctx))
 
 
 async def test_a_batch_settlement_and_its_workers_next_batch_are_one_call(

@@ -28,7 +28,7 @@ async def _pool(path: Path, busy_timeout: float = BUSY_TIMEOUT) -> SqlitePool:
     pool = SqlitePool(str(path), max_size=2, busy_timeout=busy_timeout)
     conn = await pool.acquire()
     await conn.executescript("CREATE TABLE t (n INTEGER)")
-    await pool.release(conn)
+    await pool.give_back(conn)
     return pool
 
 
@@ -75,7 +75,7 @@ async def test_a_call_cancelled_in_a_busy_wait_lets_go_at_once(tmp_path: Path) -
         drained(conn)
     assert rows(path) == 0  # the cut insert never ran
     await conn.execute("INSERT INTO t (n) VALUES (2)")  # the connection serves again
-    await pool.release(conn)
+    await pool.give_back(conn)
     await pool.aclose()
     assert rows(path) == 1
 
@@ -100,7 +100,7 @@ async def test_a_writer_turned_away_still_waits_the_whole_busy_timeout(tmp_path:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(let_go_later)
             assert await conn.execute("INSERT INTO t (n) VALUES (1)") == 1
-    await pool.release(conn)
+    await pool.give_back(conn)
     await pool.aclose()
     assert rows(path) == 1
 
@@ -125,11 +125,11 @@ async def test_a_cut_call_that_does_not_let_go_is_abandoned_at_the_deadline(
     assert 0.5 <= took < 0.5 + SLACK, took  # the wait for the thread ended at the deadline
     with pytest.raises(ConnectionLost, match="abandoned"):
         await conn.fetch("SELECT 1")
-    await pool.release(conn)  # its caller hands it back: the pool never hands it out again
+    await pool.give_back(conn)  # its caller hands it back: the pool never hands it out again
     other = await pool.acquire()
     assert other is not conn
     assert await other.fetch("SELECT 1") == [(1,)]
-    await pool.release(other)
+    await pool.give_back(other)
     released.set()
     thread._thread.join(SLACK)  # it ends after the cut call and the close behind it
     assert not thread._thread.is_alive()

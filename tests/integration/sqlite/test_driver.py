@@ -31,7 +31,7 @@ async def test_a_failed_script_names_its_step_and_keeps_the_results_before_it(
         await conn.script(ops)
     assert caught.value.step == 2
     assert caught.value.results == [1, [(1,), (2,), (3,)]]
-    await pool.release(conn)
+    await pool.give_back(conn)
     await pool.aclose()
 
 
@@ -66,8 +66,8 @@ async def test_a_connection_runs_its_calls_on_its_own_thread_which_ends_with_it(
     worker = thread._thread
     assert worker.is_alive() and worker.name == "trinbox-sqlite"
     other_worker = other._thread._thread
-    await pool.release(conn)
-    await pool.release(other)
+    await pool.give_back(conn)
+    await pool.give_back(other)
     assert conn._thread is thread  # an idle connection keeps its thread
     pool.abandon(other)
     await pool.aclose()

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from trinbox import SqlBroker
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
-from trinbox._forms._base import Ack, FormContext, whole_seconds
 from trinbox._forms.lease import LeaseForm
+from trinbox._holders._base import Ack, FormContext, whole_seconds
 
 from .harness import Db
 from .tables import EMAIL_JOBS, LeasedEmail

@@ -17,7 +17,7 @@ async def test_writers_of_one_pool_queue_instead_of_being_turned_away(tmp_path: 
     pool = SqlitePool(str(tmp_path / "q.db"), max_size=8, busy_timeout=0)
     setup = await pool.acquire()
     await setup.executescript("PRAGMA journal_mode=WAL; CREATE TABLE t (n INTEGER)")
-    await pool.release(setup)
+    await pool.give_back(setup)
 
     async def writer(n: int) -> None:
         conn = await pool.acquire()
@@ -25,14 +25,14 @@ async def test_writers_of_one_pool_queue_instead_of_being_turned_away(tmp_path: 
             for k in range(20):
                 await conn.execute("INSERT INTO t (n) VALUES (?)", (n * 100 + k,))
         finally:
-            await pool.release(conn)
+            await pool.give_back(conn)
 
     async with trio.open_nursery() as nursery:
         for n in range(8):
             nursery.start_soon(writer, n)
     check = await pool.acquire()
     assert await check.fetch("SELECT count(*) FROM t") == [(160,)]
-    await pool.release(check)
+    await pool.give_back(check)
     await pool.aclose()
 
 
@@ -53,7 +53,7 @@ async def test_a_commit_does_not_wait_behind_a_writer_that_waits_for_it(tmp_path
             # Queued first in Trio, then in SQLite's busy handler behind the holder.
             inserted.append(await conn.execute("INSERT INTO t (n) VALUES (2)"))
         finally:
-            await pool.release(conn)
+            await pool.give_back(conn)
 
     with trio.fail_after(5):  # well inside the busy timeout: no wait on the writer
         async with trio.open_nursery() as nursery:
@@ -65,5 +65,5 @@ async def test_a_commit_does_not_wait_behind_a_writer_that_waits_for_it(tmp_path
             await holder.commit()
     assert inserted == [1]
     assert await holder.fetch("SELECT n FROM t ORDER BY n") == [(1,), (2,)]
-    await pool.release(holder)
+    await pool.give_back(holder)
     await pool.aclose()

@@ -1,5 +1,6 @@
-"""What every claim form shares: deliveries, settlement steps, the form contract, and the
-shielded, bounded clean-up of connections."""
+"""What the holders, the forms over them and the engine share: deliveries, settlement steps,
+claims, the form contract (``ClaimForm``) and its traits, and what a form is given
+(``FormContext``)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,17 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from datetime import datetime, timedelta
+from typing import Protocol, cast
 
 import trio
 
-from .._bounds import cleanup_scope
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect
 from .._dialects._statement import Statement
 from .._dialects.plans import Plan
 from .._drivers._base import Connection, Pool, Record
-from ..errors import ConnectionLost, TrinboxError
+from ..errors import TrinboxError
 
 __all__ = [
     "Ack",
@@ -35,12 +35,10 @@ __all__ = [
     "RetryAt",
     "Step",
     "batch_event",
-    "give_back",
     "held",
     "step_statements",
     "step_values",
     "lease_expiry",
-    "end_transaction",
 ]
 
 logger = logging.getLogger("trinbox.drivers")
@@ -226,6 +224,16 @@ class ClaimForm(Protocol):
         its locks) and forget the delivery. No I/O wait."""
         ...
 
+    def start_serving(self) -> None:
+        """Take what the form holds for the process while it serves (SQLite's advisory key
+        file); a ``StartupError`` when another process holds it."""
+        ...
+
+    def stop_serving(self) -> None:
+        """Let go of what :meth:`start_serving` took (``shutdown`` does too); idempotent, no
+        I/O."""
+        ...
+
     def begin_shutdown(self) -> None:
         """Shutdown began: sessions closed from now on are counted in ``closed``."""
         ...
@@ -291,15 +299,12 @@ def whole_seconds(lease: timedelta) -> timedelta:
     return timedelta(seconds=max(1, math.ceil(lease.total_seconds())))
 
 
-def system_clock() -> datetime:
-    return datetime.now(UTC)
-
-
 def held(result: object) -> bool:
     """Whether a FIFO group guard's result (one row, one number) says the group is this
     claim's."""
     assert isinstance(result, list)
-    return bool(result) and bool(result[0][0])
+    rows = cast("list[Record]", result)
+    return bool(rows) and bool(rows[0][0])
 
 
 def values_of(statement: Statement, record: Record, spec: TableSpec) -> dict[str, object]:
@@ -318,49 +323,3 @@ def attempt_of(spec: TableSpec, values: Mapping[str, object]) -> int | None:
         return int(str(value))
     except ValueError:
         return None
-
-
-async def give_back(pool: Pool, conn: Connection) -> None:
-    """Return a connection to its pool; one that cannot be returned is discarded. The pools
-    shield and bound their own cleanup (a connection still inside a transaction is rolled
-    back first), so a clean connection goes back without a cancel scope per call."""
-    try:
-        await pool.release(conn)
-    except Exception:
-        logger.warning("could not return a connection; closing it", exc_info=True)
-        await discard(pool, conn)
-
-
-async def discard(pool: Pool, conn: Connection) -> None:
-    """Close a connection for good: gracefully within the bound of the runtime around it
-    (trinbox._bounds), else at once."""
-    with cleanup_scope() as scope:
-        try:
-            await pool.discard(conn)
-        except Exception:
-            logger.warning("closing a connection failed", exc_info=True)
-    if scope.cancelled_caught:
-        pool.abandon(conn)
-
-
-async def rollback_quietly(conn: Connection) -> bool:
-    """Roll back, shielded within the bound around it; whether it was confirmed."""
-    with cleanup_scope():
-        try:
-            await conn.rollback()
-            return True
-        except ConnectionLost:
-            return False  # the driver ended the session: nothing is left to roll back
-        except Exception:
-            logger.warning("rollback failed", exc_info=True)
-    return False
-
-
-async def end_transaction(pool: Pool, conn: Connection) -> bool:
-    """Roll back and return the connection; one whose rollback is not confirmed in time is
-    abandoned, so the server ends its transaction. Whether the rollback was confirmed."""
-    if await rollback_quietly(conn):
-        await give_back(pool, conn)
-        return True
-    pool.abandon(conn)
-    return False

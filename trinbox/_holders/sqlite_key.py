@@ -1,41 +1,61 @@
-"""One process serves a SQLite file's advisory keys: an exclusive ``flock`` on a file beside the
-database (``<database>-trinbox-advisory``), held while a pool of this process serves them.
+"""SQLite's process keys: what holds an advisory row on SQLite, which has no session locks.
 
-The keys in work live in the process's registry, which another process cannot see: two
-processes serving one file could hand out two rows of one key at once. The lock is taken
-without waiting, so a second process is refused at startup; the kernel frees it when the
-process ends, however it ends. The lock is counted per process (brokers naming one file
-another way, apps run on several threads share it) and never taken on the database file
-itself: closing a descriptor of that file would drop SQLite's own POSIX locks. The lock file
-stays behind, as SQLite's ``-wal`` and ``-shm`` files do.
+The keys in work live in this process's registry (:class:`KeyRegistry`), per database file, and
+one process serves a file's keys: an exclusive ``flock`` on a file beside the database
+(``<database>-trinbox-advisory``), held while a subscription of this process serves them.
+
+Another process cannot see the registry: two processes serving one file could hand out two rows
+of one key at once. The lock is taken without waiting, so a second process is refused at
+startup; the kernel frees it when the process ends, however it ends. The lock is counted per
+process (brokers naming one file another way, apps run on several threads share it) and never
+taken on the database file itself: closing a descriptor of that file would drop SQLite's own
+POSIX locks. The lock file stays behind, as SQLite's ``-wal`` and ``-shm`` files do.
 
 A ``flock`` belongs to the open file, which a forked child shares with its parent: the child
 would hold the lock with it (past the parent's end), and count itself as serving the keys it
 does not have. So a forked child closes its copies at once, without unlocking (that would free
 the parent's lock), and serves no keys until it takes the lock itself, which a parent still
-serving refuses.
+serving refuses. Its registry starts empty: its parent's deliveries are not its own (they
+would keep their keys from it for ever).
 
 ``KeyClaim`` / ``run_key_claim``: an advisory claim (after a settlement, where one chains it) as
-one call on a connection's worker thread, in one transaction.
+one function run on a connection's thread (``ThreadedConnection.run_on_thread``), in one
+transaction.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on POSIX: no detection
     fcntl = None  # type: ignore[assignment]
 
-from ..errors import StartupError
-from ._base import Op, Record
+from .._drivers._base import (
+    Op,
+    Pool,
+    Record,
+    ThreadedConnection,
+    ThreadedPool,
+    ThreadSession,
+)
+from ..errors import DatabaseError, StartupError
 
-__all__ = ["KeyClaim", "hold", "let_go", "let_key_go", "lock_path", "run_key_claim"]
+__all__ = [
+    "KeyClaim",
+    "KeyRegistry",
+    "ProcessKeys",
+    "hold",
+    "let_go",
+    "let_key_go",
+    "lock_path",
+    "run_key_claim",
+]
 
 _lock = threading.Lock()
 _held: dict[str, tuple[int, int]] = {}  # real path -> (descriptor, holders in this process)
@@ -55,6 +75,22 @@ def _after_fork_in_child() -> None:
         os.close(fd)  # the parent's lock stays the parent's: a close of a copy keeps it
     _held.clear()
     _lock = threading.Lock()
+    KeyRegistry.forget_all()
+
+
+class KeyRegistry:
+    """Keys in work in this process, per database (a pool's ``identity``): SQLite's stand-in
+    for session locks."""
+
+    _by_database: ClassVar[dict[str, set[str]]] = {}  # process-wide on purpose
+
+    @classmethod
+    def keys(cls, database: str) -> set[str]:
+        return cls._by_database.setdefault(database, set())
+
+    @classmethod
+    def forget_all(cls) -> None:
+        cls._by_database = {}
 
 
 if hasattr(os, "register_at_fork"):
@@ -140,12 +176,12 @@ class KeyClaim:
     wanted: int  # candidates the select reads at most
     settle: Sequence[Op] = ()
     frees: Sequence[str] = ()  # the keys of the settled rows: free once the settlement ran
-    taken: list[tuple[str, Record]] = field(default_factory=list)
+    taken: list[tuple[str, Record]] = field(default_factory=list[tuple[str, Record]])
     read: int = 0  # candidates the select read
     # ``frees`` left ``keys`` (inside the transaction, committed with it); a transaction that
     # fails holds them again before the pool's next writer runs.
     freed: bool = False
-    claim_error: tuple[sqlite3.Error, str] | None = None
+    claim_error: DatabaseError | None = None
 
     def forget(self) -> None:
         """Let go of the keys taken (their rows stay claimable: a take only counts)."""
@@ -160,23 +196,14 @@ def let_key_go(keys: set[str], key: str) -> None:
         keys.discard(key)
 
 
-def run_key_claim(
-    raw: sqlite3.Connection,
-    claim: KeyClaim,
-    progress: list[str],
-    params: Callable[[Sequence[object]], tuple[object, ...]],
-) -> None:
-    """Run ``claim`` on ``raw`` (a worker thread); SQLite errors of the settlement or the
-    commit propagate, after a rollback and with the keys taken let go."""
-
-    def run(sql: str, values: Sequence[object] = ()) -> sqlite3.Cursor:
-        progress.append(sql)
-        return raw.execute(sql, params(values))
+def run_key_claim(session: ThreadSession, claim: KeyClaim) -> None:
+    """Run ``claim`` on ``session`` (on its connection's thread); errors of the settlement or
+    the commit propagate, after a rollback and with the keys taken let go."""
 
     def settle() -> None:
-        run("BEGIN IMMEDIATE")
+        session.execute("BEGIN IMMEDIATE")
         for op in claim.settle:
-            run(op.sql, op.params)
+            session.execute(op.sql, op.params)
         if claim.frees:
             with _keys_lock:
                 claim.keys.difference_update(claim.frees)
@@ -185,18 +212,17 @@ def run_key_claim(
     try:
         settle()
         try:
-            _take_free_keys(claim, run)
-        except sqlite3.Error as exc:
+            _take_free_keys(claim, session)
+        except DatabaseError as exc:
             if not claim.settle:
                 raise
             # The claim failed after the settlement: both roll back and the settlement runs
             # again alone, so it stands (a savepoint would cost two statements every call).
-            claim.claim_error = (exc, progress[-1])
+            claim.claim_error = exc
             claim.forget()
-            raw.rollback()
+            session.rollback()
             settle()
-        progress.append("COMMIT")
-        raw.commit()
+        session.commit()
     except BaseException:
         claim.forget()
         if claim.freed:
@@ -205,16 +231,16 @@ def run_key_claim(
             with _keys_lock:
                 claim.keys.update(claim.frees)
             claim.freed = False
-        if raw.in_transaction:
-            raw.rollback()
+        if session.in_transaction:
+            session.rollback()
         raise
 
 
-def _take_free_keys(claim: KeyClaim, run: Callable[..., sqlite3.Cursor]) -> None:
+def _take_free_keys(claim: KeyClaim, session: ThreadSession) -> None:
     with _keys_lock:
         held = sorted(claim.keys)
     select = claim.select(held)
-    rows = run(select.sql, select.params).fetchall()
+    rows = session.fetch(select.sql, select.params)
     claim.read = len(rows)
     seen: set[str] = set()
     for row_id, found in rows:
@@ -229,7 +255,7 @@ def _take_free_keys(claim: KeyClaim, run: Callable[..., sqlite3.Cursor]) -> None
                 continue  # taken since the select read it (another subscription's claim)
             claim.keys.add(key)
         try:
-            record = _take(claim.take(row_id), run)
+            record = _take(claim.take(row_id), session)
         except BaseException:
             let_key_go(claim.keys, key)
             raise
@@ -239,16 +265,56 @@ def _take_free_keys(claim: KeyClaim, run: Callable[..., sqlite3.Cursor]) -> None
         claim.taken.append((key, record))
 
 
-def _take(ops: list[Op], run: Callable[..., sqlite3.Cursor]) -> Record | None:
+def _take(ops: list[Op], session: ThreadSession) -> Record | None:
     """The row a take read, or ``None`` when it was no longer claimable."""
     records: list[Record] = []
     for op in ops:
-        cursor = run(op.sql, op.params)
         if op.kind == "fetch":
-            records = [tuple(r) for r in cursor]
-        elif cursor.rowcount == 0:
+            records = session.fetch(op.sql, op.params)
+        elif session.execute(op.sql, op.params) == 0:
             return None  # the UPDATE changed nothing
     if len(records) > 1:
         msg = f"a take reads one row, found {len(records)}"
         raise RuntimeError(msg)
     return records[0] if records else None
+
+
+class ProcessKeys:
+    """The process keys one subscription serves: its database's keys in the registry, the
+    file lock while it serves them, and claims run as one call on a connection's thread.
+
+    ``threads``: the pool, where its connections run functions on their own thread (the
+    SQLite driver's); a pool without them (one wrapped by a test) claims statement by
+    statement, holds no file lock, and settles each delivery alone."""
+
+    __slots__ = ("_serving", "keys", "threads")
+
+    def __init__(self, pool: Pool) -> None:
+        self.threads = pool if isinstance(pool, ThreadedPool) else None
+        self.keys = KeyRegistry.keys(pool.identity)
+        self._serving = False
+
+    def start_serving(self) -> None:
+        """Serve the file's keys (``StartupError`` when another process does)."""
+        if self.threads is not None and not self._serving:
+            hold(self.threads.path)
+            self._serving = True
+
+    def stop_serving(self) -> None:
+        """Stop serving them: the last holder of this process frees the file lock."""
+        if self.threads is not None and self._serving:
+            self._serving = False
+            let_go(self.threads.path)
+
+    async def claim(self, conn: ThreadedConnection, plan: KeyClaim) -> DatabaseError | None:
+        """Run ``plan`` on ``conn``'s thread: the error of its claim when it failed after its
+        settlement took effect. A claim cut off after its commit lets its keys go (their rows
+        stay claimable, their attempt counted, as a take cut after its statement)."""
+        try:
+            await conn.run_on_thread(
+                lambda session: run_key_claim(session, plan), "BEGIN IMMEDIATE"
+            )
+        except BaseException:
+            plan.forget()
+            raise
+        return plan.claim_error
