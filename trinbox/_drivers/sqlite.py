@@ -5,7 +5,7 @@ Each connection runs one call at a time (a Trio lock) on a worker thread of its 
 cancelled call that had begun interrupts its statement, waits for the thread to let go
 (shielded, within the clean-up deadline of trinbox._bounds), and rolls back what it left
 open; past the deadline the connection is abandoned. One cancelled before it began never
-touches the connection (FEASIBILITY.md §3.3).
+touches the connection (docs/drivers.md#sqlite-on-threads).
 
 SQLite's interrupt does not reach its busy handler (a writer waiting for another's write
 lock sleeps the whole busy timeout), so trinbox runs the busy wait itself: SQLite waits in

@@ -30,9 +30,10 @@ logger = logging.getLogger("trinbox.claim")
 
 
 class ClaimLoop:
-    """Claims for one subscription, one claim per free worker at most (REFERENCE.md §3.1): a
-    second claim runs beside the first only where the dialect allows claims side by side, the
-    last claim found rows, and the pool has two connections to spare."""
+    """Claims for one subscription, one claim per free worker at most
+    (docs/reference.md#claim-loop): a second claim runs beside the first only where the dialect
+    allows claims side by side, the last claim found rows, and the pool has two connections to
+    spare."""
 
     def __init__(
         self,
