@@ -1,7 +1,7 @@
 """The advisory form: each row is held by a lock on its key, rendered by the database from the
 table's template; rows that share a key go into work one at a time.
 
-What holds a key is the holder table's choice (trinbox._holders.table): a server session's lock
+What holds a key is the form table's choice (trinbox._forms.table): a server session's lock
 on PostgreSQL and MySQL (trinbox._holders.session_lock), this process's key on SQLite, which
 has no session locks (trinbox._holders.sqlite_key). The form keeps the deliveries in work and
 the steps every hold shares (the take, the handler's transaction, the settlement's statements,
@@ -45,7 +45,7 @@ class AdvisoryForm:
     """Claims and settles rows of one advisory table for one subscription."""
 
     def __init__(self, ctx: FormContext, hold: AdvisoryHold) -> None:
-        """``hold``: what holds a key, as the holder table chose it (session locks on
+        """``hold``: what holds a key, as the form table chose it (session locks on
         PostgreSQL and MySQL, SQLite's process keys)."""
         self.ctx = ctx
         self._hold = hold

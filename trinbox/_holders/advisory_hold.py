@@ -2,7 +2,7 @@
 each kind of hold implements (a server session's lock, trinbox._holders.session_lock; SQLite's
 process keys, trinbox._holders.sqlite_key), and ``KeyWork``, what a hold asks of the form (its
 deliveries in work and the steps every hold shares). The form calls the hold's verbs and never
-asks which one it has; the holder table (trinbox._holders.table) picks it."""
+asks which one it has; the form table (trinbox._forms.table) picks it."""
 
 from __future__ import annotations
 
