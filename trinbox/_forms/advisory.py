@@ -34,6 +34,7 @@ from .._holders._base import (
 )
 from .._holders.advisory_hold import AdvisoryHold
 from .._holders.connections import close, give_back, rollback_quietly
+from .._holders.settlement import settle_alone
 from ..errors import Closed, SettlementError, TrinboxError
 
 __all__ = ["AdvisoryForm"]
@@ -235,18 +236,6 @@ class AdvisoryForm:
         transaction (SQLite), or one by one."""
         return await self._hold.settle_batch(self, items)
 
-    async def settle_each(
-        self, items: Sequence[tuple[Delivery, Step]]
-    ) -> list[TrinboxError | None]:
-        """Settle each delivery alone, one after another."""
-        errors: list[TrinboxError | None] = [None] * len(items)
-        for i, item in enumerate(items):
-            try:
-                await self.settle(*item)
-            except TrinboxError as exc:
-                errors[i] = exc
-        return errors
-
     async def settle_batch_and_claim(
         self, items: Sequence[tuple[Delivery, Step]], limit: int
     ) -> tuple[list[TrinboxError | None], Chained]:
@@ -262,16 +251,8 @@ class AdvisoryForm:
         and moves into another table settle alone."""
         statements = step_statements(self.ctx.statements, step)
         if self.ctx.transactional or delivery.released or len(statements) > 1:
-            return await self.settle_alone(delivery, step)
+            return await settle_alone(self.settle, delivery, step)
         return await self._hold.settle_and_claim(self, delivery, statements, step, limit)
-
-    async def settle_alone(self, delivery: Delivery, step: Step) -> Chained:
-        """Settle with no claim chained: the settlement's error, if any, in a ``Chained``."""
-        try:
-            await self.settle(delivery, step)
-        except TrinboxError as exc:
-            return Chained(error=exc)
-        return Chained()
 
     async def settle(self, delivery: Delivery, step: Step) -> None:
         if delivery.released:

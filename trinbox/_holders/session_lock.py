@@ -22,10 +22,11 @@ from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._dialects.plans import Plan
 from .._drivers._base import Connection, Op, Record, Result, stops
-from ..errors import DatabaseError, TrinboxError
-from ._base import Chained, Claimed, Delivery, FormTraits, Step, step_values
+from ..errors import TrinboxError
+from ._base import Chained, Claimed, Delivery, FormTraits, Step
 from .advisory_hold import KeyWork
 from .connections import give_back
+from .settlement import settle_alone, settlement_ran, step_ops
 
 __all__ = ["SessionLocks"]
 
@@ -273,9 +274,8 @@ class SessionLocks:
         ctx = work.ctx
         session = delivery.conn
         if session is None:
-            return await work.settle_alone(delivery, step)
-        values = {"id": delivery.id, "now": ctx.clock(), **step_values(step)}
-        settling = [Op("execute", st.sql, st.bind(values)) for st in statements]
+            return await settle_alone(work.settle, delivery, step)
+        settling = step_ops(ctx.statements, delivery, step, ctx.clock())
         unlocking = self.unlock_op(str(delivery.key))
         work.settling.add(delivery)
         work.claiming += 1
@@ -284,11 +284,7 @@ class SessionLocks:
             try:
                 results = await session.script([*settling, unlocking, candidates])
             except TrinboxError as exc:
-                if (
-                    not isinstance(exc, DatabaseError)
-                    or exc.step is None
-                    or exc.step < len(settling)
-                ):
+                if not settlement_ran(exc, len(settling)):
                     return Chained(error=exc)  # the session is unlocked (or closed) below
                 if exc.step == len(settling):
                     delivery.unlocked = False  # the unlock itself failed: close the session

@@ -55,9 +55,10 @@ from .._drivers._base import (
     ThreadSession,
 )
 from ..errors import DatabaseError, StartupError, TrinboxError
-from ._base import Chained, Claimed, Delivery, FormTraits, Step, step_statements, step_values
+from ._base import Chained, Claimed, Delivery, FormTraits, Step, step_statements
 from .advisory_hold import KeyWork
 from .connections import give_back, rollback_quietly
+from .settlement import settle_alone, settle_each, step_ops
 
 __all__ = [
     "KeyClaim",
@@ -506,7 +507,7 @@ class ProcessKeys:
         """In one transaction (:meth:`_settle_keys_together`); in transactional mode each
         delivery on its own, one after another."""
         if work.ctx.transactional:
-            return await work.settle_each(items)
+            return await settle_each(work.settle, items)
         return await self._settle_keys_together(work, items)
 
     async def _settle_keys_together(
@@ -528,8 +529,7 @@ class ProcessKeys:
                 alone.append(i)
                 continue
             together.append(delivery)
-            values = {"id": delivery.id, "now": now, **step_values(step)}
-            ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
+            ops += step_ops(ctx.statements, delivery, step, now)
         if together:
             ops.append(Op("commit"))
             work.settling.update(together)
@@ -553,11 +553,9 @@ class ProcessKeys:
                     let_key_go(self.keys, str(delivery.key))
                 if together:
                     ctx.wake()  # the keys are free
-        for i in alone:
-            try:
-                await work.settle(*items[i])
-            except TrinboxError as exc:
-                errors[i] = exc
+        alone_errors = await settle_each(work.settle, [items[i] for i in alone])
+        for i, error in zip(alone, alone_errors, strict=True):
+            errors[i] = error
         return errors
 
     async def settle_batch_and_claim(
@@ -576,8 +574,7 @@ class ProcessKeys:
             statements = step_statements(ctx.statements, step)
             if delivery.released or len(statements) > 1:
                 return await self._settle_keys_together(work, items), Chained()
-            values = {"id": delivery.id, "now": now, **step_values(step)}
-            settling += [Op("execute", st.sql, st.bind(values)) for st in statements]
+            settling += step_ops(ctx.statements, delivery, step, now)
         if threads is None:  # claims statement by statement: the batch settles alone
             return await self._settle_keys_together(work, items), Chained()
         conn = await threads.acquire("settlement")
@@ -609,7 +606,7 @@ class ProcessKeys:
                         let_key_go(self.keys, str(delivery.key))
                     ctx.wake()
         if not ran:
-            return await work.settle_each(items), Chained()
+            return await settle_each(work.settle, items), Chained()
         claimed = await self._registered(work, plan)
         if claim_error is not None or len(claimed) < len(deliveries):
             ctx.wake()  # keys were freed that no row of this claim took
@@ -631,10 +628,9 @@ class ProcessKeys:
         (it runs again on its own)."""
         ctx = work.ctx
         if self.threads is None:  # claims statement by statement: the step settles alone
-            return await work.settle_alone(delivery, step)
+            return await settle_alone(work.settle, delivery, step)
         conn = await self.threads.acquire("settlement")
-        values = {"id": delivery.id, "now": ctx.clock(), **step_values(step)}
-        settling = [Op("execute", st.sql, st.bind(values)) for st in statements]
+        settling = step_ops(ctx.statements, delivery, step, ctx.clock())
         work.settling.add(delivery)
         work.claiming += 1
         plan = self._key_claim(work, limit, settling, frees=(str(delivery.key),))
