@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import cast
 
 import trio
 
@@ -164,7 +165,7 @@ class RowLockForm:
             at += 1
         records = results[at]
         assert isinstance(records, list)
-        return records
+        return cast("list[Record]", records)  # a fetch's result
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
@@ -425,7 +426,8 @@ class RowLockForm:
         """Go on only under the guard: a claim without it could count a row that another
         claim counted and has not relocked yet."""
         assert isinstance(found, list)
-        value = found[0][0] if found and len(found[0]) else None
+        rows = cast("list[Record]", found)  # the lock statement's fetch
+        value = rows[0][0] if rows and len(rows[0]) else None
         if value == GUARD_TAKEN:
             return
         st = self._ctx.statements.lock
