@@ -36,9 +36,12 @@ def _process_keys(ctx: FormContext) -> ClaimForm:
 
 FORMS: Mapping[tuple[type[Form], bool], Callable[[FormContext], ClaimForm]] = {
     # (the table's form, whether its plan locks keys in server sessions): its form over its
-    # holder
+    # holder. A row lock plan counting at claim locks a guard in a session; its rows are
+    # still held by the claim's transaction.
     (Lease, False): _lease_tokens,  # a token written by the claim, kept by the lease keeper
+    (Lease, True): _lease_tokens,
     (RowLock, False): _claim_transactions,  # the claim's transaction holds the row lock
+    (RowLock, True): _claim_transactions,
     (Advisory, True): _session_locks,  # PostgreSQL, MySQL: a lock held by a pooled session
     (Advisory, False): _process_keys,  # SQLite: this process's keys
 }
