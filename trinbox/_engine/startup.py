@@ -16,24 +16,17 @@ from .._broker.broker import SqlBroker
 from .._broker.notify import check_channel
 from .._declare._inbox import spec_of
 from .._declare._markers import (
-    Advisory,
     Exclusive,
     Immediate,
-    Lease,
     Mode,
-    RowLock,
     Transactional,
 )
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._dialects.ddl import dead_letter_of
 from .._dialects.plans import Plan, build_plan
-from .._forms.advisory import AdvisoryForm
-from .._forms.lease import LeaseForm
-from .._forms.rowlock import RowLockForm
-from .._holders._base import ClaimForm, FormContext, FormTraits, whole_seconds
+from .._holders._base import FormTraits
 from .._holders.connections import give_back
-from .._holders.table import advisory_holder
 from ..errors import DeclarationError, ServerTooOld, StartupError
 from .column_check import check_columns, prepare_statements
 
@@ -46,7 +39,6 @@ __all__ = [
     "check_pool_budget",
     "declared_dead_letter",
     "held_connections",
-    "make_form",
     "prepare",
     "worker_cap",
 ]
@@ -193,18 +185,6 @@ async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Plan)
             raise unread
     finally:
         await give_back(pool, conn)
-
-
-def make_form(ctx: FormContext) -> ClaimForm:
-    """The claim form of the table."""
-    form = ctx.spec.form
-    if form is Lease:
-        ctx.lease = whole_seconds(ctx.lease)
-        return LeaseForm(ctx)
-    if form is Advisory:
-        return AdvisoryForm(ctx, advisory_holder(ctx))
-    assert form is RowLock
-    return RowLockForm(ctx)
 
 
 def worker_cap(

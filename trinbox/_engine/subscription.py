@@ -30,6 +30,7 @@ from .._broker import pgbouncer
 from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._markers import Transactional
+from .._forms.table import make_form
 from .._holders._base import ClaimForm, Delivery, FormContext
 from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
@@ -172,7 +173,7 @@ class Subscription:
         await startup.prepare(self.where, self.spec, broker, checked.statements)
         permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         transactional = self.queue.mode is Transactional
-        self.form: ClaimForm = startup.make_form(
+        self.form: ClaimForm = make_form(
             FormContext(
                 spec=self.spec,
                 dialect=broker.dialect,

@@ -42,7 +42,8 @@ from .._holders._base import (
 )
 from .._holders.connections import end_transaction, give_back, rollback_quietly
 from .._holders.lease_token import LeaseKeeper, LeaseTokens
-from ..errors import DatabaseError, LeaseLost, TrinboxError
+from .._holders.settlement import settle_alone, settle_each, settlement_ran
+from ..errors import LeaseLost, TrinboxError
 from ._coalesce import SettleTogether
 from .lease_claims import guarded_claim, heads_claim, select_and_stamp
 
@@ -166,11 +167,7 @@ class LeaseForm:
         ctx = self._ctx
         event = batch_event(step)
         if ctx.transactional or event is None or not self.claims_in_one_statement:
-            try:
-                await self.settle(delivery, step)
-            except TrinboxError as exc:
-                return Chained(error=exc)
-            return Chained()
+            return await settle_alone(self.settle, delivery, step)
         (single,) = step_statements(ctx.statements, step)
         claim = ctx.statements.claim[0]
         await self._tokens.take(delivery)
@@ -197,7 +194,7 @@ class LeaseForm:
                 try:
                     changed, records = await conn.script([settle_op, claim_op])
                 except TrinboxError as exc:
-                    if not isinstance(exc, DatabaseError) or exc.step != 1:
+                    if not settlement_ran(exc, 1):
                         return Chained(error=exc)
                     # The settlement ran; only the claim failed.
                     error = None if exc.results[0] else self._lost(delivery)
@@ -271,11 +268,10 @@ class LeaseForm:
             for i, error in zip(members, outcome, strict=True):
                 errors[i] = error
             alone.extend(members[k] for k in again)
-        for i in sorted(alone):
-            try:
-                await self._settle_one(*items[i])
-            except TrinboxError as exc:
-                errors[i] = exc
+        order = sorted(alone)
+        alone_errors = await settle_each(self._settle_one, [items[i] for i in order])
+        for i, error in zip(order, alone_errors, strict=True):
+            errors[i] = error
         return errors
 
     async def _settle_alike(

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import cast
 
 import trio
 
@@ -51,11 +52,11 @@ from .._holders._base import (
     attempt_of,
     held,
     step_statements,
-    step_values,
     values_of,
 )
 from .._holders.claim_transaction import SAVEPOINT, ClaimTransaction
 from .._holders.connections import close, end_transaction, give_back
+from .._holders.settlement import settle_alone, settlement_ran, step_ops
 from ..errors import BatchRolledBack, DatabaseError, TrinboxError
 from .heads import due_groups
 
@@ -164,7 +165,7 @@ class RowLockForm:
             at += 1
         records = results[at]
         assert isinstance(records, list)
-        return records
+        return cast("list[Record]", records)  # a fetch's result
 
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
@@ -197,20 +198,15 @@ class RowLockForm:
         tx = delivery.batch
         assert isinstance(tx, ClaimTransaction)
         if tx.remaining != 1 or tx.failed or not step_statements(self._ctx.statements, step):
-            try:
-                await self.settle(delivery, step)
-            except TrinboxError as exc:
-                return Chained(error=exc)
-            return Chained()
+            return await settle_alone(self.settle, delivery, step)
         if self._counts:
             return await self._settle_and_claim_counted(delivery, tx, step, limit)
         settling = [*self._step_ops(delivery, step), Op("commit")]
         try:
             results = await tx.conn.script([*settling, *self._claim_ops(limit)])
         except TrinboxError as exc:
-            at = exc.step if isinstance(exc, DatabaseError) else None
             delivery.settled = True
-            if at is not None and at >= len(settling):
+            if settlement_ran(exc, len(settling)):
                 # Committed; only the claim failed, and its transaction is rolled back when
                 # the connection goes back to the pool.
                 tx.written += 1
@@ -277,10 +273,9 @@ class RowLockForm:
                 owners: list[int] = []  # the item each statement settles
                 now = self._ctx.clock()
                 for i, (delivery, step) in enumerate(items):
-                    values = {"id": delivery.id, "now": now, **step_values(step)}
-                    for st in step_statements(self._ctx.statements, step):
-                        ops.append(Op("execute", st.sql, st.bind(values)))
-                        owners.append(i)
+                    settling = step_ops(self._ctx.statements, delivery, step, now)
+                    ops += settling
+                    owners += [i] * len(settling)
                 last = tx.remaining == len(items)
                 if ops and last:
                     ops.append(Op("commit"))
@@ -331,15 +326,12 @@ class RowLockForm:
             tx.committed = True
 
     def _step_ops(self, delivery: Delivery, step: Step) -> list[Op]:
-        values = {"id": delivery.id, "now": self._ctx.clock(), **step_values(step)}
-        ops = []
+        ops: list[Op] = []
         if delivery.tx_open and not isinstance(step, Ack):
             # Every outcome but ack discards the handler's writes first.
             ops.append(Op("execute", f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
         # A statement changing no row still settles: the transaction is the lock.
-        statements = step_statements(self._ctx.statements, step)
-        ops += [Op("execute", st.sql, st.bind(values)) for st in statements]
-        return ops
+        return ops + step_ops(self._ctx.statements, delivery, step, self._ctx.clock())
 
     async def _leave_transaction(self, delivery: Delivery) -> None:
         """The delivery is done with its claim's transaction (the last one ends it)."""
@@ -434,7 +426,8 @@ class RowLockForm:
         """Go on only under the guard: a claim without it could count a row that another
         claim counted and has not relocked yet."""
         assert isinstance(found, list)
-        value = found[0][0] if found and len(found[0]) else None
+        rows = cast("list[Record]", found)  # the lock statement's fetch
+        value = rows[0][0] if rows and len(rows[0]) else None
         if value == GUARD_TAKEN:
             return
         st = self._ctx.statements.lock
@@ -526,7 +519,7 @@ class RowLockForm:
             try:
                 results = await tx.conn.script([*settling, *self._select_ops(limit)])
             except DatabaseError as exc:
-                committed = exc.step is not None and exc.step >= len(settling)
+                committed = settlement_ran(exc, len(settling))
                 raise
             committed = True
             self._check_guard(results[len(settling)])

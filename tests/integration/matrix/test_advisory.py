@@ -40,10 +40,9 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers._base import Connection, Op, Pool, Record, Result, stops
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._forms.advisory import AdvisoryForm
+from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, FormContext
 from trinbox._holders.sqlite_key import KeyRegistry
-from trinbox._holders.table import advisory_holder
 from trinbox.errors import Closed, HandlerFailed, SchemaError
 from trinbox.testing import VirtualClock, idle, settled
 
@@ -684,7 +683,7 @@ async def advisory_form(
 async def test_a_settlement_after_shutdown_released_its_key_is_closed(case: Case) -> None:
     async with advisory_form(case.stand) as (broker, ctx):
         await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
-        form = AdvisoryForm(ctx, advisory_holder(ctx))
+        form = make_form(ctx)
         (delivery,) = await form.claim(1)
         assert held(case.stand, "email_jobs-c1") == {"email_jobs-c1"}
         assert await form.shutdown() == (1, 0)
@@ -823,7 +822,7 @@ async def test_a_claim_cancelled_midway_leaves_no_key(case: Case) -> None:
     async with advisory_form(stand, gate) as (broker, ctx):
         await broker.publish(LockedEmail, Email("a@x"), name="emails", customer="c1")
         await broker.publish(LockedEmail, Email("b@x"), name="emails", customer="c2")
-        form = AdvisoryForm(ctx, advisory_holder(ctx))
+        form = make_form(ctx)
         claimed: list[object] = []
         async with trio.open_nursery() as nursery:
 
@@ -847,7 +846,7 @@ async def test_a_claim_cancelled_midway_leaves_no_key(case: Case) -> None:
         assert form.in_work == 0
         # The first take counted its attempt; both rows are claimable again.
         assert stand.rows("SELECT attempt FROM email_jobs ORDER BY job_id") == [(2,), (1,)]
-        again = AdvisoryForm(ctx, advisory_holder(ctx))
+        again = make_form(ctx)
         taken = await again.claim(2)
         # A delivery's key is the lock's name as the database renders it.
         rendered = [

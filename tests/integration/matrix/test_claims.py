@@ -14,7 +14,7 @@ from trinbox import InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._engine.startup import make_form
+from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, FormContext, whole_seconds
 from trinbox.errors import DatabaseError
 from trinbox.testing import VirtualClock, settled

@@ -23,9 +23,9 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.sqlite import SqliteConnection
 from trinbox._forms.advisory import AdvisoryForm
-from trinbox._holders._base import Ack, FormContext
+from trinbox._forms.table import make_form
+from trinbox._holders._base import Ack, ClaimForm, FormContext
 from trinbox._holders.sqlite_key import KeyRegistry, hold, let_go
-from trinbox._holders.table import advisory_holder
 from trinbox.errors import StartupError
 from trinbox.testing import TrioClock, VirtualClock, settled
 
@@ -380,7 +380,7 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
             clock=broker.clock,
             group="emails",
         )
-        form = AdvisoryForm(ctx, advisory_holder(ctx))
+        form = make_form(ctx)
         assert form.traits.chains
         (first,) = await form.claim(1)
         assert (first.id, keys_in_work(db)) == (1, {"email_jobs-c1"})
@@ -400,7 +400,7 @@ async def test_a_settlement_and_its_workers_next_claim_are_one_call(
         await broker.aclose()
 
 
-def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
+def advisory_form(broker: SqlBroker[Any]) -> ClaimForm:
     spec = spec_of(LockedEmail)
     ctx = FormContext(
         spec=spec,
@@ -410,7 +410,7 @@ def advisory_form(broker: SqlBroker[Any]) -> AdvisoryForm:
         clock=broker.clock,
         group="emails",
     )
-    return AdvisoryForm(ctx, advisory_holder(ctx))
+    return make_form(ctx)
 
 
 async def test_a_batch_settlement_and_its_workers_next_batch_are_one_call(
