@@ -224,11 +224,12 @@ def _close_quietly(raw: sqlite3.Connection) -> None:
 class _ThreadSession:
     """The blocking session a function run on a connection's thread sees (``ThreadSession``):
     each statement bound as the async calls bind it, each error translated, naming the
-    statement it came from."""
+    statement it came from. A call cut by its cancel stops at its next statement: SQLite's
+    interrupt reaches only a statement that is running."""
 
     __slots__ = ("_raw", "progress")
 
-    def __init__(self, raw: sqlite3.Connection, call: str) -> None:
+    def __init__(self, raw: _Session, call: str) -> None:
         self._raw = raw
         self.progress = [call]  # the call's name, then the statements begun: the last fails
 
@@ -238,6 +239,9 @@ class _ThreadSession:
 
     def _cursor(self, sql: str, params: Sequence[object]) -> sqlite3.Cursor:
         self.progress.append(sql)
+        if self._raw.cut:
+            msg = f"interrupted: the call was cut before this statement ran (while running: {sql})"
+            raise DatabaseError(msg, statement=sql, code="SQLITE_INTERRUPT")
         try:
             return self._raw.execute(sql, _params(params))
         except sqlite3.Error as exc:

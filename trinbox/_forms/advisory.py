@@ -3,7 +3,7 @@ table's template; rows that share a key go into work one at a time.
 
 What holds a key is the form table's choice (trinbox._forms.table): a server session's lock
 on PostgreSQL and MySQL (trinbox._holders.session_lock), this process's key on SQLite, which
-has no session locks (trinbox._holders.sqlite_key). The form keeps the deliveries in work and
+has no session locks (trinbox._holders.process_keys). The form keeps the deliveries in work and
 the steps every hold shares (the take, the handler's transaction, the settlement's statements,
 shutdown), and calls its hold's verbs (trinbox._holders.advisory_hold.AdvisoryHold) for the rest,
 never asking which one it has.
@@ -11,9 +11,8 @@ never asking which one it has.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from types import MappingProxyType
 
 import trio
 
@@ -38,8 +37,6 @@ from .._holders.settlement import settle_alone
 from ..errors import Closed, SettlementError, TrinboxError
 
 __all__ = ["AdvisoryForm"]
-
-_NOTHING: Mapping[str, object] = MappingProxyType({})
 
 
 class AdvisoryForm:
@@ -170,25 +167,15 @@ class AdvisoryForm:
         finally:
             self.claiming -= 1
 
-    def candidates(
-        self, limit: int, passing_over: Mapping[str, object] = _NOTHING
-    ) -> tuple[Op, datetime, int]:
-        """The candidate select of a claim of ``limit`` rows, its "now", and how many rows
-        it reads: claims of this subscription running side by side read the same first
-        rows, so one candidate more for each of the others leaves this one something to
-        lock. ``passing_over``: the hold's keys the select passes over (SQLite's)."""
+    def claim_values(self, limit: int) -> tuple[dict[str, object], datetime, int]:
+        """The candidate select's values for a claim of ``limit`` rows, its "now", and how
+        many rows it reads: claims of this subscription running side by side read the same
+        first rows, so one candidate more for each of the others leaves this one something
+        to lock."""
         ctx = self.ctx
-        candidates = ctx.statements.claim[0]
         now = ctx.clock()
         wanted = limit + self.claiming - 1
-        values: dict[str, object] = {"group": ctx.group, "now": now, "limit": wanted}
-        values.update(passing_over)
-        return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted
-
-    async def take(self, conn: Connection, row_id: object, now: object) -> Record | None:
-        """The take counts the attempt and reads the row, and commits on its own."""
-        results = await conn.script(self.take_ops(row_id, now), until_empty=True)
-        return self.taken(results, row_id)
+        return {"group": ctx.group, "now": now, "limit": wanted}, now, wanted
 
     def take_ops(self, row_id: object, now: object) -> list[Op]:
         values = {"id": row_id, "group": self.ctx.group, "now": now}

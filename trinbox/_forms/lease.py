@@ -12,7 +12,8 @@ statement, a settling worker claims its next row in the same round trip.
 
 The token and the keeper live in trinbox._holders.lease_token, with their one lock order: a
 delivery's token, then a pooled connection; a task that holds a connection never waits for a
-token.
+token. The form reaches a connection for a settlement only through the tokens it holds
+(``LeaseTokens.holding``); the claim holds no token.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from .._holders._base import (
     values_of,
 )
 from .._holders.connections import end_transaction, give_back, rollback_quietly
-from .._holders.lease_token import LeaseKeeper, LeaseTokens
+from .._holders.lease_token import HeldTokens, LeaseKeeper, LeaseTokens
 from .._holders.settlement import settle_alone, settle_each, settlement_ran
 from ..errors import LeaseLost, TrinboxError
 from ._coalesce import SettleTogether
@@ -57,7 +58,9 @@ class LeaseForm:
 
     closed = 0
 
-    def __init__(self, ctx: FormContext) -> None:
+    def __init__(self, ctx: FormContext, tokens: LeaseTokens, keeper: LeaseKeeper) -> None:
+        """``tokens``, ``keeper``: the lease's holder and its keeper, as the form table built
+        them (trinbox._holders.lease_token)."""
         self._ctx = ctx
         # In transactional mode each delivery holds its transaction's connection; the
         # keeper's round takes one more.
@@ -68,10 +71,10 @@ class LeaseForm:
             upkeep_connections=1,
             counts_at_claim=True,
         )
-        self._in_work: set[Delivery] = set()
+        self._tokens = tokens
+        self._keeper = keeper
+        self._in_work = tokens.in_work
         self._together = SettleTogether(self.settle_batch)
-        self._tokens = LeaseTokens()
-        self._keeper = LeaseKeeper(ctx, self._tokens, self._in_work)
         self._lease_seconds = int(ctx.lease.total_seconds())
 
     @property
@@ -170,41 +173,40 @@ class LeaseForm:
             return await settle_alone(self.settle, delivery, step)
         (single,) = step_statements(ctx.statements, step)
         claim = ctx.statements.claim[0]
-        await self._tokens.take(delivery)
-        try:
-            if delivery.lease_lost:
-                return Chained(error=self._lost(delivery))
+        async with self._tokens.holding([delivery]) as held:
             try:
-                conn = await ctx.pool.acquire("settlement")
-            except TrinboxError as exc:
-                return Chained(error=exc)  # nothing ran: the lease ends by itself
-            try:
-                settle_op = Op("execute", *self._bound(single, delivery, step_values(step)))
-                # "now" is read after the connection is acquired, as in claim().
-                now = ctx.clock()
-                token = lease_expiry(now, ctx.lease)
-                values = {
-                    "group": ctx.group,
-                    "now": now,
-                    "limit": limit,
-                    "lease": token,
-                    "lease_seconds": self._lease_seconds,
-                }
-                claim_op = Op("fetch", claim.sql, claim.bind(values))
+                if delivery.lease_lost:
+                    return Chained(error=self._lost(delivery))
                 try:
-                    changed, records = await conn.script([settle_op, claim_op])
+                    conn = await held.acquire("settlement")
                 except TrinboxError as exc:
-                    if not settlement_ran(exc, 1):
-                        return Chained(error=exc)
-                    # The settlement ran; only the claim failed.
-                    error = None if exc.results[0] else self._lost(delivery)
-                    return Chained(error=error, claim_error=exc)
+                    return Chained(error=exc)  # nothing ran: the lease ends by itself
+                try:
+                    settle_op = Op("execute", *self._bound(single, delivery, step_values(step)))
+                    # "now" is read after the connection is acquired, as in claim().
+                    now = ctx.clock()
+                    token = lease_expiry(now, ctx.lease)
+                    values = {
+                        "group": ctx.group,
+                        "now": now,
+                        "limit": limit,
+                        "lease": token,
+                        "lease_seconds": self._lease_seconds,
+                    }
+                    claim_op = Op("fetch", claim.sql, claim.bind(values))
+                    try:
+                        changed, records = await conn.script([settle_op, claim_op])
+                    except TrinboxError as exc:
+                        if not settlement_ran(exc, 1):
+                            return Chained(error=exc)
+                        # The settlement ran; only the claim failed.
+                        error = None if exc.results[0] else self._lost(delivery)
+                        return Chained(error=error, claim_error=exc)
+                finally:
+                    await held.give_back(conn)
             finally:
-                await give_back(ctx.pool, conn)
-        finally:
-            # Settled, or failed for good: either way out of work (and out of the keeper).
-            self._forget(delivery)
-            self._tokens.give(delivery)
+                # Settled, or failed for good: either way out of work (and out of the keeper).
+                self._forget(delivery)
         assert isinstance(records, list)
         claimed = Claimed(
             (self._delivery(record, token) for record in records),
@@ -225,13 +227,10 @@ class LeaseForm:
                 await self._ack_in_transaction(delivery)
                 return
             await self._end_transaction(delivery)
-            await self._tokens.take(delivery)
-            try:
+            async with self._tokens.holding([delivery]) as held:
                 if delivery.lease_lost:
                     raise self._lost(delivery)
-                await self._run_step(delivery, step)
-            finally:
-                self._tokens.give(delivery)
+                await self._run_step(held, delivery, step)
         finally:
             delivery.settled = True
             self._in_work.discard(delivery)
@@ -281,11 +280,7 @@ class LeaseForm:
         of each, and the deliveries left to settle one by one (their statement failed)."""
         errors: list[TrinboxError | None] = [None] * len(deliveries)
         again: list[int] = []
-        taken: list[Delivery] = []
-        try:
-            for delivery in deliveries:
-                await self._tokens.take(delivery)
-                taken.append(delivery)
+        async with self._tokens.holding(deliveries) as held:
             by_token: dict[object, list[int]] = {}
             for i, delivery in enumerate(deliveries):
                 if delivery.lease_lost:
@@ -294,7 +289,7 @@ class LeaseForm:
                     by_token.setdefault(delivery.token, []).append(i)
             for members in by_token.values():
                 try:
-                    kept = await self._run_alike([deliveries[i] for i in members], step)
+                    kept = await self._run_alike(held, [deliveries[i] for i in members], step)
                 except TrinboxError:
                     logger.warning(
                         "%s: settling %d rows in one statement failed; settling them one by one",
@@ -307,23 +302,22 @@ class LeaseForm:
                 for i, settled in zip(members, kept, strict=True):
                     if not settled:
                         errors[i] = self._lost(deliveries[i])
-        finally:
-            for delivery in taken:
-                self._tokens.give(delivery)
         for i, delivery in enumerate(deliveries):
             if i not in again:
                 delivery.settled = True
                 self._in_work.discard(delivery)
         return errors, again
 
-    async def _run_alike(self, deliveries: list[Delivery], step: Step) -> list[bool]:
+    async def _run_alike(
+        self, held: HeldTokens, deliveries: list[Delivery], step: Step
+    ) -> list[bool]:
         """Run one step for deliveries holding the same token; which of them it settled."""
         ctx = self._ctx
         extra = step_values(step)
         event = batch_event(step)
         assert event is not None
         batch = ctx.statements.batch_statement(event)
-        conn = await ctx.pool.acquire("settlement")
+        conn = await held.acquire("settlement")
         try:
             if batch is not None:
                 values = {
@@ -344,7 +338,7 @@ class LeaseForm:
             return [changed != 0 for changed in results[1:-1]]
         finally:
             # A transaction the script left open (it failed) is rolled back here.
-            await give_back(ctx.pool, conn)
+            await held.give_back(conn)
 
     async def _ack_in_transaction(self, delivery: Delivery) -> None:
         conn = delivery.conn
@@ -370,11 +364,10 @@ class LeaseForm:
             return
         await give_back(self._ctx.pool, conn)
 
-    async def _run_step(self, delivery: Delivery, step: Step) -> None:
+    async def _run_step(self, held: HeldTokens, delivery: Delivery, step: Step) -> None:
         statements = step_statements(self._ctx.statements, step)
         extra = step_values(step)
-        conn = await self._ctx.pool.acquire("settlement")
-        try:
+        async with held.connection("settlement") as conn:
             if len(statements) == 1:
                 changed = await conn.execute(*self._bound(statements[0], delivery, extra))
                 if changed == 0:
@@ -391,8 +384,6 @@ class LeaseForm:
             except BaseException:
                 await rollback_quietly(conn)
                 raise
-        finally:
-            await give_back(self._ctx.pool, conn)
 
     def _bound(
         self, statement: Statement, delivery: Delivery, extra: dict[str, object] | None = None
@@ -418,19 +409,13 @@ class LeaseForm:
         self._in_work.discard(delivery)
         await self._end_transaction(delivery)
         # An extension in flight may move the token: wait for it, then clear by the current one.
-        await self._tokens.take(delivery)
-        try:
+        async with self._tokens.holding([delivery]) as held:
             if delivery.lease_lost:
                 return
             release = self._ctx.statements.release
             assert release is not None
-            conn = await self._ctx.pool.acquire("release")
-            try:
+            async with held.connection("release") as conn:
                 await conn.execute(*self._bound(release, delivery))
-            finally:
-                await give_back(self._ctx.pool, conn)
-        finally:
-            self._tokens.give(delivery)
 
     async def release_for_shutdown(self, delivery: Delivery) -> bool:
         """Shutdown stopped the handler: return the row as a drop would."""

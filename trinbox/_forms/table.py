@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .._declare._markers import Advisory, Form, Lease, RowLock
+from .._drivers._base import ThreadedPool
 from .._holders._base import ClaimForm, FormContext, whole_seconds
+from .._holders.lease_token import LeaseKeeper, LeaseTokens
+from .._holders.process_keys import ProcessKeys
 from .._holders.session_lock import SessionLocks
-from .._holders.sqlite_key import ProcessKeys
 from .advisory import AdvisoryForm
 from .lease import LeaseForm
 from .rowlock import RowLockForm
@@ -19,7 +21,8 @@ __all__ = ["make_form"]
 
 def _lease_tokens(ctx: FormContext) -> ClaimForm:
     ctx.lease = whole_seconds(ctx.lease)  # the lease is written in whole seconds
-    return LeaseForm(ctx)
+    tokens = LeaseTokens(ctx.pool)
+    return LeaseForm(ctx, tokens, LeaseKeeper(ctx, tokens))
 
 
 def _claim_transactions(ctx: FormContext) -> ClaimForm:
@@ -31,7 +34,15 @@ def _session_locks(ctx: FormContext) -> ClaimForm:
 
 
 def _process_keys(ctx: FormContext) -> ClaimForm:
-    return AdvisoryForm(ctx, ProcessKeys(ctx.pool))
+    pool = ctx.pool
+    if not isinstance(pool, ThreadedPool):
+        msg = (
+            f"{ctx.spec.label}: SQLite's advisory keys are claimed by one call on a "
+            f"connection's thread, found a pool without threads ({type(pool).__name__}); "
+            f"give the subscription the SQLite driver's pool"
+        )
+        raise TypeError(msg)
+    return AdvisoryForm(ctx, ProcessKeys(pool))
 
 
 FORMS: Mapping[tuple[type[Form], bool], Callable[[FormContext], ClaimForm]] = {

@@ -1,12 +1,12 @@
 """What holds an advisory row's key, as the advisory form sees it: ``AdvisoryHold``, the verbs
 each kind of hold implements (a server session's lock, trinbox._holders.session_lock; SQLite's
-process keys, trinbox._holders.sqlite_key), and ``KeyWork``, what a hold asks of the form (its
+process keys, trinbox._holders.process_keys), and ``KeyWork``, what a hold asks of the form (its
 deliveries in work and the steps every hold shares). The form calls the hold's verbs and never
 asks which one it has; the form table (trinbox._forms.table) picks it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -28,15 +28,11 @@ class KeyWork(Protocol):
 
     def delivery(self, record: Record, key: str, conn: Connection | None) -> Delivery: ...
 
-    def candidates(
-        self, limit: int, passing_over: Mapping[str, object] = ...
-    ) -> tuple[Op, datetime, int]: ...
+    def claim_values(self, limit: int) -> tuple[dict[str, object], datetime, int]: ...
 
     def take_ops(self, row_id: object, now: object) -> list[Op]: ...
 
     def taken(self, results: list[Result], row_id: object) -> Record | None: ...
-
-    async def take(self, conn: Connection, row_id: object, now: object) -> Record | None: ...
 
     async def begin_transaction(self, delivery: Delivery) -> None: ...
 

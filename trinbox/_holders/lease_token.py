@@ -4,7 +4,8 @@ still holds it; and the keeper that moves every lease in work forward.
 One lock order, so that nothing here waits in a circle: **a delivery's token, then a pooled
 connection; a task that holds a connection never waits for a token.**
 
-- A settlement or a release takes its delivery's token, then a connection for its statements.
+- A settlement or a release takes its delivery's token, then a connection for its statements:
+  ``LeaseTokens.holding`` takes the tokens, and the connection is reached only through it.
   In transactional mode the delivery gives its transaction's connection back before it takes
   the token; its ack in the transaction takes no token (it runs on the connection it holds,
   and a round may be waiting on that very transaction's row locks).
@@ -18,31 +19,51 @@ connection; a task that holds a connection never waits for a token.**
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
 
 import trio
 
 from .._bounds import EXTEND_ERROR_WAIT
-from .._drivers._base import Connection, Op
+from .._drivers._base import Connection, Op, Pool
 from ._base import Delivery, FormContext, lease_expiry
 from .connections import give_back
 
-__all__ = ["LeaseKeeper", "LeaseTokens"]
+__all__ = ["HeldTokens", "LeaseKeeper", "LeaseTokens"]
 
 logger = logging.getLogger("trinbox.settle")
 
 
 class LeaseTokens:
-    """The deliveries whose token is in use right now, by a settlement or an extension round:
-    a settlement waits for the round, so it always binds the current token, and the round
-    passes over a token in use instead of waiting (see the lock order above). One set per
-    form instead of a lock per delivery: a batch takes its hundred rows without a checkpoint."""
+    """The tokens of one subscription's deliveries in work (``in_work``), and which of them
+    are in use right now, by a settlement or an extension round: a settlement waits for the
+    round, so it always binds the current token, and the round passes over a token in use
+    instead of waiting (see the lock order above). One set per form instead of a lock per
+    delivery: a batch takes its hundred rows without a checkpoint."""
 
-    def __init__(self) -> None:
+    def __init__(self, pool: Pool) -> None:
+        self.in_work: set[Delivery] = set()  # every delivery whose lease the keeper moves
+        self._pool = pool
         self._in_use: set[Delivery] = set()
         self._waiting = 0
         self._freed = trio.Event()
 
-    async def take(self, delivery: Delivery) -> None:
+    @asynccontextmanager
+    async def holding(self, deliveries: Sequence[Delivery]) -> AsyncGenerator[HeldTokens]:
+        """Take the token of each of ``deliveries`` (waiting for a round that uses one), and
+        give them back on leaving; pooled connections are reached through what this yields,
+        so a connection is always taken after the tokens."""
+        taken: list[Delivery] = []
+        try:
+            for delivery in deliveries:
+                await self._take(delivery)
+                taken.append(delivery)
+            yield HeldTokens(self._pool)
+        finally:
+            for delivery in taken:
+                self.give(delivery)
+
+    async def _take(self, delivery: Delivery) -> None:
         while delivery in self._in_use:
             self._waiting += 1
             try:
@@ -52,7 +73,8 @@ class LeaseTokens:
         self._in_use.add(delivery)
 
     def try_take(self, delivery: Delivery) -> bool:
-        """Take the token if no one uses it; never waits."""
+        """Take the token if no one uses it; never waits (the keeper's round, which holds a
+        connection already)."""
         if delivery in self._in_use:
             return False
         self._in_use.add(delivery)
@@ -65,14 +87,38 @@ class LeaseTokens:
             self._freed = trio.Event()
 
 
+class HeldTokens:
+    """Tokens taken (``LeaseTokens.holding``): the way to a pooled connection for the
+    statements they condition."""
+
+    __slots__ = ("_pool",)
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def acquire(self, holder: str) -> Connection:
+        return await self._pool.acquire(holder)
+
+    async def give_back(self, conn: Connection) -> None:
+        await give_back(self._pool, conn)
+
+    @asynccontextmanager
+    async def connection(self, holder: str) -> AsyncGenerator[Connection]:
+        conn = await self._pool.acquire(holder)
+        try:
+            yield conn
+        finally:
+            await give_back(self._pool, conn)
+
+
 class LeaseKeeper:
     """The lease keeper of one subscription: a round every third of the lease over the
-    deliveries in work (``in_work``, the form's own set), one statement a round."""
+    deliveries in work (``tokens.in_work``), one statement a round."""
 
-    def __init__(self, ctx: FormContext, tokens: LeaseTokens, in_work: set[Delivery]) -> None:
+    def __init__(self, ctx: FormContext, tokens: LeaseTokens) -> None:
         self._ctx = ctx
         self._tokens = tokens
-        self._in_work = in_work
+        self._in_work = tokens.in_work
         self._lease_seconds = int(ctx.lease.total_seconds())
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

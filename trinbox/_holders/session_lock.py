@@ -99,7 +99,7 @@ class SessionLocks:
         ctx = work.ctx
         session = await ctx.pool.acquire("advisory session")
         try:
-            candidates, now, wanted = work.candidates(limit)
+            candidates, now, wanted = _candidates(work, limit)
             rows = await session.fetch(candidates.sql, candidates.params)
         except BaseException:
             await give_back(ctx.pool, session)
@@ -280,7 +280,7 @@ class SessionLocks:
         work.settling.add(delivery)
         work.claiming += 1
         try:
-            candidates, now, wanted = work.candidates(limit)
+            candidates, now, wanted = _candidates(work, limit)
             try:
                 results = await session.script([*settling, unlocking, candidates])
             except TrinboxError as exc:
@@ -322,3 +322,11 @@ class SessionLocks:
 def _sessions_held(work: KeyWork) -> int:
     """Sessions the deliveries in work hold (this claim's taken ones too)."""
     return sum(1 for delivery in work.working if delivery.conn is not None)
+
+
+def _candidates(work: KeyWork, limit: int) -> tuple[Op, datetime, int]:
+    """The candidate select of a claim of ``limit`` rows, its "now", and how many rows it
+    reads (``KeyWork.claim_values``)."""
+    values, now, wanted = work.claim_values(limit)
+    candidates = work.ctx.statements.claim[0]
+    return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted

@@ -16,7 +16,8 @@ import trio
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
-from trinbox._holders._base import Delivery
+from trinbox._forms.table import make_form
+from trinbox._holders._base import Delivery, FormContext
 from trinbox.typing import Subscriber
 
 from ..stands import STANDS, Stand, StandName
@@ -187,3 +188,10 @@ def sessions_after_close(stand: Stand, *, within: float = 5.0) -> int:
         if found == 0 or time.monotonic() > deadline:
             return found
         time.sleep(0.02)  # the server ends a session shortly after the client's goodbye
+
+
+def lease_form(ctx: FormContext) -> LeaseForm:
+    """The lease form of ``ctx``, over the holder the form table builds for it."""
+    form = make_form(ctx)
+    assert isinstance(form, LeaseForm)
+    return form

@@ -814,8 +814,10 @@ class GatedPool:
         await self.inner.aclose()
 
 
-@ADVISORY
+@ON_SERVERS
 async def test_a_claim_cancelled_midway_leaves_no_key(case: Case) -> None:
+    # Statement by statement, each key on a session of its own. SQLite claims in one call on
+    # a connection's thread: tests/integration/sqlite/test_advisory.py cuts that call midway.
     stand = case.stand
     keys_ = ("email_jobs-c1", "email_jobs-c2")
     gate = Gate(at=2)
@@ -840,9 +842,9 @@ async def test_a_claim_cancelled_midway_leaves_no_key(case: Case) -> None:
         # take was cut unlocked its key before it closed.
         assert held(stand, *keys_) == set()
         unlock = ctx.statements.unlock
-        if unlock is not None:
-            ran = [sql for conn, sql in gate.log if conn is gate.cut]
-            assert ran[-2:] == [unlock.sql, "discard"]
+        assert unlock is not None
+        ran = [sql for conn, sql in gate.log if conn is gate.cut]
+        assert ran[-2:] == [unlock.sql, "discard"]
         assert form.in_work == 0
         # The first take counted its attempt; both rows are claimable again.
         assert stand.rows("SELECT attempt FROM email_jobs ORDER BY job_id") == [(2,), (1,)]

@@ -33,6 +33,7 @@ from ..serving import make_app, serving
 from ..stands import STANDS, Stand, drop_mariadb_database
 from .conftest import Case
 from .kit import cells
+from .kit import lease_form as form_over_tokens
 from .schema import EMAIL_JOBS, LeasedEmail
 
 WRONG = datetime(2001, 1, 1, tzinfo=UTC)
@@ -114,7 +115,7 @@ async def lease_form(
                 group="emails",
                 lease=whole_seconds(timedelta(seconds=lease)),
             )
-            yield LeaseForm(ctx), ctx
+            yield form_over_tokens(ctx), ctx
         finally:
             await broker.aclose()
 

@@ -27,7 +27,6 @@ from trinbox._declare._inbox import spec_of
 from trinbox._dialects._base import DeadLetter
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
-from trinbox._forms.lease import LeaseForm
 from trinbox._holders._base import (
     Ack,
     DeadLetterStep,
@@ -45,7 +44,7 @@ from trinbox.testing import TrioClock, VirtualClock, idle, settled
 from ..serving import make_app, serving
 from ..stands import STANDS, Stand
 from .conftest import Case
-from .kit import ClaimWatch
+from .kit import ClaimWatch, lease_form
 from .schema import LeasedEmail, LeasedPlain
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -216,7 +215,7 @@ async def test_a_lease_claim_reads_the_clock_once(case: Case) -> None:
     clock = ManualClock()
     async with lease_forms(case.stand, clock) as (broker, ctx):
         await broker.publish(LeasedEmail, Email("a@example.com"), name="emails", customer="c1")
-        form = LeaseForm(ctx)
+        form = lease_form(ctx)
         before = clock.reads
         (delivery,) = await form.claim(1)
         # The due check, the lease-ended check and the expiry start from one instant.
@@ -233,7 +232,7 @@ async def test_a_lease_token_survives_a_column_without_fractions(case: Case) -> 
     clock = ManualClock(T0 + timedelta(seconds=0.5))
     async with lease_forms(case.stand, clock) as (broker, ctx):
         await broker.publish(LeasedEmail, Email("a@example.com"), name="emails", customer="c1")
-        form = LeaseForm(ctx)
+        form = lease_form(ctx)
         (delivery,) = await form.claim(1)
         assert delivery.token == T0 + timedelta(seconds=31)
         assert as_utc(case.stand.value("SELECT locked_until FROM email_jobs")) == delivery.token
@@ -254,12 +253,12 @@ async def test_a_late_holder_cannot_settle_after_its_lease_ran_out(case: Case, s
     clock = ManualClock()
     async with lease_forms(case.stand, clock) as (broker, ctx):
         await broker.publish(LeasedEmail, Email("a@example.com"), name="emails", customer="c1")
-        stalled = LeaseForm(ctx)
+        stalled = lease_form(ctx)
         (late,) = await stalled.claim(1)
         assert (late.attempt, late.token) == (1, T0 + timedelta(seconds=30))
         # The stalled holder's lease runs out and another claim takes the row.
         clock.now = T0 + timedelta(seconds=31)
-        current = LeaseForm(ctx)
+        current = lease_form(ctx)
         (held,) = await current.claim(1)
         assert (held.id, held.attempt, held.token) == (late.id, 2, T0 + timedelta(seconds=61))
         before = case.stand.rows("SELECT * FROM email_jobs")
@@ -283,10 +282,10 @@ async def test_a_late_holder_moves_nothing_into_the_dead_letter_table(case: Case
     dead = DeadLetter(table="plain_jobs_dead")
     async with lease_forms(case.stand, clock, LeasedPlain, dead, None) as (broker, ctx):
         await broker.publish(LeasedPlain, Email("a@example.com"), tenant="t1")
-        stalled = LeaseForm(ctx)
+        stalled = lease_form(ctx)
         (late,) = await stalled.claim(1)
         clock.now = T0 + timedelta(seconds=31)
-        current = LeaseForm(ctx)
+        current = lease_form(ctx)
         (held,) = await current.claim(1)
         with pytest.raises(LeaseLost, match=lost(1, "plain_jobs (LeasedPlain)")):
             await stalled.settle(late, DeadLetterStep(dead))
@@ -308,10 +307,10 @@ async def test_a_keeper_round_that_finds_the_lease_gone_fails_the_settlement(cas
     clock = ManualClock()
     async with lease_forms(case.stand, clock) as (broker, ctx):
         await broker.publish(LeasedEmail, Email("a@example.com"), name="emails", customer="c1")
-        stalled = LeaseForm(ctx)
+        stalled = lease_form(ctx)
         (late,) = await stalled.claim(1)
         clock.now = T0 + timedelta(seconds=31)
-        current = LeaseForm(ctx)
+        current = lease_form(ctx)
         (held,) = await current.claim(1)
         await stalled.extend_all()
         assert late.lease_lost

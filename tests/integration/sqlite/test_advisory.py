@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import trinbox
 from trinbox import InboxQueue, SqlBroker, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
+from trinbox._drivers._base import Pool, ThreadSession
 from trinbox._drivers.sqlite import SqliteConnection
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.table import make_form
@@ -493,3 +495,143 @@ async def test_a_chained_batch_whose_transaction_fails_holds_its_keys_and_settle
         assert db.rows("SELECT job_id FROM email_jobs ORDER BY job_id") == [(2,), (3,)]
     finally:
         await broker.aclose()
+
+
+# -- a claim cut midway ------------------------------------------------------------------------
+
+
+class CutSession:
+    """A connection's blocking session whose ``at``-th take (an UPDATE) waits, between
+    statements, until its call is cut, and then runs; ``reached`` is set, on Trio's side, as
+    it begins to wait."""
+
+    def __init__(
+        self, inner: ThreadSession, at: int, reached: trio.Event, token: trio.lowlevel.TrioToken
+    ) -> None:
+        self.inner = inner
+        self.at = at
+        self.reached = reached
+        self.token = token
+        self.takes = 0
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.inner.in_transaction
+
+    def _gate(self, sql: str) -> None:
+        if sql.startswith("UPDATE"):
+            self.takes += 1
+            if self.takes == self.at:
+                self.token.run_sync_soon(self.reached.set)
+                raw = self.inner._raw  # type: ignore[attr-defined]  # the driver's session
+                deadline = time.monotonic() + 10
+                while not raw.cut and time.monotonic() < deadline:
+                    time.sleep(0.001)  # on the connection's thread: no Trio event to wait on
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        self._gate(sql)
+        return self.inner.execute(sql, params)
+
+    def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        self._gate(sql)
+        return self.inner.fetch(sql, params)
+
+    def commit(self) -> None:
+        self.inner.commit()
+
+    def rollback(self) -> None:
+        self.inner.rollback()
+
+
+async def test_a_claim_cut_midway_on_its_thread_leaves_no_key_and_counts_nothing(
+    db: Db, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first row is taken and its key registered; the second take waits when the cancel
+    # cuts the call, between statements, where SQLite's interrupt does not reach: the take
+    # is refused. The claim is one transaction: it rolls back whole, and no key stays.
+    db.script(EMAIL_JOBS)
+    broker = db.broker()
+    await broker.open()
+    try:
+        for n, customer in enumerate(("c1", "c2")):
+            await broker.publish(LockedEmail, Email(f"{n}@x"), name="emails", customer=customer)
+        form = advisory_form(broker)
+        reached = trio.Event()
+        original = SqliteConnection.run_on_thread
+
+        async def cut(self: SqliteConnection, fn: Callable[[Any], Any], statement: str) -> Any:
+            token = trio.lowlevel.current_trio_token()
+            return await original(self, lambda s: fn(CutSession(s, 2, reached, token)), statement)
+
+        monkeypatch.setattr(SqliteConnection, "run_on_thread", cut)
+        claimed: list[object] = []
+        async with trio.open_nursery() as nursery:
+
+            async def claim() -> None:
+                claimed.append(await form.claim(2))
+
+            nursery.start_soon(claim)
+            with trio.fail_after(10):
+                await reached.wait()
+            # Midway: the first row is taken, the second key registered, its take waiting.
+            assert keys_in_work(db) == {"email_jobs-c1", "email_jobs-c2"}
+            nursery.cancel_scope.cancel()
+        monkeypatch.undo()
+        assert claimed == []
+        assert "did not let go in time" not in caplog.text
+        assert keys_in_work(db) == set()
+        assert form.in_work == 0
+        assert db.rows("SELECT attempt FROM email_jobs ORDER BY job_id") == [(1,), (1,)]
+        again = advisory_form(broker)
+        taken = await again.claim(2)
+        assert [(d.id, d.attempt, d.key) for d in taken] == [
+            (1, 1, "email_jobs-c1"),
+            (2, 1, "email_jobs-c2"),
+        ]
+        for delivery in taken:
+            await again.settle(delivery, Ack())
+        assert keys_in_work(db) == set()
+        assert db.rows("SELECT * FROM email_jobs") == []
+    finally:
+        await broker.aclose()
+
+
+async def test_process_keys_need_a_pool_with_threads(db: Db) -> None:
+    db.script(EMAIL_JOBS)
+    broker = db.broker()
+    await broker.open()
+    try:
+        spec = spec_of(LockedEmail)
+        ctx = FormContext(
+            spec=spec,
+            dialect=broker.dialect,
+            statements=build_plan(broker.dialect, spec),
+            pool=PoolWithoutThreads(broker.pool),
+            clock=broker.clock,
+            group="emails",
+        )
+        rule = (
+            r"^email_jobs \(LockedEmail\): SQLite's advisory keys are claimed by one call on a "
+            r"connection's thread, found a pool without threads \(PoolWithoutThreads\); give "
+            r"the subscription the SQLite driver's pool$"
+        )
+        with pytest.raises(TypeError, match=rule):
+            make_form(ctx)
+    finally:
+        await broker.aclose()
+
+
+class PoolWithoutThreads:
+    """The broker's pool, as a pool whose connections run no function on their thread."""
+
+    def __init__(self, inner: Pool) -> None:
+        self.inner = inner
+        self.max_size = inner.max_size
+        self.spare = inner.spare
+        self.identity = inner.identity
+        self.acquire = inner.acquire
+        self.try_acquire = inner.try_acquire
+        self.give_back = inner.give_back
+        self.close = inner.close
+        self.abandon = inner.abandon
+        self.aclose = inner.aclose

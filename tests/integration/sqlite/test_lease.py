@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from trinbox import SqlBroker
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.plans import build_plan
-from trinbox._forms.lease import LeaseForm
 from trinbox._holders._base import Ack, FormContext, whole_seconds
 
+from ..matrix.kit import lease_form
 from .harness import Db
 from .tables import EMAIL_JOBS, LeasedEmail
 
@@ -54,14 +54,14 @@ async def test_the_lease_token_is_stored_as_fixed_width_text_and_compares_as_tim
             lease=whole_seconds(broker.lease),
         )
         await broker.publish(LeasedEmail, Email("a@example.com"), name="emails", customer="c1")
-        first = LeaseForm(ctx)
+        first = lease_form(ctx)
         (held,) = await first.claim(1)
         assert db.value("SELECT locked_until FROM email_jobs") == "2030-01-01 00:00:31.000000"
         # Half a second before the lease ends the row stays held; at its end it is free.
         clock.now = T0 + timedelta(seconds=30.5)
-        assert await LeaseForm(ctx).claim(1) == []
+        assert await lease_form(ctx).claim(1) == []
         clock.now = T0 + timedelta(seconds=31)
-        again = LeaseForm(ctx)
+        again = lease_form(ctx)
         (taken,) = await again.claim(1)
         assert (taken.id, taken.attempt) == (held.id, 2)
         assert db.value("SELECT locked_until FROM email_jobs") == "2030-01-01 00:01:01.000000"
