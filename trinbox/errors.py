@@ -5,6 +5,7 @@
     │   ├── UnsupportedForm     the dialect cannot serve the table's claim form
     │   ├── UnsupportedIsolation  the dialect opens no transaction at the table's isolation/mode
     │   │   └── FifoAtSerializable  a MySQL row lock FIFO table at SERIALIZABLE
+    │   ├── UnsupportedFetch    a custom claim on a dialect that reads no rows by a list of ids
     │   └── IdentifierTooLong   a name is over the dialect's limit
     ├── StartupError            a subscription could not open
     │   ├── SchemaError         a statement failed to prepare (missing table or column)
@@ -19,6 +20,8 @@
     ├── SettlementError         a delivery could not be settled as its outcome says
     │   ├── LeaseLost           the lease ran out and another claim took the row
     │   └── BatchRolledBack     an earlier settlement of the row lock batch failed
+    ├── ClaimFailed             a queue's custom claim or fetch raised, or returned what no
+    │                           claim can take
     ├── TransactionHeld         a transaction or connection used after its block ended
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
     ├── Closed                  the broker is shut down
@@ -32,6 +35,7 @@ from __future__ import annotations
 __all__ = [
     "AlreadySubscribed",
     "BatchRolledBack",
+    "ClaimFailed",
     "Closed",
     "ConnectError",
     "ConnectionLost",
@@ -51,6 +55,7 @@ __all__ = [
     "StartupError",
     "TransactionHeld",
     "TrinboxError",
+    "UnsupportedFetch",
     "UnsupportedForm",
     "UnsupportedIsolation",
 ]
@@ -70,6 +75,11 @@ class UnsupportedForm(DeclarationError):
 
 class UnsupportedIsolation(DeclarationError):
     """The broker's dialect opens no transaction at the table's isolation level or mode."""
+
+
+class UnsupportedFetch(DeclarationError):
+    """The broker's dialect reads no rows by a list of ids (MySQL, SQLite): a custom claim on
+    it brings its own fetch."""
 
 
 class FifoAtSerializable(UnsupportedIsolation):
@@ -159,6 +169,12 @@ class LeaseLost(SettlementError):
 
 class BatchRolledBack(SettlementError):
     """An earlier settlement of this row lock batch failed, so the whole batch rolls back."""
+
+
+class ClaimFailed(TrinboxError):
+    """A queue's custom claim or fetch (``InboxQueue.custom_claim``) raised, or returned what
+    no claim can take (more ids than asked for, a row of another shape). The claim's
+    transaction rolled back; the next claim runs after the usual wait."""
 
 
 class TransactionHeld(TrinboxError):

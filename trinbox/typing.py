@@ -5,8 +5,11 @@ types, and the refusals a broken rule turns a queue argument or a handler into (
 
 from __future__ import annotations
 
+from ._api.handles import Held as Held
 from ._api.queue import Batched as Batched
 from ._api.queue import BatchesNeverTransactional as BatchesNeverTransactional
+from ._api.queue import ClaimIds as ClaimIds
+from ._api.queue import FetchRows as FetchRows
 from ._api.queue import LeaseNeedsLockedUntil as LeaseNeedsLockedUntil
 from ._api.queue import Needs as Needs
 from ._api.queue import Single as Single
@@ -61,6 +64,10 @@ __all__ = [
     # advisory keys of a manual InboxSpec
     "KeyColumn",
     "KeyLiteral",
+    # a custom claim's functions and the connection they are lent
+    "ClaimIds",
+    "FetchRows",
+    "Held",
     # the subscriber, its shapes, what it needs of a dialect, and what mounting it returns
     "Subscriber",
     "SubscriberFactory",

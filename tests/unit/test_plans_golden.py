@@ -76,6 +76,11 @@ SHAPES = (
 )
 
 
+# The shapes a custom claim's plan is rendered for: its fetch and stamp read every column and
+# test every claimable condition.
+CUSTOM_CLAIM_SHAPES = ("plain", "full", "dead-letter-table")
+
+
 def spec(shape: Shape, form: type[Form]) -> TableSpec:
     columns = [ColumnSpec("id", "id", "id", generated=True, python_type=int)]
     if shape.group:
@@ -114,6 +119,7 @@ class Case:
     shape: Shape
     every_group: bool = False
     count_at_claim: bool = False
+    custom_claim: bool = False
 
     @property
     def option(self) -> str:
@@ -124,6 +130,8 @@ class Case:
             found.append("every-group")
         if self.count_at_claim:
             found.append("count-at-claim")
+        if self.custom_claim:
+            found.append("custom-claim")
         return "-".join(found) or "host-clock"
 
     @property
@@ -140,6 +148,7 @@ class Case:
             self.shape.dead_letter,
             every_group=self.every_group,
             count_at_claim=self.count_at_claim,
+            custom_claim=self.custom_claim,
         )
 
 
@@ -156,6 +165,8 @@ def cases() -> Iterator[Case]:
                         yield Case(dialect, form, shape, every_group=True)
                     if form is RowLock and shape.attempt and not shape.fifo:
                         yield Case(dialect, form, shape, count_at_claim=True)
+                    if form is not Advisory and shape.name in CUSTOM_CLAIM_SHAPES:
+                        yield Case(dialect, form, shape, custom_claim=True)
 
 
 CASES = list(cases())
@@ -240,5 +251,6 @@ def test_building_a_plan_is_pure() -> None:
             case.shape,
             case.every_group,
             case.count_at_claim,
+            case.custom_claim,
         )
         assert case.plan() == case.plan() == again.plan()

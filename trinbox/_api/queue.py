@@ -63,7 +63,7 @@ from .._util import evolve, positive_duration
 from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
-from .handles import AnyTx, Attempt, Pool, RowId
+from .handles import AnyTx, Attempt, Held, Pool, RowId
 from .outcome import HandlerOutcome, OnFailure
 from .refusals import (
     BatchTakesAList,
@@ -100,6 +100,33 @@ __all__ = [
 ]
 
 # -- type variables --------------------------------------------------------------------------------
+
+
+class ClaimIds(Protocol):
+    """A queue's own claim (``InboxQueue.custom_claim``): an async function given the claim's
+    connection, the subscription's group (``None`` on a table without one) and how many rows
+    it may take, returning the ids of the rows it takes, at most that many."""
+
+    def __call__(
+        self, conn: Held, group: str | None, limit: int, /
+    ) -> Awaitable[Sequence[Any]]: ...
+
+
+class FetchRows(Protocol):
+    """A custom claim's fetch: an async function given the claim's connection and the ids its
+    claim took, returning their rows, every column of the row class in declaration order (a
+    row left out is settled by the decode policy)."""
+
+    def __call__(self, conn: Held, ids: list[Any], /) -> Awaitable[Sequence[Sequence[Any]]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CustomClaimOf:
+    """What ``InboxQueue.custom_claim`` was given."""
+
+    claim: ClaimIds
+    fetch: FetchRows | None
+
 
 R = TypeVar("R", bound=Row, covariant=True)
 M = TypeVar("M", bound=Mode, covariant=True, default=Plain)
@@ -203,6 +230,7 @@ class InboxQueue(Generic[R, M, B]):
     backoff_policy: Backoff | None
     attempt_at_claim: bool
     serves_every_group: bool
+    custom: CustomClaimOf | None
 
     def __init__(self, row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -218,6 +246,7 @@ class InboxQueue(Generic[R, M, B]):
         object.__setattr__(self, "backoff_policy", None)
         object.__setattr__(self, "attempt_at_claim", False)
         object.__setattr__(self, "serves_every_group", False)
+        object.__setattr__(self, "custom", None)
 
     @property
     def group(self) -> str | None:
@@ -376,7 +405,58 @@ class InboxQueue(Generic[R, M, B]):
                 f".count_attempt_at_claim()"
             )
             raise DeclarationError(msg)
+        self._refuse_beside_custom(".count_attempt_at_claim()")
         return evolve(self, attempt_at_claim=True)
+
+    def custom_claim(
+        self, claim: ClaimIds, *, fetch: FetchRows | None = None
+    ) -> InboxQueue[R, M, B]:
+        """Claim with the queue's own function instead of trinbox's select, in the claim's
+        transaction: ``await claim(conn, group, limit)`` returns the ids of at most ``limit``
+        rows. A row lock claim locks its rows itself (``FOR UPDATE SKIP LOCKED``), and they
+        stay locked while they are in work; the lease form stamps each id's lease while the row
+        is claimable and its lease free, and leaves out the others. Then the rows are read by
+        id: on PostgreSQL by trinbox, elsewhere by ``await fetch(conn, ids)`` (required: no
+        statement binds a list there), which may read them through joins; an id whose row the
+        fetch leaves out is settled by the decode policy. Not in the advisory form, nor beside
+        ``Group(fifo=True)`` (so nor ``.every_group()``) or ``.count_attempt_at_claim()``."""
+        spec = spec_of(self.row)
+        refused: str | None = None
+        if spec.form is Advisory:
+            refused = (
+                "an Inbox[Advisory] table; the advisory form takes each candidate under its "
+                "key's lock, so declare Inbox[RowLock] or Inbox[Lease]"
+            )
+        elif spec.fifo:
+            refused = (
+                "Group(fifo=True); a FIFO group's claim is its guard's, so drop fifo=True or "
+                "the custom claim"
+            )
+        elif self.attempt_at_claim:
+            refused = ".count_attempt_at_claim(); drop it or the custom claim"
+        if refused is not None:
+            msg = (
+                f"{spec.label}: .custom_claim() claims rows of a row lock or lease table by "
+                f"the queue's own function, found {refused}"
+            )
+            raise DeclarationError(msg)
+        for name, fn in (("claim", claim), ("fetch", fetch)):
+            if fn is not None and not callable(fn):
+                msg = (
+                    f"{spec.label}: .custom_claim() takes async functions, found {name}="
+                    f"{fn!r}; pass the function itself"
+                )
+                raise DeclarationError(msg)
+        return evolve(self, custom=CustomClaimOf(claim, fetch))
+
+    def _refuse_beside_custom(self, option: str) -> None:
+        if self.custom is not None:
+            msg = (
+                f"{spec_of(self.row).label}: .custom_claim() claims rows of a row lock or lease "
+                f"table by the queue's own function, found {option}; drop it or the custom "
+                f"claim"
+            )
+            raise DeclarationError(msg)
 
 
 # -- the subscriber --------------------------------------------------------------------------------

@@ -542,6 +542,43 @@ class Dialect(ColumnRules):
             + " FOR UPDATE SKIP LOCKED",
         )
 
+    # -- custom claims (InboxQueue.custom_claim) --------------------------------------------
+
+    def fetch_by_ids(self, spec: TableSpec) -> Statement | None:
+        """The rows of a custom claim's ids (the ``ids`` list), every column in declaration
+        order, read in the claim's transaction; ``None`` where no statement binds a list of
+        ids (MySQL, SQLite: the queue brings its fetch). PostgreSQL overrides it."""
+        return None
+
+    def custom_claim_begin(self) -> Statement:
+        """The transaction of a custom lease claim, which reads (the queue's claim, the fetch)
+        and then stamps: a lease claim's (MySQL: READ COMMITTED)."""
+        return self.lease_claim_begin()
+
+    def lease_stamp_by_id(self, spec: TableSpec) -> Statement:
+        """A custom lease claim's stamp of one claimed row (the lease, the attempt counted),
+        while the row is claimable and its lease free: a row the stamp does not change drops
+        out of the claim."""
+        conds = [
+            self.column(spec.id) + " = " + P("id"),
+            *self.claimable(spec),
+            self.lease_free(spec),
+        ]
+        return self.render(
+            "stamp",
+            f"UPDATE {self.table(spec)} SET "
+            + self.lease_stamp(spec, lease=P("lease"))
+            + self.where(conds),
+        )
+
+    def lease_token_read(self) -> Statement | None:
+        """On the database clock, the lease a custom claim's stamps write, read from the
+        server once per claim (so every stamp writes the one token the form keeps); none on
+        the host clock, whose token the host makes."""
+        if not self.database_clock:
+            return None
+        return self.render("lease", "SELECT " + self.lease_at())
+
     # -- the server's clock (_clock.py) ---------------------------------------------------
 
     def on_server_clock(self, sql: Frag) -> Frag:

@@ -1,6 +1,7 @@
 """Plans: every statement one subscription runs, per dialect, as data.
 
-``build_plan(dialect, spec, dead_letter, every_group=..., count_at_claim=...)`` is the one builder:
+``build_plan(dialect, spec, dead_letter, every_group=..., count_at_claim=..., custom_claim=...)``
+is the one builder:
 pure (no I/O; it reads nothing but its arguments), run once per subscription at startup. The
 forms and their holders read their statements from the plan and ask the dialect for none at
 claim time; the startup prepare check runs ``Plan.all()``; tests/unit/test_plans_golden.py
@@ -66,6 +67,12 @@ class Plan:
 
     Keeping a lease: ``extend``, the keeper's round for one delivery; ``rounds`` for any
     count. ``insert``: the publish, checked at startup with the others.
+
+    A custom claim (``InboxQueue.custom_claim``) runs the queue's function in place of
+    ``claim`` (then empty, so no settlement chains a claim): ``fetch`` reads the rows of its
+    ids (PostgreSQL's; ``None`` where the queue brings its fetch); the lease form then
+    ``stamp``s each row, on the database clock with the token ``lease_token`` read, all in one
+    ``claim_begin`` transaction (the row lock form's is the delivery's, ``begin``).
     """
 
     begin: Statement
@@ -86,6 +93,9 @@ class Plan:
     release: Statement | None = None
     extend: tuple[Statement, ...] = ()
     rounds: ExtendRounds | None = None
+    fetch: Statement | None = None
+    stamp: Statement | None = None
+    lease_token: Statement | None = None
 
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
@@ -112,6 +122,9 @@ class Plan:
             self.unlock,
             self.guard,
             self.heads,
+            self.fetch,
+            self.stamp,
+            self.lease_token,
         ):
             if one is not None:
                 found.append(one)
@@ -125,12 +138,20 @@ def build_plan(
     *,
     every_group: bool = False,
     count_at_claim: bool = False,
+    custom_claim: bool = False,
 ) -> Plan:
     """The plan of a subscription to ``spec`` on ``dialect``, for its form, after the
     dialect's checks (``UnsupportedForm``...). ``every_group``: a subscription over every
     group of a FIFO table; ``count_at_claim``: the row lock form counting the attempt at
-    claim (``InboxQueue.count_attempt_at_claim()``)."""
+    claim (``InboxQueue.count_attempt_at_claim()``); ``custom_claim``: the queue brings its
+    claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
+    form)."""
     dialect.check(spec, dead_letter)
+    if custom_claim:
+        assert spec.form is not Advisory and not spec.fifo
+        assert not every_group and not count_at_claim
+        own = _lease if spec.form is Lease else _row_lock
+        return _custom(dialect, spec, own(dialect, spec, dead_letter))
     if spec.form is Lease:
         found = _lease(dialect, spec, dead_letter)
     elif spec.form is Advisory:
@@ -168,6 +189,18 @@ def _lease(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
         extend=d.lease_extend(spec, 1),
         rounds=ExtendRounds(d, spec),
         insert=d.insert(spec),
+    )
+
+
+def _custom(d: Dialect, spec: TableSpec, found: Plan) -> Plan:
+    lease = spec.form is Lease
+    return replace(
+        found,
+        claim=(),
+        claim_begin=d.custom_claim_begin() if lease else found.claim_begin,
+        fetch=d.fetch_by_ids(spec),
+        stamp=d.lease_stamp_by_id(spec) if lease else None,
+        lease_token=d.lease_token_read() if lease else None,
     )
 
 

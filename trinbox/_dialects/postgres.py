@@ -195,6 +195,16 @@ class PostgresDialect(Dialect):
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")
 
+    def fetch_by_ids(self, spec: TableSpec) -> Statement | None:
+        """One statement whatever the count: the ids bind as one array."""
+        return self.render(
+            "fetch",
+            f"SELECT {self.select_list(spec)} FROM {self.table(spec)} "
+            + f"WHERE {self.column(spec.id)} = ANY("
+            + P("ids")
+            + ")",
+        )
+
     def lease_pairs(self, spec: TableSpec) -> Sql:
         """The pairs of two arrays. The ``= ANY`` tests come first and give the arrays their
         types (the id's, the lease column's), which ``unnest`` cannot infer; the id's finds

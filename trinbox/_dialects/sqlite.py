@@ -158,6 +158,10 @@ class SqliteDialect(Dialect):
         # app writes.
         return self.render("begin", "BEGIN IMMEDIATE")
 
+    def custom_claim_begin(self) -> Statement:
+        # As a redrive: the claim reads, then stamps.
+        return self.render("begin", "BEGIN IMMEDIATE")
+
     def key_column(self, column: str) -> str:
         return f"ifnull({column}, '')"
 

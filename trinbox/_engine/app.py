@@ -200,6 +200,7 @@ class App:
         spec = spec_of(subscriber.queue.row)
         broker.dialect.check(spec)
         startup.check_mode(broker, spec, subscriber.queue.mode, where=repr(subscriber))
+        startup.check_fetch(broker, subscriber.queue, where=repr(subscriber))
         mount = Mount(broker, subscriber)
         self._mounts.append(mount)
         return mount

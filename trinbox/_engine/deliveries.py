@@ -204,6 +204,19 @@ class DeliveryRunner:
         ready: list[Delivery] = []
         messages: list[object] = []
         for delivery in deliveries:
+            if not delivery.found:
+                # A custom claim's id whose fetch read no row: settled as a row that does
+                # not decode.
+                self.fields.log(
+                    delivery_log,
+                    WARNING,
+                    "a claimed id has no row (the custom claim's fetch read none)",
+                    row=True,
+                    row_id=delivery.id,
+                    attempt=delivery.attempt,
+                )
+                await self._settle(delivery, self._rules.policy_step(delivery, policy.decode))
+                continue
             spent = self._rules.spent_at_claim(delivery)
             if spent is not None:
                 await self._settle(delivery, spent)

@@ -11,7 +11,7 @@ from typing import Any
 from .._api.backoff import RETRY_AFTER_FIELD, Backoff
 from .._api.handler import HandlerPlan, plan_handler
 from .._api.outcome import FailurePolicy, OnFailure
-from .._api.queue import Subscriber
+from .._api.queue import InboxQueue, Subscriber
 from .._broker.broker import SqlBroker
 from .._broker.notify import check_channel
 from .._declare._inbox import spec_of
@@ -27,7 +27,7 @@ from .._dialects.ddl import dead_letter_of
 from .._dialects.plans import Plan, build_plan
 from .._holders._base import FormTraits
 from .._holders.connections import give_back
-from ..errors import DeclarationError, ServerTooOld, StartupError
+from ..errors import DeclarationError, ServerTooOld, StartupError, UnsupportedFetch
 from .column_check import check_columns, prepare_statements
 
 __all__ = [
@@ -76,7 +76,9 @@ def check(
         every_group=queue.serves_every_group,
         # The row lock form's opt-in (checked by the queue).
         count_at_claim=queue.attempt_at_claim,
+        custom_claim=queue.custom is not None,
     )
+
     if transactional and queue.batch_size is not None:
         msg = (
             f"{where}: batches never run in transactional mode, found .batch("
@@ -94,6 +96,21 @@ def check(
         where=where,
     )
     return Checked(dest, statements, plan)
+
+
+def check_fetch(broker: SqlBroker[Any], queue: InboxQueue[Any, Any, Any], *, where: str) -> None:
+    """Refuse a custom claim without its fetch where the dialect reads no rows by a list of
+    ids (``UnsupportedFetch``)."""
+    custom = queue.custom
+    if custom is None or custom.fetch is not None:
+        return
+    if broker.dialect.fetch_by_ids(spec_of(queue.row)) is None:
+        msg = (
+            f"{where}: a custom claim's rows are read by id, and {broker.dialect.name} has no "
+            f"statement that binds a list of ids, found .custom_claim() without fetch=; pass "
+            f"fetch=, an async function reading the rows of the ids it is given"
+        )
+        raise UnsupportedFetch(msg)
 
 
 def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:

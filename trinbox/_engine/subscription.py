@@ -36,6 +36,7 @@ from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
 from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
+from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
 from .statistics import SubscriptionStatistics
 
@@ -186,6 +187,7 @@ class Subscription:
                 wake=permit.set,
                 extended=self._extended,
                 count_at_claim=self.queue.attempt_at_claim,
+                custom=custom_claim_for(self.queue.custom, self.spec, broker.dialect),
             )
         )
         workers = startup.worker_cap(

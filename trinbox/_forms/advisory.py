@@ -62,7 +62,7 @@ class AdvisoryForm:
 
     def delivery(self, record: Record, key: str, conn: Connection | None) -> Delivery:
         spec = self.ctx.spec
-        values = values_of(self.ctx.statements.take[-1], record, spec)
+        values = values_of(record, spec)
         return Delivery(
             values=values,
             id=values[spec.id.column],

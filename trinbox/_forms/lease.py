@@ -46,7 +46,7 @@ from .._holders.lease_token import HeldTokens, LeaseKeeper, LeaseTokens
 from .._holders.settlement import settle_alone, settle_each, settlement_ran
 from ..errors import LeaseLost, TrinboxError
 from ._coalesce import SettleTogether
-from .lease_claims import guarded_claim, heads_claim, select_and_stamp
+from .lease_claims import custom_lease_claim, guarded_claim, heads_claim, select_and_stamp
 
 __all__ = ["LeaseForm"]
 
@@ -102,32 +102,40 @@ class LeaseForm:
                 "lease": token,
                 "lease_seconds": self._lease_seconds,
             }
-            claim = ctx.statements.claim
-            if ctx.statements.heads is not None:
-                records = await heads_claim(ctx, conn, values)
-            elif ctx.statements.guard is not None:
-                records = await guarded_claim(ctx, conn, values)
-            elif len(claim) == 1:
-                records = await conn.fetch(claim[0].sql, claim[0].bind(values))
+            if ctx.custom is not None:
+                # Exhausted by what it took: ids the stamps left out (their leases held)
+                # would be claimed again at once, and again.
+                taken = await custom_lease_claim(ctx, conn, values)
             else:
-                records = await select_and_stamp(ctx, conn, values)
+                records = await self._claim_rows(conn, values)
+                taken = [self._delivery(record, token) for record in records]
         finally:
             await give_back(ctx.pool, conn)
-        deliveries = Claimed(
-            (self._delivery(record, token) for record in records),
-            exhausted=len(records) < limit,
-        )
+        deliveries = Claimed(taken, exhausted=len(taken) < limit)
         self._in_work.update(deliveries)
         if ctx.transactional:
             await self._open_transactions(deliveries)
         return deliveries
+
+    async def _claim_rows(self, conn: Connection, values: dict[str, object]) -> list[Record]:
+        """The rows the plan's claim took, in the claim's shape: over every group's heads, a
+        FIFO group's behind its guard, one statement, or MySQL's select and stamps."""
+        ctx = self._ctx
+        claim = ctx.statements.claim
+        if ctx.statements.heads is not None:
+            return await heads_claim(ctx, conn, values)
+        if ctx.statements.guard is not None:
+            return await guarded_claim(ctx, conn, values)
+        if len(claim) == 1:
+            return await conn.fetch(claim[0].sql, claim[0].bind(values))
+        return await select_and_stamp(ctx, conn, values)
 
     def _delivery(self, record: Record, token: object) -> Delivery:
         spec = self._ctx.spec
         if len(record) > len(spec.columns):
             # The database clock: the claim returns the expiry the server wrote, the token.
             token, record = record[-1], record[: len(spec.columns)]
-        values = values_of(self._ctx.statements.claim[0], record, spec)
+        values = values_of(record, spec)
         return Delivery(
             values=values,
             id=values[spec.id.column],

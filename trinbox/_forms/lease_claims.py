@@ -1,6 +1,7 @@
 """The lease claims that take more than one statement: MySQL's locking select and its
-per-row stamps, and a FIFO group's claim on a server, its guard first. Both run in one READ
-COMMITTED transaction on a connection the lease form lends, and return the rows they took.
+per-row stamps, a FIFO group's claim on a server, its guard first, and a queue's own claim.
+Each runs in one transaction (READ COMMITTED on MySQL) on a connection the lease form lends,
+and returns what it took.
 Over every group of a FIFO table on a server, the groups whose head is due are read first,
 and each group's head is claimed so, in one transaction for them all."""
 
@@ -8,11 +9,18 @@ from __future__ import annotations
 
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
-from .._holders._base import FormContext, held
+from .._holders._base import Delivery, FormContext, held
 from .._holders.connections import rollback_quietly
+from .custom import bare_delivery, claimed_ids, delivery_of, rows_of
 from .heads import due_groups
 
-__all__ = ["GROUP_SAVEPOINT", "guarded_claim", "heads_claim", "select_and_stamp"]
+__all__ = [
+    "GROUP_SAVEPOINT",
+    "custom_lease_claim",
+    "guarded_claim",
+    "heads_claim",
+    "select_and_stamp",
+]
 
 # Over every group of a FIFO table, each group's claim runs behind this savepoint.
 GROUP_SAVEPOINT = "trinbox_group"
@@ -153,3 +161,41 @@ def _stamp_values(
     if len(record) > len(ctx.spec.columns):
         found["lease"] = record[-1]
     return found
+
+
+async def custom_lease_claim(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Delivery]:
+    """A queue's own claim, in one transaction: its ids, their rows (the plan's fetch or the
+    queue's), on the database clock the server's lease read once, then each id's stamp (the
+    lease, the attempt counted) while the row is claimable and its lease free, and the
+    commit. An id the stamp did not change drops out; one stamped whose fetch read no row is
+    claimed bare. The deliveries report the attempt the fetch read, before the stamp."""
+    plan = ctx.statements
+    stamp = plan.stamp
+    assert stamp is not None
+    limit = values["limit"]
+    assert isinstance(limit, int)
+    try:
+        await conn.begin(plan.claim_begin.sql)
+        ids = await claimed_ids(ctx, conn, limit)
+        if not ids:
+            await conn.rollback()
+            return []
+        rows = await rows_of(ctx, conn, ids)
+        token = values["lease"]
+        if plan.lease_token is not None:
+            ((token,),) = await conn.fetch(plan.lease_token.sql, plan.lease_token.bind(values))
+        stamps = [
+            Op("execute", stamp.sql, stamp.bind({**values, "lease": token, "id": ident}))
+            for ident in ids
+        ]
+        stamped = await conn.script([*stamps, Op("commit")])
+    except BaseException:
+        await rollback_quietly(conn)
+        raise
+    return [
+        delivery_of(ctx, rows[ident], token) if ident in rows else bare_delivery(ctx, ident, token)
+        for ident, changed in zip(ids, stamped, strict=False)
+        if changed == 1
+    ]

@@ -49,7 +49,6 @@ from .._holders._base import (
     FormContext,
     FormTraits,
     Step,
-    attempt_of,
     held,
     step_statements,
     values_of,
@@ -58,6 +57,7 @@ from .._holders.claim_transaction import SAVEPOINT, ClaimTransaction
 from .._holders.connections import close, end_transaction, give_back
 from .._holders.settlement import settle_alone, settlement_ran, step_ops
 from ..errors import BatchRolledBack, DatabaseError, TrinboxError
+from .custom import bare_delivery, claimed_ids, delivery_of, rows_of
 from .heads import due_groups
 
 __all__ = ["RowLockForm"]
@@ -73,9 +73,10 @@ class RowLockForm:
     def __init__(self, ctx: FormContext) -> None:
         self._ctx = ctx
         self._in_work: set[Delivery] = set()
-        # Over every group of a FIFO table, each claim reads the groups first: a settling
-        # worker does not chain its claim into its settlement.
-        chains = ctx.statements.heads is None
+        # Over every group of a FIFO table, each claim reads the groups first, and a custom
+        # claim runs the queue's function: a settling worker does not chain its claim into
+        # its settlement.
+        chains = ctx.statements.heads is None and ctx.custom is None
         # Counting at claim: the claim counts the attempt in a commit of its own, then
         # relocks (the plan's count and relock, under its guard).
         self._counts = ctx.count_at_claim
@@ -92,6 +93,8 @@ class RowLockForm:
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
+        if ctx.custom is not None:
+            return await self._claim_custom(limit)
         if self._counts:
             return await self._claim_counted(limit)
         if ctx.statements.heads is not None:
@@ -170,26 +173,42 @@ class RowLockForm:
     async def _claimed(self, conn: Connection, records: list[Record], limit: int) -> Claimed:
         """The deliveries of a claim's rows, holding its transaction on ``conn``; none (the
         transaction rolled back, the connection given back) when it took no row."""
+        return await self._hold(conn, [delivery_of(self._ctx, record) for record in records], limit)
+
+    async def _hold(self, conn: Connection, taken: list[Delivery], limit: int) -> Claimed:
+        """``taken`` holding the claim's transaction on ``conn``."""
         ctx = self._ctx
-        if not records:
+        if not taken:
             await end_transaction(ctx.pool, conn)
             return Claimed(exhausted=True)
-        tx = ClaimTransaction(ctx.pool, conn, ctx.spec.label, remaining=len(records))
-        deliveries = Claimed(exhausted=len(records) < limit)
-        claim = ctx.statements.claim[0]
-        for record in records:
-            values = values_of(claim, record, ctx.spec)
-            delivery = Delivery(
-                values=values,
-                id=values[ctx.spec.id.column],
-                attempt=attempt_of(ctx.spec, values),
-                conn=conn,
-                batch=tx,
-                tx_open=ctx.transactional,
-            )
-            deliveries.append(delivery)
+        tx = ClaimTransaction(ctx.pool, conn, ctx.spec.label, remaining=len(taken))
+        for delivery in taken:
+            delivery.conn = conn
+            delivery.batch = tx
+            delivery.tx_open = ctx.transactional
+        deliveries = Claimed(taken, exhausted=len(taken) < limit)
         self._in_work.update(deliveries)
         return deliveries
+
+    async def _claim_custom(self, limit: int) -> Claimed:
+        """The queue's own claim in the delivery's transaction: its ids (the rows it locked),
+        then their rows; an id whose fetch read no row is claimed bare."""
+        ctx = self._ctx
+        conn = await ctx.pool.acquire("row lock delivery")
+        try:
+            await conn.begin(ctx.statements.begin.sql)
+            ids = await claimed_ids(ctx, conn, limit)
+            rows = await rows_of(ctx, conn, ids) if ids else {}
+            if ids and ctx.transactional:
+                await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+        except BaseException:
+            await end_transaction(ctx.pool, conn)
+            raise
+        taken = [
+            delivery_of(ctx, rows[ident]) if ident in rows else bare_delivery(ctx, ident)
+            for ident in ids
+        ]
+        return await self._hold(conn, taken, limit)
 
     async def settle_and_claim(self, delivery: Delivery, step: Step, limit: int) -> Chained:
         """Settle a single delivery and, in the same round trip on its connection, begin the
@@ -459,12 +478,11 @@ class RowLockForm:
         st = ctx.statements
         assert st.begin is not None
         count, relock = st.take
-        claim = st.claim[0]
         now = ctx.clock()
         ops: list[Op] = []
         ids: list[object] = []
         for record in records:
-            ident = values_of(claim, record, ctx.spec)[ctx.spec.id.column]
+            ident = values_of(record, ctx.spec)[ctx.spec.id.column]
             ops.append(Op("execute", count.sql, count.bind({"id": ident})))
             ids.append(ident)
         ops += [Op("commit"), Op("begin", st.begin.sql)]

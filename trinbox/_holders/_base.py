@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol, cast
@@ -25,6 +25,7 @@ __all__ = [
     "Chained",
     "Claimed",
     "Clock",
+    "CustomClaim",
     "DeadLetterStep",
     "Delivery",
     "Drop",
@@ -104,6 +105,7 @@ class Delivery:
     released: bool = False  # shutdown released it; a later settlement fails with Closed
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
+    found: bool = True  # a custom claim's id whose fetch read no row: settled by the decode policy
 
 
 class Claimed(list[Delivery]):
@@ -147,6 +149,20 @@ class FormContext:
     extended: Callable[[Delivery, bool], None] = lambda delivery, extended: None
     # The row lock form's opt-in count at claim (``statements.take``: count, relock).
     count_at_claim: bool = False
+    # The queue's own claim (``InboxQueue.custom_claim``), in place of the plan's.
+    custom: CustomClaim | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CustomClaim:
+    """A queue's own claim, as the lease and row lock forms run it, in the claim's transaction:
+    ``ids`` returns the ids of at most ``limit`` rows (row lock: rows it locked; lease: rows
+    the form then stamps, each only while its lease is free); ``rows`` reads the rows of ids,
+    every column in declaration order (``None``: the plan's ``fetch``, PostgreSQL's). Both
+    raise ``ClaimFailed`` for whatever the queue's functions did wrong."""
+
+    ids: Callable[[Connection, str | None, int], Awaitable[list[object]]]
+    rows: Callable[[Connection, list[object]], Awaitable[list[Record]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +323,7 @@ def held(result: object) -> bool:
     return bool(rows) and bool(rows[0][0])
 
 
-def values_of(statement: Statement, record: Record, spec: TableSpec) -> dict[str, object]:
+def values_of(record: Record, spec: TableSpec) -> dict[str, object]:
     """Map a row read by a statement selecting every column in declaration order."""
     return {col.column: value for col, value in zip(spec.columns, record, strict=True)}
 

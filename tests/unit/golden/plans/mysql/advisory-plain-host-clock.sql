@@ -44,6 +44,12 @@ SELECT CAST(COALESCE(RELEASE_LOCK(%s), 0) AS SIGNED)
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -49,6 +49,12 @@ SELECT RELEASE_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256))
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

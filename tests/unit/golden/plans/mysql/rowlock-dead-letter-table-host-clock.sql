@@ -47,6 +47,12 @@ INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (%s, %s, %s)
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -44,6 +44,12 @@ SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) 
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

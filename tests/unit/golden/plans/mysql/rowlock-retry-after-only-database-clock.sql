@@ -42,6 +42,12 @@ INSERT INTO `jobs` (`payload`) VALUES (%s)
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

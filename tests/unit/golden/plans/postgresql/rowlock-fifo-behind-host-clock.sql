@@ -44,6 +44,12 @@ SELECT pg_try_advisory_xact_lock(hashtextextended('jobs:' || CAST($1 AS text), 0
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -45,6 +45,12 @@ SELECT __head."queue" FROM (SELECT DISTINCT "queue" AS __group FROM "jobs" WHERE
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -41,6 +41,12 @@ INSERT INTO "jobs" ("queue", "payload") VALUES ($1, $2)
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

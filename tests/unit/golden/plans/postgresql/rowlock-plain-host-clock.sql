@@ -41,6 +41,12 @@ INSERT INTO "jobs" ("payload") VALUES ($1)
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -42,6 +42,12 @@ INSERT INTO "app"."jobs" ("payload") VALUES ($1)
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -48,6 +48,12 @@ SELECT pg_advisory_unlock(hashtextextended($1, 0))
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

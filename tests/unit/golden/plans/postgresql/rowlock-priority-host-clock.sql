@@ -43,6 +43,12 @@ INSERT INTO "jobs" ("queue", "priority", "done", "payload") VALUES ($1, $2, $3, 
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

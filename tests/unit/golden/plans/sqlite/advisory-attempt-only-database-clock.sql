@@ -42,6 +42,12 @@ UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = ? RETURNING `id`, `atte
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

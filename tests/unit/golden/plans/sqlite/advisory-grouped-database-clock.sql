@@ -42,6 +42,12 @@ SELECT `id`, `queue`, `payload` FROM `jobs` WHERE `id` = ? AND `queue` = ?
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

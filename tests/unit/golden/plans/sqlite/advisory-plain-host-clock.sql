@@ -42,6 +42,12 @@ SELECT `id`, `payload` FROM `jobs` WHERE `id` = ?
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -46,6 +46,12 @@ SELECT `id`, `payload` FROM `app`.`jobs` WHERE `id` = ?
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -43,6 +43,12 @@ UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = ? AND `queue` = ? AND `
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

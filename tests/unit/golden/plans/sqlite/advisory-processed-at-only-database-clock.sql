@@ -42,6 +42,12 @@ SELECT `id`, `done`, `payload` FROM `jobs` WHERE `id` = ? AND `done` IS NULL
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

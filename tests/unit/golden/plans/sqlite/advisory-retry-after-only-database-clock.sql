@@ -43,6 +43,12 @@ SELECT `id`, `due`, `payload` FROM `jobs` WHERE `id` = ? AND `due` <= (strftime(
 
 -- extend: none
 
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

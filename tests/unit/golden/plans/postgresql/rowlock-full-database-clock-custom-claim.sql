@@ -1,0 +1,54 @@
+-- PostgreSQL, RowLock form, table shape 'full', database-clock-custom-claim
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim: none
+
+-- ack (event ack; params: id)
+UPDATE "jobs" SET "done" = statement_timestamp() WHERE "id" = $1
+
+-- retry (event retry; params: id)
+UPDATE "jobs" SET "attempt" = "attempt" + 1 WHERE "id" = $1
+
+-- retry_after (event retry_after; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "attempt" = "attempt" + 1 WHERE "id" = $2
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, done, payload)
+INSERT INTO "jobs" ("queue", "done", "payload") VALUES ($1, $2, $3)
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- fetch (event fetch; params: ids)
+SELECT "id", "queue", "due", "attempt", "done", "payload" FROM "jobs" WHERE "id" = ANY($1)
+
+-- stamp: none
+
+-- lease_token: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none
