@@ -235,6 +235,10 @@ def _operation(mount: Mount, spec: TableSpec, channel: str, message: str) -> dic
         binding["maxAttempts"] = mount.attempts
     if mount.dead_letter_to is not None:
         binding["deadLetter"] = mount.dead_letter_to
+    if queue.custom is not None:
+        binding["customClaim"] = _handler_name(queue.custom.claim, qualified=True)
+        if queue.custom.fetch is not None:
+            binding["customFetch"] = _handler_name(queue.custom.fetch, qualified=True)
     operation: dict[str, Any] = {
         "action": "receive",
         "channel": {"$ref": f"#/channels/{channel}"},

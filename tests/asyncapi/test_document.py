@@ -39,7 +39,7 @@ from trinbox import (
 from trinbox._declare._inbox import spec_of
 from trinbox.asyncapi import UndescribableType, document
 from trinbox.errors import DeclarationError
-from trinbox.typing import Sqlite
+from trinbox.typing import Held, Sqlite
 
 from . import apps
 from .check import SCHEMA_FILE, problems
@@ -217,6 +217,40 @@ def test_default_ports_and_several_brokers_of_a_kind() -> None:
     assert "pgbouncer" not in _binding(doc["servers"]["postgres-2"])
     assert "/run/postgresql" not in _dumped(doc)
     assert "channels" not in doc  # a process that only publishes receives nothing
+
+
+async def gold_rows(conn: Held, group: str | None, limit: int) -> list[object]:
+    return []
+
+
+async def rows_by_id(conn: Held, ids: list[object]) -> list[tuple[object, ...]]:
+    return []
+
+
+def test_a_custom_claim_names_its_functions() -> None:
+    broker = SqlBroker.mysql("mysql://u:pw@two.example/db")
+
+    @subscriber(InboxQueue(apps.Job, "gold").custom_claim(gold_rows, fetch=rows_by_id))
+    async def gold(order: apps.Order) -> None:
+        pass
+
+    @subscriber(InboxQueue(apps.Job, "silver").custom_claim(gold_rows))
+    async def silver(order: apps.Order) -> None:
+        pass
+
+    app = App(AppInfo("claims"))
+    app.include(broker, gold)
+    app.include(SqlBroker.postgres("postgresql://u:pw@one.example/db"), silver)
+    doc = document(app)
+    assert problems(doc) == []
+    found = _binding(doc["operations"]["gold"])
+    assert (found["customClaim"], found["customFetch"]) == (
+        f"{__name__}.gold_rows",
+        f"{__name__}.rows_by_id",
+    )
+    found = _binding(doc["operations"]["silver"])
+    assert (found["customClaim"], "customFetch" in found) == (f"{__name__}.gold_rows", False)
+    assert "customClaim" not in _binding(document(apps.app())["operations"]["take_order"])
 
 
 def test_types_of_one_name_get_names_of_their_own(tmp_path: Path) -> None:
