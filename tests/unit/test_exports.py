@@ -23,13 +23,20 @@ import trinbox.events
 import trinbox.testing
 import trinbox.typing
 
-NAMESPACES = ["trinbox", "trinbox.errors", "trinbox.events", "trinbox.typing", "trinbox.keys"]
+NAMESPACES = [
+    "trinbox",
+    "trinbox.errors",
+    "trinbox.events",
+    "trinbox.typing",
+    "trinbox.keys",
+    "trinbox.outbox",
+]
 """The modules whose ``__all__`` is the surface; ``trinbox.testing`` is checked on its own."""
 
 SUBMODULES = {"keys", "errors", "events", "typing"}
 """The namespaces ``import trinbox`` binds."""
 
-OTHER_MODULES = {"testing", "asyncapi", "schema", "cli", "metrics"}
+OTHER_MODULES = {"testing", "asyncapi", "schema", "cli", "metrics", "outbox"}
 """Modules users import as ``trinbox.<name>``; importing one binds it on the package."""
 
 SERVICE_NAMES = 41
@@ -52,7 +59,9 @@ def _reexports(module: ModuleType) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("facade", ["trinbox", "trinbox.events", "trinbox.typing"])
+@pytest.mark.parametrize(
+    "facade", ["trinbox", "trinbox.events", "trinbox.typing", "trinbox.outbox"]
+)
 def test_all_lists_every_reexport_once(facade: str) -> None:
     module = _module(facade)
     assert len(module.__all__) == len(set(module.__all__))

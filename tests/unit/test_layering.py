@@ -40,12 +40,23 @@ LAYERS: dict[str, int] = {
     "asyncapi": 9,
     "schema": 9,
     "metrics": 9,
+    "outbox": 9,
     "cli": 10,
     "__main__": 11,
 }
 """Each part of the package (a subpackage or a top-level module) and its layer, lowest first."""
 
-FACADES = {"__init__", "keys", "events", "typing", "testing", "asyncapi", "schema", "metrics"}
+FACADES = {
+    "__init__",
+    "keys",
+    "events",
+    "typing",
+    "testing",
+    "asyncapi",
+    "schema",
+    "metrics",
+    "outbox",
+}
 ALLOWED = {
     # the package binds its namespaces: trinbox.keys, trinbox.events, trinbox.typing
     ("__init__", "keys"),

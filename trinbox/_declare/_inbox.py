@@ -36,7 +36,7 @@ from ._markers import (
 from ._roles import ROLE_CLASSES, Column, Group, Role
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
-__all__ = ["GENERATED", "Inbox", "row_fields", "spec_of"]
+__all__ = ["GENERATED", "Inbox", "declared_roles", "row_fields", "spec_of"]
 
 # Constrained: a table has one claim form and one isolation level, so ``Inbox[Lease | Advisory]``
 # and
@@ -98,6 +98,8 @@ class Inbox(Generic[F, O]):
     else:
 
         def __init_subclass__(cls, **keywords):
+            if cls.__dict__.get("__trinbox_base__"):
+                return  # a base of row classes (Outbox), declared by its subclasses
             _declare(cls, keywords)
 
 
@@ -187,6 +189,12 @@ def row_fields(row: Inbox[Any, Any], *, delay: bool = False) -> dict[str, object
     if delay and spec.retry_after is not None:
         fields.pop(spec.retry_after.field, None)
     return {name: value for name, value in fields.items() if value is not GENERATED}
+
+
+def declared_roles(cls: type) -> set[str]:
+    """The roles a class statement's annotations declare, before the rules are checked (a
+    base of row classes words its own rules about them first)."""
+    return {role for decl in _field_decls(cls, f"class {cls.__qualname__}") for role in decl.roles}
 
 
 def _type_arguments(cls: type, where: str) -> tuple[object, object]:
