@@ -108,6 +108,7 @@ class _Parts:
             batch=queue.batch_size is not None,
             transactional=queue.mode is Transactional,
             where=where,
+            whole_rows=queue.whole_rows,
         )
         message = self._message(spec, plan, queue.codec_used)
         channel = self._channel(mount.broker, spec, queue.group, every=queue.serves_every_group)

@@ -1,15 +1,23 @@
 """The transactional outbox: what a service publishes outside its database (Kafka, AMQP, an
-HTTP webhook, another database), sent exactly when its own transaction commits, at least once.
+HTTP webhook, another database), sent once its own transaction commits, at least once.
 
     class OrderEvents(Outbox, table="order_outbox"): ...   # the record table
 
+    @relay(InboxQueue(OrderEvents, "kafka"))                # its relay, a subscriber
+    async def to_kafka(record: Record) -> None: ...
+
 The service writes a record in its own transaction (``tx.publish(OrderEvents, message,
-name=...)``, or ``insert_statement`` on its own driver), and the record is a row like any
-other until the transaction commits.
+name=...)``, or ``insert_statement`` on its own driver); once it commits, the relay serves it
+to the sink, and marks it processed (or deletes it) once the sink returned.
 """
 
 from __future__ import annotations
 
+from ._api.relay import ID_HEADER as ID_HEADER
+from ._api.relay import Record as Record
+from ._api.relay import RelayFactory as RelayFactory
+from ._api.relay import Sink as Sink
+from ._api.relay import relay as relay
 from ._declare._outbox import Outbox as Outbox
 
-__all__ = ["Outbox"]
+__all__ = ["ID_HEADER", "Outbox", "Record", "RelayFactory", "Sink", "relay"]

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from trinbox._declare._group_names import GroupNames
 from trinbox._declare._markers import Advisory, Default, Form, Lease, RowLock
 from trinbox._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec
 from trinbox._dialects._base import DeadLetter, Dialect
@@ -80,6 +81,15 @@ SHAPES = (
 # test every claimable condition.
 CUSTOM_CLAIM_SHAPES = ("plain", "full", "dead-letter-table")
 
+# A relay's claim over groups by name (trinbox.outbox.relay), on lease tables with a group:
+# every name, and whole names beside prefixes whose text a literal must keep as written (a
+# quote, a backslash, LIKE's wildcards). Its dead letter group is passed over.
+NAMED_GROUPS = {
+    "every-name": GroupNames(),
+    "names": GroupNames(exact=("orders.placed", "it's"), prefixes=("payments.", "100%_\\")),
+}
+NAMED_GROUP_SHAPES = ("grouped", "full", "dead-letter-group")
+
 
 def spec(shape: Shape, form: type[Form]) -> TableSpec:
     columns = [ColumnSpec("id", "id", "id", generated=True, python_type=int)]
@@ -120,6 +130,7 @@ class Case:
     every_group: bool = False
     count_at_claim: bool = False
     custom_claim: bool = False
+    groups: str | None = None  # a key of NAMED_GROUPS
 
     @property
     def option(self) -> str:
@@ -132,6 +143,8 @@ class Case:
             found.append("count-at-claim")
         if self.custom_claim:
             found.append("custom-claim")
+        if self.groups is not None:
+            found.append(self.groups)
         return "-".join(found) or "host-clock"
 
     @property
@@ -149,6 +162,7 @@ class Case:
             every_group=self.every_group,
             count_at_claim=self.count_at_claim,
             custom_claim=self.custom_claim,
+            groups=None if self.groups is None else NAMED_GROUPS[self.groups],
         )
 
 
@@ -167,6 +181,9 @@ def cases() -> Iterator[Case]:
                         yield Case(dialect, form, shape, count_at_claim=True)
                     if form is not Advisory and shape.name in CUSTOM_CLAIM_SHAPES:
                         yield Case(dialect, form, shape, custom_claim=True)
+                    if form is Lease and shape.name in NAMED_GROUP_SHAPES:
+                        for groups in NAMED_GROUPS:
+                            yield Case(dialect, form, shape, groups=groups)
 
 
 CASES = list(cases())
@@ -252,5 +269,6 @@ def test_building_a_plan_is_pure() -> None:
             case.every_group,
             case.count_at_claim,
             case.custom_claim,
+            case.groups,
         )
         assert case.plan() == case.plan() == again.plan()

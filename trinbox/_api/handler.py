@@ -53,8 +53,12 @@ def plan_handler(
     batch: bool,
     transactional: bool,
     where: str,
+    whole_rows: bool = False,
 ) -> HandlerPlan:
-    """Check a handler against its table and mode, or raise ``DeclarationError``."""
+    """Check a handler against its table and mode, or raise ``DeclarationError``.
+    ``whole_rows``: trinbox's own handler of a relay, which takes the row alone."""
+    if whole_rows:
+        return HandlerPlan(message_type=spec.row_type, row_mode=True, batch=False, keys=())
     try:
         hints = typing.get_type_hints(fn, include_extras=False)
     except NameError as exc:

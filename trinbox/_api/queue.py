@@ -48,6 +48,7 @@ from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, 
 from typing_extensions import TypeVar
 
 from .._declare._capabilities import RowOf
+from .._declare._group_names import GroupNames
 from .._declare._inbox import Inbox, spec_of
 from .._declare._markers import (
     Advisory,
@@ -231,6 +232,10 @@ class InboxQueue(Generic[R, M, B]):
     attempt_at_claim: bool
     serves_every_group: bool
     custom: CustomClaimOf | None
+    # A relay's (trinbox.outbox.relay): the groups its claim reads, by name, and the whole
+    # row handed to its handler though the table has a Payload field.
+    group_names: GroupNames | None
+    whole_rows: bool
 
     def __init__(self, row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -247,12 +252,19 @@ class InboxQueue(Generic[R, M, B]):
         object.__setattr__(self, "attempt_at_claim", False)
         object.__setattr__(self, "serves_every_group", False)
         object.__setattr__(self, "custom", None)
+        object.__setattr__(self, "group_names", None)
+        object.__setattr__(self, "whole_rows", False)
 
     @property
     def group(self) -> str | None:
         """The group the subscription reads: its name on a table with a ``Group`` field;
-        ``None`` on a table without one (one queue) and over every group."""
-        if self.serves_every_group or spec_of(self.row).group is None:
+        ``None`` on a table without one (one queue), over every group, and over the groups
+        a relay names."""
+        if (
+            self.serves_every_group
+            or self.group_names is not None
+            or spec_of(self.row).group is None
+        ):
             return None
         return self.name
 

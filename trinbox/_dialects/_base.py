@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from .._declare._group_names import GroupNames
 from .._declare._markers import Form, Isolation, Lease
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from ..errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedIsolation
@@ -240,15 +241,38 @@ class Dialect(ColumnRules):
     def attempt_before(self, col: ColumnSpec) -> str:
         return f"{self.column(col)} - 1"
 
-    def claimable(self, spec: TableSpec, *, prefix: str = "") -> list[Frag]:
-        """Conditions of a due, unfinished row of the subscription's group."""
+    def claimable(
+        self, spec: TableSpec, *, prefix: str = "", groups: GroupNames | None = None
+    ) -> list[Frag]:
+        """Conditions of a due, unfinished row of the subscription's group (or of the groups
+        ``groups`` names)."""
         conds: list[Frag] = []
-        if spec.group is not None:
+        if spec.group is not None and groups is not None:
+            conds.extend(self.named_groups(spec, groups, prefix=prefix))
+        elif spec.group is not None:
             conds.append(prefix + self.column(spec.group) + " = " + P("group"))
         if spec.retry_after is not None:
             conds.append(prefix + self.column(spec.retry_after) + " <= " + P("now"))
         if spec.processed_at is not None:
             conds.append(f"{prefix}{self.column(spec.processed_at)} IS NULL")
+        return conds
+
+    def named_groups(self, spec: TableSpec, groups: GroupNames, *, prefix: str = "") -> list[str]:
+        """The conditions of a row of the groups ``groups`` names, their names written as
+        literals: they are fixed when the subscription's plan is built. A prefix compares the
+        name's first characters (``substr``, which every dialect counts in characters, where
+        ``LIKE`` would need its wildcards escaped and ignores case on SQLite)."""
+        col = prefix + self.column(spec.group)
+        either: list[str] = []
+        if groups.exact:
+            either.append(f"{col} IN ({', '.join(self.literal(n) for n in groups.exact)})")
+        either.extend(
+            f"substr({col}, 1, {len(start)}) = {self.literal(start)}" for start in groups.prefixes
+        )
+        conds = (
+            ["(" + " OR ".join(either) + ")" if len(either) > 1 else either[0]] if either else []
+        )
+        conds.extend(f"{col} <> {self.literal(skip)}" for skip in groups.skip)
         return conds
 
     def lease_free(self, spec: TableSpec, *, prefix: str = "") -> Sql:
@@ -434,7 +458,10 @@ class Dialect(ColumnRules):
 
     # -- forms (dialects override the claim shapes) ----------------------------------------------
 
-    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+    def lease_claim(
+        self, spec: TableSpec, groups: GroupNames | None = None
+    ) -> tuple[Statement, ...]:
+        """The lease claim of the subscription's group, or of the groups ``groups`` names."""
         raise NotImplementedError
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:

@@ -34,6 +34,7 @@ from decimal import Decimal
 from typing import ClassVar
 from uuid import UUID
 
+from .._declare._group_names import GroupNames
 from .._declare._markers import (
     Advisory,
     Default,
@@ -293,12 +294,14 @@ class MySqlDialect(Dialect):
 
     # -- lease ------------------------------------------------------------------------------
 
-    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+    def lease_claim(
+        self, spec: TableSpec, groups: GroupNames | None = None
+    ) -> tuple[Statement, ...]:
         """Two statements of one READ COMMITTED transaction: the locking select of the first
         due rows, then per selected row the stamp (lease and attempt), conditioned on the
         lease being free still; a row the stamp did not change drops out of the claim."""
         t = self.table(spec)
-        conds = [*self.claimable(spec), self.lease_free(spec)]
+        conds = [*self.claimable(spec, groups=groups), self.lease_free(spec)]
         select = self.render(
             "claim",
             f"SELECT {self.select_list(spec)}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .._declare._group_names import GroupNames
 from .._declare._markers import Advisory, Lease, RowLock
 from .._declare._spec import TableSpec
 from ._base import DeadLetter, Dialect
@@ -139,14 +140,22 @@ def build_plan(
     every_group: bool = False,
     count_at_claim: bool = False,
     custom_claim: bool = False,
+    groups: GroupNames | None = None,
 ) -> Plan:
     """The plan of a subscription to ``spec`` on ``dialect``, for its form, after the
     dialect's checks (``UnsupportedForm``...). ``every_group``: a subscription over every
     group of a FIFO table; ``count_at_claim``: the row lock form counting the attempt at
     claim (``InboxQueue.count_attempt_at_claim()``); ``custom_claim``: the queue brings its
     claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
-    form)."""
+    form); ``groups``: a lease claim over the groups named (a relay's, over an outbox's
+    records by name), never its dead letter group."""
     dialect.check(spec, dead_letter)
+    if groups is not None:
+        assert spec.form is Lease and spec.group is not None and not spec.fifo
+        assert not every_group and not count_at_claim and not custom_claim
+        if dead_letter is not None and dead_letter.group is not None:
+            groups = groups.without(dead_letter.group)
+        return replace(_lease(dialect, spec, dead_letter), claim=dialect.lease_claim(spec, groups))
     if custom_claim:
         assert spec.form is not Advisory and not spec.fifo
         assert not every_group and not count_at_claim

@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import ClassVar
 from uuid import UUID
 
+from .._declare._group_names import GroupNames
 from .._declare._markers import (
     Advisory,
     Default,
@@ -165,7 +166,9 @@ class PostgresDialect(Dialect):
     def concat(self, parts: Sequence[str]) -> str:
         return f"concat({', '.join(parts)})"
 
-    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+    def lease_claim(
+        self, spec: TableSpec, groups: GroupNames | None = None
+    ) -> tuple[Statement, ...]:
         """One statement: lock the first due rows, stamp them with the lease (counting the
         attempt), and return them as they were before the stamp, in claim order."""
         t = self.table(spec)
@@ -173,7 +176,7 @@ class PostgresDialect(Dialect):
         claimed = self.internal(spec, "__claimed")
         stamped = self.internal(spec, "__stamped")
         row = self.internal(spec, "__row")
-        conds = [*self.claimable(spec), self.lease_free(spec)]
+        conds = [*self.claimable(spec, groups=groups), self.lease_free(spec)]
         order = self.order_by(spec)
         return (
             self.render(

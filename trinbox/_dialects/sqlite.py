@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import ClassVar
 from uuid import UUID
 
+from .._declare._group_names import GroupNames
 from .._declare._markers import (
     Advisory,
     Default,
@@ -168,11 +169,13 @@ class SqliteDialect(Dialect):
     def key_expression(self, spec: TableSpec) -> str:
         return f"CAST({super().key_expression(spec)} AS TEXT)"
 
-    def lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
+    def lease_claim(
+        self, spec: TableSpec, groups: GroupNames | None = None
+    ) -> tuple[Statement, ...]:
         """One statement: stamp the lease on the first due rows and return them as they were
         before the stamp (attempt uncounted). Rows come back in no particular order."""
         t = self.table(spec)
-        conds = [*self.claimable(spec), self.lease_free(spec)]
+        conds = [*self.claimable(spec, groups=groups), self.lease_free(spec)]
         inner = (
             f"SELECT {self.column(spec.id)} FROM {t}"
             + self.where(conds)

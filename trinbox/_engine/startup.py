@@ -77,6 +77,7 @@ def check(
         # The row lock form's opt-in (checked by the queue).
         count_at_claim=queue.attempt_at_claim,
         custom_claim=queue.custom is not None,
+        groups=queue.group_names,
     )
 
     if transactional and queue.batch_size is not None:
@@ -94,6 +95,7 @@ def check(
         batch=queue.batch_size is not None,
         transactional=transactional,
         where=where,
+        whole_rows=queue.whole_rows,
     )
     return Checked(dest, statements, plan)
 
