@@ -56,6 +56,12 @@ class Receiver:
         self._changed = trio.Event()
 
     async def serve(self, stream: trio.SocketStream) -> None:
+        try:
+            await self._answer(stream)
+        except trio.BrokenResourceError:
+            pass  # the relay died before it read the answer (killed mid-send)
+
+    async def _answer(self, stream: trio.SocketStream) -> None:
         async with stream:
             data = b""
             while b"\r\n\r\n" not in data:
