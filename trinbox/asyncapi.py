@@ -236,6 +236,8 @@ def _operation(mount: Mount, spec: TableSpec, channel: str, message: str) -> dic
         binding["maxAttempts"] = mount.attempts
     if mount.dead_letter_to is not None:
         binding["deadLetter"] = mount.dead_letter_to
+    if queue.group_names is not None:
+        binding["relay"] = list(queue.group_names.written)
     if queue.custom is not None:
         binding["customClaim"] = _handler_name(queue.custom.claim, qualified=True)
         if queue.custom.fetch is not None:

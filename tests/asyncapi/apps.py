@@ -35,6 +35,7 @@ from trinbox import (
     keys,
     subscriber,
 )
+from trinbox.outbox import Outbox, Record, relay
 
 # Credentials that must never reach the document: a user, an escaped password holding an @
 # and a colon, a password in the query, and the database's name.
@@ -179,4 +180,26 @@ def app() -> App:
     shop.include(my, store_blob)
     shop.include(my, welcome)
     shop.include(lite, take_order)
+    return shop
+
+
+class OrderEvents(Outbox, table="order_events"):
+    """What the shop announces outside its database."""
+
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+@relay(InboxQueue(OrderEvents, "webhook"), names=["orders.*", "payments.refunded"])
+async def to_webhook(record: Record) -> None:
+    """Send the shop's order events to its webhook."""
+
+
+def relayed() -> App:
+    """A relay of an outbox record table, on PostgreSQL."""
+    shop = App(AppInfo("relayed"))
+    shop.include(SqlBroker.postgres(PG_URL), to_webhook)
     return shop

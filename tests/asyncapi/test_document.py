@@ -253,6 +253,21 @@ def test_a_custom_claim_names_its_functions() -> None:
     assert "customClaim" not in _binding(document(apps.app())["operations"]["take_order"])
 
 
+def test_a_relay_names_the_names_it_serves() -> None:
+    doc = document(apps.relayed())
+    assert problems(doc) == []
+    operation = doc["operations"]["to_webhook"]
+    assert operation["description"] == "Send the shop's order events to its webhook."
+    found = _binding(operation)
+    assert found["handler"] == "tests.asyncapi.apps.to_webhook"
+    assert found["relay"] == ["payments.refunded", "orders.*"]
+    # Its channel is the record table's, every name of it; the message, the record's row.
+    channel = doc["channels"]["order_events"]
+    assert "group" not in _binding(channel)
+    assert _binding(channel)["columns"]["name"] == "group"
+    assert "relay" not in _binding(document(apps.app())["operations"]["take_order"])
+
+
 def test_types_of_one_name_get_names_of_their_own(tmp_path: Path) -> None:
     def video_with(field: str) -> type:
         # Two classes named Video, of different fields (as two modules could declare them).

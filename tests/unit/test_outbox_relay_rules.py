@@ -39,10 +39,10 @@ def test_names_are_whole_names_and_prefixes() -> None:
     made = relay(InboxQueue(Events, "some"), names=["orders.*", "b", "orders.*", "a"])(to_nowhere)
     assert made.queue.group_names == GroupNames(exact=("b", "a"), prefixes=("orders.",))
     assert made.queue.group_names is not None
-    assert made.queue.group_names.label == "b, a, orders.*"
+    assert made.queue.group_names.written == ("b", "a", "orders.*")
     # A * among them is every name.
     assert group_names("x", ["a", "*"]) == GroupNames()
-    assert group_names("x", None).label == "every name"
+    assert group_names("x", None).written == ("*",)
 
 
 @pytest.mark.parametrize(

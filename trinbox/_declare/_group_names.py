@@ -32,11 +32,12 @@ class GroupNames:
         return replace(self, skip=(*self.skip, group))
 
     @property
-    def label(self) -> str:
-        """How messages and the documents name them: ``every name`` or the names as given."""
+    def written(self) -> tuple[str, ...]:
+        """The names as a relay's ``names=`` writes them (``("*",)``: every name), for the
+        AsyncAPI document."""
         if self.every:
-            return "every name"
-        return ", ".join([*self.exact, *(prefix + "*" for prefix in self.prefixes)])
+            return ("*",)
+        return (*self.exact, *(prefix + "*" for prefix in self.prefixes))
 
 
 def group_names(where: str, names: Sequence[str] | None) -> GroupNames:

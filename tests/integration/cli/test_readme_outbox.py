@@ -1,0 +1,123 @@
+"""README "The outbox": its service, written to ``orders.py`` in an empty directory, runs as
+the README shows it, ``trinbox run orders:app`` in a process of its own, posting to an HTTP
+server the test starts: it prints what the README shows, the webhook gets what the README
+says with the headers it names, the declined order leaves no record, and Ctrl-C shuts it down
+with status 0. The DDL it shows is what ``trinbox schema`` prints, and the refusal it quotes
+is the class statement's."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import trio
+
+from trinbox import Group, Id, Payload, RetryAfter
+from trinbox.errors import DeclarationError
+from trinbox.outbox import Outbox
+
+from ..http_sink import receiver
+from ..readme import README, blocks, child_env
+from .kit import Running
+
+# The log lines' time stamp, as --log-format text writes it.
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 ")
+
+
+def section() -> str:
+    text = README.read_text()
+    start = text.index("## The outbox\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def shown(tag: str, fence: str) -> str:
+    found = re.search(rf"<!-- test: {tag} -->\n```{fence}\n(.*?)```", section(), re.DOTALL)
+    assert found is not None, f"README.md: the outbox's block {tag} moved"
+    return found.group(1)
+
+
+def run_shown() -> tuple[list[str], list[str]]:
+    """What the README shows ``trinbox run`` print: the service's lines (stdout) and the log
+    lines (stderr, time stamps left out), each in order."""
+    text = shown("readme_outbox_output", "console")
+    command, *lines = text.splitlines()
+    assert command == "$ WEBHOOK_URL=http://localhost:8080/events trinbox run orders:app"
+    lines = [line.removeprefix("^C") for line in lines]
+    logs = [STAMP.sub("", line) for line in lines if STAMP.match(line)]
+    printed = [line for line in lines if not STAMP.match(line)]
+    return printed, logs
+
+
+async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
+    (tmp_path / "orders.py").write_text(blocks("readme_program")["orders.py"])
+    printed, logs = run_shown()
+    assert len(printed) == 3
+    async with receiver() as webhook:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "trinbox", "run", "orders:app"],
+            cwd=tmp_path,
+            env=child_env(WEBHOOK_URL=webhook.url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        running = Running(process)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(running.pump, process.stdout, running.out)
+            nursery.start_soon(running.pump, process.stderr, running.err)
+            await running.wait_lines(*printed)
+            process.send_signal(signal.SIGINT)
+            assert await running.ended() == 0, running.err.decode()
+    # The background task and the relay print side by side: in either order.
+    assert sorted(running.out.decode().splitlines()) == sorted(printed)
+    assert [STAMP.sub("", line) for line in running.err.decode().splitlines()] == logs
+    got = [
+        (body["order"], body["http_headers"]["x-event"], body["http_headers"]["trinbox-outbox-id"])
+        for body in webhook.received
+    ]
+    assert got == [(1, "orders.placed", "1"), (3, "orders.placed", "2")]
+    assert "`X-Event: orders.placed` and\n`trinbox-outbox-id: 1` (then `2`)" in section()
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        orders = db.execute("SELECT id FROM orders ORDER BY id").fetchall()
+        events = db.execute(
+            "SELECT id, processed_at IS NOT NULL FROM order_events ORDER BY id"
+        ).fetchall()
+    assert orders == [(1,), (3,)]
+    assert events == [(1, 1), (2, 1)]
+
+
+def test_the_schema_shown_is_what_trinbox_schema_prints(tmp_path: Path) -> None:
+    (tmp_path / "orders.py").write_text(blocks("readme_program")["orders.py"])
+    assert "`trinbox schema orders:OrderEvents --dialect postgres`" in section()
+    done = subprocess.run(
+        [sys.executable, "-m", "trinbox", "schema", "orders:OrderEvents", "--dialect", "postgres"],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown("readme_outbox_schema", "")
+
+
+def test_the_refusal_quoted_is_the_class_statements() -> None:
+    try:
+
+        class OrderEvents(Outbox, table="order_events"):
+            id: Annotated[int, Id(generated=True)]
+            name: Annotated[str, Group()]
+            retry_after: Annotated[datetime, RetryAfter(generated=True)]
+            payload: Annotated[bytes, Payload()]
+
+    except DeclarationError as refused:
+        message = str(refused).replace(
+            "class test_the_refusal_quoted_is_the_class_statements.<locals>.OrderEvents",
+            "class OrderEvents",
+        )
+    assert f'*"{message}"*' in " ".join(section().split())
