@@ -100,24 +100,25 @@ def relay(
             f"class {queue.row.__qualname__}(Outbox, table={spec.table!r})"
         )
         raise DeclarationError(msg)
-    refused = (
-        (
-            "a relay sends each record outside the database, in no transaction of its own",
-            ".transactional()",
-        )
-        if queue.mode is Transactional
-        else ("a relay hands its sink one record at a time", f".batch({queue.batch_size})")
-        if queue.batch_size is not None
-        else ("a relay claims an outbox's records by name", ".custom_claim()")
-        if queue.custom is not None
-        else None
-    )
-    if refused is not None:
-        rule, option = refused
-        msg = f"{where}: {rule}, found {option}; drop it"
-        raise DeclarationError(msg)
+    _refuse_options(where, queue)
     chosen = group_names(where, names)
     return RelayFactory(evolve(queue, group_names=chosen, whole_rows=True))
+
+
+def _refuse_options(where: str, queue: InboxQueue[Any, Any, Any]) -> None:
+    """The queue options a relay cannot serve (untyped callers reach here with them)."""
+    found: tuple[str, str] | None = None
+    if queue.mode is Transactional:
+        rule = "a relay sends each record outside the database, in no transaction of its own"
+        found = (rule, ".transactional()")
+    elif queue.batch_size is not None:
+        found = ("a relay hands its sink one record at a time", f".batch({queue.batch_size})")
+    elif queue.custom is not None:
+        found = ("a relay claims an outbox's records by name", ".custom_claim()")
+    if found is not None:
+        rule, option = found
+        msg = f"{where}: {rule}, found {option}; drop it"
+        raise DeclarationError(msg)
 
 
 @final
