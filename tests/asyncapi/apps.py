@@ -30,6 +30,7 @@ from trinbox import (
     Payload,
     RawCodec,
     RetryAfter,
+    RoutedQueue,
     RowLock,
     SqlBroker,
     keys,
@@ -179,4 +180,23 @@ def app() -> App:
     shop.include(my, store_blob)
     shop.include(my, welcome)
     shop.include(lite, take_order)
+    return shop
+
+
+@subscriber(RoutedQueue("orders.placed"))
+async def place(order: Order, out: keys.Out) -> HandlerOutcome:
+    """Place an order, and hand it on by name."""
+    return HandlerOutcome.ack().reply("orders.packed", order)
+
+
+def routed() -> App:
+    """Routes by name: a subscription by name on the group its route leads it to, and a
+    subscription of a table without groups that names route into."""
+    pg, _, lite = brokers()
+    pg.route(Job, "orders.*")
+    pg.route(Job, "orders.invoiced")
+    lite.route(Job, "audit.*")
+    shop = App(AppInfo("routed"))
+    shop.include(pg, place)
+    shop.include(pg, send_invoice)  # group "invoices": no route leads a name there
     return shop
