@@ -23,7 +23,7 @@ from .readme import README, block, child_env
 from .serving import make_app, serving
 from .stands import SERVER_STANDS, StandName, fresh_stand
 
-SECTION = README.read_text().split("### Publishing by name: routes", 1)[1].split("\n## ", 1)[0]
+SECTION = README.read_text().split("### Publishing by name: routes", 1)[1].split("\n### ", 1)[0]
 HOUR = 3600.0
 
 

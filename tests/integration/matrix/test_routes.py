@@ -14,14 +14,30 @@ poll in virtual time.)
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from datetime import datetime
+from typing import Annotated, Any, cast
 
 import pytest
 import trio
 
-from trinbox import HandlerOutcome, InboxQueue, RoutedQueue, keys, subscriber
+from trinbox import (
+    FailurePolicy,
+    HandlerOutcome,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    OnFailure,
+    Payload,
+    RoutedQueue,
+    keys,
+    subscriber,
+)
+from trinbox.errors import DatabaseError
 from trinbox.testing import VirtualClock, settled
 from trinbox.typing import Subscriber
 
@@ -225,3 +241,44 @@ async def test_a_name_routed_into_a_table_without_groups_picks_the_table(case: C
         with trio.fail_after(10):
             await settled(app, audit, 2)
     assert sorted(seen, key=str) == [{"order": 1}, {"order": 2}]
+
+
+class Lost(Inbox[Lease], table="lost_jobs"):
+    """A table nobody created: a follow-up routed here fails to write."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
+async def test_a_follow_up_that_fails_to_write_fails_the_delivery_by_its_policy(
+    case: Case, transactional: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    insert_emails(case.stand, [b'{"order": 1}'], name="orders.placed")
+    broker = case.stand.broker(poll_interval=HOUR)
+    broker.route(case.email, "orders.*")
+    broker.route(Lost, "lost.*")
+    queue = InboxQueue(case.email, "orders.placed").on_failure(
+        OnFailure(handler=FailurePolicy.DROP)
+    )
+
+    async def handle(placed: Placed, out: keys.Out) -> None:
+        out.reply("orders.packed", Packed(placed.order), customer="a")
+        out.reply("lost.parcel", Packed(placed.order))
+
+    sub = mounted(queue, handle, transactional=transactional)
+    app = make_app()
+    app.include(broker, sub)
+    with caplog.at_level(logging.WARNING, "trinbox.delivery"):
+        async with serving(app):
+            with trio.fail_after(10):
+                await settled(app, sub, 1)
+    assert app.statistics(sub).dropped == 1
+    [record] = [r for r in caplog.records if r.name == "trinbox.delivery"]
+    assert "writing the handler's follow-up messages failed; policy drop" in record.getMessage()
+    assert isinstance(record.exc_info and record.exc_info[1], DatabaseError)
+    # Written in the delivery's transaction, the first follow-up went with the failed one; on
+    # its own, it was written before the second failed.
+    names = [name for name, _ in names_and_payloads(case.stand)]
+    assert names == ([] if transactional else ["orders.packed"])
