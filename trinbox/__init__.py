@@ -28,6 +28,7 @@ from ._api.outcome import HandlerOutcome as HandlerOutcome
 from ._api.outcome import OnFailure as OnFailure
 from ._api.queue import InboxQueue as InboxQueue
 from ._api.queue import subscriber as subscriber
+from ._api.routed import RoutedQueue as RoutedQueue
 from ._broker.broker import SqlBroker as SqlBroker
 from ._broker.clocks import DatabaseClock as DatabaseClock
 from ._broker.clocks import SystemClock as SystemClock
@@ -97,6 +98,7 @@ __all__ = [
     "SystemClock",
     "Publisher",
     "InboxQueue",
+    "RoutedQueue",
     "subscriber",
     "HandlerOutcome",
     "Backoff",

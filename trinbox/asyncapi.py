@@ -141,7 +141,13 @@ class _Parts:
         if key not in self._channel_of:
             base = spec.qualified_name if group is None else f"{spec.qualified_name}.{group}"
             name = _unique(_safe(base), self.channels)
-            self.channels[name] = _channel(spec, group, self.servers[id(broker)], every=every)
+            self.channels[name] = _channel(
+                spec,
+                group,
+                self.servers[id(broker)],
+                every=every,
+                routes=_routes(broker, spec, group),
+            )
             self._channel_of[key] = name
         return self._channel_of[key]
 
@@ -191,7 +197,20 @@ def _server(broker: SqlBroker[Any]) -> dict[str, Any]:
 # -- channels and operations ----------------------------------------------------------------------
 
 
-def _channel(spec: TableSpec, group: str | None, server: str, *, every: bool) -> dict[str, Any]:
+def _routes(broker: SqlBroker[Any], spec: TableSpec, group: str | None) -> list[str]:
+    """The route patterns whose publishes land in the channel: the route its group's name
+    takes, when it leads into this table; into a table without groups, every one into it."""
+    if group is None:
+        return [r.pattern for r in broker.routes.into(spec)]
+    route = broker.routes.find(group)
+    if route is None or route.spec.qualified_name != spec.qualified_name:
+        return []
+    return [route.pattern]
+
+
+def _channel(
+    spec: TableSpec, group: str | None, server: str, *, every: bool, routes: list[str]
+) -> dict[str, Any]:
     binding: dict[str, Any] = {"bindingVersion": BINDING_VERSION, "table": spec.qualified_name}
     if group is not None:
         binding["group"] = group
@@ -204,6 +223,8 @@ def _channel(spec: TableSpec, group: str | None, server: str, *, every: bool) ->
         binding["fifo"] = True
     if every:
         binding["everyGroup"] = True
+    if routes:
+        binding["routes"] = routes
     binding["columns"] = {col.column: col.role or "data" for col in spec.columns}
     title = spec.qualified_name if group is None else f"{spec.qualified_name}, group {group}"
     if every:
@@ -229,6 +250,8 @@ def _operation(mount: Mount, spec: TableSpec, channel: str, message: str) -> dic
     if queue.batch_size is not None:
         binding["batch"] = queue.batch_size
     binding["transactional"] = queue.mode is Transactional
+    if mount.subscriber.routed is not None:
+        binding["byName"] = True
     binding["pollInterval"] = _seconds(queue.poll_every or mount.broker.poll_interval)
     if spec.form is Lease:
         binding["lease"] = _seconds(queue.lease_for or mount.broker.lease)

@@ -6,7 +6,8 @@
     │   ├── UnsupportedIsolation  the dialect opens no transaction at the table's isolation/mode
     │   │   └── FifoAtSerializable  a MySQL row lock FIFO table at SERIALIZABLE
     │   ├── UnsupportedFetch    a custom claim on a dialect that reads no rows by a list of ids
-    │   └── IdentifierTooLong   a name is over the dialect's limit
+    │   ├── IdentifierTooLong   a name is over the dialect's limit
+    │   └── NoRoute             no route leads a published name to a table
     ├── StartupError            a subscription could not open
     │   ├── SchemaError         a statement failed to prepare (missing table or column)
     │   ├── ServerTooOld        MySQL/MariaDB below the supported floor
@@ -48,6 +49,7 @@ __all__ = [
     "LeaseLost",
     "LockNotAvailable",
     "MissingDriver",
+    "NoRoute",
     "PoolExhausted",
     "SchemaError",
     "ServerTooOld",
@@ -89,6 +91,15 @@ class FifoAtSerializable(UnsupportedIsolation):
 
 class IdentifierTooLong(DeclarationError):
     """A table, schema or column name is longer than the dialect allows."""
+
+
+class NoRoute(DeclarationError):
+    """No route of the broker leads a message name to a table (``name``); the message names
+    the route to add, ``broker.route(Row, "name")``."""
+
+    def __init__(self, message: str, *, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name
 
 
 class StartupError(TrinboxError):

@@ -25,6 +25,7 @@ from typing import Any
 import trio
 
 from ._api.queue import Subscriber
+from ._api.routed import RoutedSubscriber
 from ._drivers._activity import calls_in_flight
 from ._engine.app import App
 
@@ -76,12 +77,14 @@ class VirtualClock(trio.abc.Clock):
         return 0.0
 
 
-async def settled(app: App, subscriber: Subscriber[Any, Any], count: int) -> None:
+async def settled(
+    app: App, subscriber: Subscriber[Any, Any] | RoutedSubscriber[Any], count: int
+) -> None:
     """Wait until ``count`` deliveries of ``subscriber`` have been settled or released."""
     await app._subscription(subscriber).wait_finished(count)  # pyright: ignore[reportPrivateUsage]
 
 
-async def idle(app: App, subscriber: Subscriber[Any, Any]) -> None:
+async def idle(app: App, subscriber: Subscriber[Any, Any] | RoutedSubscriber[Any]) -> None:
     """Wait until the claim loop of ``subscriber`` waits for its poll interval or a wake (its
     last claim found fewer rows than it could take)."""
     await app._subscription(subscriber).wait_idle()  # pyright: ignore[reportPrivateUsage]

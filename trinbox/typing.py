@@ -27,6 +27,11 @@ from ._api.refusals import NotAHandler as NotAHandler
 from ._api.refusals import OutcomeListNeedsBatch as OutcomeListNeedsBatch
 from ._api.refusals import PayloadHandlerTakesTheMessage as PayloadHandlerTakesTheMessage
 from ._api.refusals import TxNeedsTransactional as TxNeedsTransactional
+from ._api.routed import ByNameNeverTransactional as ByNameNeverTransactional
+from ._api.routed import RoutedBatchSubscriberFactory as RoutedBatchSubscriberFactory
+from ._api.routed import RoutedSubscriber as RoutedSubscriber
+from ._api.routed import RoutedSubscriberFactory as RoutedSubscriberFactory
+from ._api.routes import Route as Route
 from ._declare._capabilities import AnyDatabase as AnyDatabase
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
@@ -77,10 +82,16 @@ __all__ = [
     "Needs",
     "Mount",
     "ShutdownReport",
+    # routes by name, and the subscriptions by name they lead to
+    "Route",
+    "RoutedSubscriber",
+    "RoutedSubscriberFactory",
+    "RoutedBatchSubscriberFactory",
     # the refusals a broken rule turns a queue argument or a handler into
     "BatchTakesAList",
     "BatchTakesNoRowKeys",
     "BatchesNeverTransactional",
+    "ByNameNeverTransactional",
     "ContextKeyNotOptional",
     "DecorateWithSubscriber",
     "HandlerTakesAnotherRow",

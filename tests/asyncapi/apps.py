@@ -30,6 +30,7 @@ from trinbox import (
     Payload,
     RawCodec,
     RetryAfter,
+    RoutedQueue,
     RowLock,
     SqlBroker,
     keys,
@@ -202,4 +203,23 @@ def relayed() -> App:
     """A relay of an outbox record table, on PostgreSQL."""
     shop = App(AppInfo("relayed"))
     shop.include(SqlBroker.postgres(PG_URL), to_webhook)
+    return shop
+
+
+@subscriber(RoutedQueue("orders.placed"))
+async def place(order: Order, out: keys.Out) -> HandlerOutcome:
+    """Place an order, and hand it on by name."""
+    return HandlerOutcome.ack().reply("orders.packed", order)
+
+
+def routed() -> App:
+    """Routes by name: a subscription by name on the group its route leads it to, and a
+    subscription of a table without groups that names route into."""
+    pg, _, lite = brokers()
+    pg.route(Job, "orders.*")
+    pg.route(Job, "orders.invoiced")
+    lite.route(Job, "audit.*")
+    shop = App(AppInfo("routed"))
+    shop.include(pg, place)
+    shop.include(pg, send_invoice)  # group "invoices": no route leads a name there
     return shop

@@ -502,3 +502,39 @@ def test_a_subscription_over_every_group_is_one_channel_of_its_table() -> None:
     assert binding["fifo"] is True
     assert binding["everyGroup"] is True
     assert "group" not in binding
+
+
+class Audit(Inbox[Lease], table="audit_jobs"):
+    """One queue: names routed here only pick the table."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+def test_routes_and_subscriptions_by_name_are_shown() -> None:
+    doc = document(apps.routed())
+    assert problems(doc) == []
+    channels = {name: _binding(channel) for name, channel in doc["channels"].items()}
+    # orders.placed takes the prefix route (the exact one is another name's).
+    assert channels["work.jobs.orders.placed"]["routes"] == ["orders.*"]
+    assert channels["work.jobs.orders.placed"]["group"] == "orders.placed"
+    assert "routes" not in channels["work.jobs.invoices"]
+    operations = {name: _binding(op) for name, op in doc["operations"].items()}
+    assert operations["place"]["byName"] is True
+    assert "byName" not in operations["send_invoice"]
+
+
+def test_a_table_without_groups_shows_every_route_into_it() -> None:
+    broker = SqlBroker.sqlite(apps.SQLITE_URL)
+    broker.route(Audit, "audit.*")
+    broker.route(Audit, "billing.audit")
+
+    @subscriber(InboxQueue(Audit, "audit"))
+    async def audit(entry: bytes) -> None:
+        pass
+
+    app = App(AppInfo("audit"))
+    app.include(broker, audit)
+    (channel,) = document(app)["channels"].values()
+    assert _binding(channel)["routes"] == ["audit.*", "billing.audit"]

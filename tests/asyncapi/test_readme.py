@@ -71,7 +71,7 @@ def test_the_binding_table_names_every_field() -> None:
     ledger = App(AppInfo("ledger"))
     ledger.include(SqlBroker.postgres(apps.PG_URL), post)
     seen: dict[str, set[str]] = {}
-    for app in (apps.app(), pooled, ledger, apps.relayed()):
+    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed()):
         for kind, fields in _bindings(document(app)).items():
             seen.setdefault(kind, set()).update(fields)
     table: dict[str, set[str]] = {}

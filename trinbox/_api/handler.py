@@ -18,14 +18,21 @@ from .._declare._spec import TableSpec
 from .._util import as_bytes
 from ..errors import DeclarationError
 from .codecs import Codec
-from .handles import Attempt, Pool, RowId, Tx
+from .handles import Attempt, Out, Pool, RowId, Tx
 
 __all__ = ["HandlerPlan", "decode_row", "plan_handler", "row_id"]
 
-_KEYS: dict[object, str] = {Attempt: "attempt", RowId: "row_id", Tx: "tx", Pool: "pool"}
-_KEY_NAMES = {"attempt": "Attempt", "row_id": "RowId", "tx": "Tx", "pool": "Pool"}
-# Keys of one row, which a batch of rows has no single value of.
-_PER_ROW = ("attempt", "row_id", "tx")
+_KEYS: dict[object, str] = {
+    Attempt: "attempt",
+    RowId: "row_id",
+    Tx: "tx",
+    Pool: "pool",
+    Out: "out",
+}
+_KEY_NAMES = {"attempt": "Attempt", "row_id": "RowId", "tx": "Tx", "pool": "Pool", "out": "Out"}
+# Keys of one row, which a batch of rows has no single value of (a batch's follow-ups would
+# belong to no row: a batch handler replies in no form).
+_PER_ROW = ("attempt", "row_id", "tx", "out")
 _LISTS = (
     list,
     typing.Sequence,
@@ -101,14 +108,21 @@ def plan_handler(
         if key is None:
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
-                f"keys.RowId, keys.Pool, keys.Tx), found {param.name}: {_show(hint)}; annotate "
-                f"it with one"
+                f"keys.RowId, keys.Pool, keys.Tx, keys.Out), found {param.name}: "
+                f"{_show(hint)}; annotate it with one"
             )
             raise DeclarationError(msg)
         if key == "tx" and not transactional:
             msg = (
                 f"{where}: keys.Tx, the delivery's transaction, is lent only in transactional "
                 f"mode; subscribe with InboxQueue(Row, name).transactional()"
+            )
+            raise DeclarationError(msg)
+        if key == "out" and batch:
+            msg = (
+                f"{where}: a batch handler replies in no form (its follow-ups would belong "
+                f"to no one row), found keys.Out; publish them with broker.publish_named "
+                f"(keys.Pool's work, committed on its own), or drop .batch(..)"
             )
             raise DeclarationError(msg)
         if key in _PER_ROW and batch:
@@ -121,6 +135,12 @@ def plan_handler(
             msg = (
                 f"{where}: keys.Attempt reads the table's Attempt field, found none on "
                 f"{spec.label}; add one, like attempt: Annotated[int, Attempt()]"
+            )
+            raise DeclarationError(msg)
+        if keys and keys[-1] == "out" and key != "out":
+            msg = (
+                f"{where}: keys.Out is a handler's last parameter, found {param.name}: "
+                f"keys.{_KEY_NAMES[key]} after it; move the keys.Out parameter to the end"
             )
             raise DeclarationError(msg)
         if key in keys:

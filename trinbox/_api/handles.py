@@ -1,5 +1,5 @@
 """What a handler may take besides its message: ``keys.Attempt``, ``keys.RowId``, ``keys.Tx``,
-``keys.Pool``."""
+``keys.Pool``, ``keys.Out``."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from .._drivers._base import Connection, Record
 from .._drivers._base import Pool as DriverPool
 from .._holders.connections import give_back, rollback_quietly
 from ..errors import TransactionHeld
+from .routes import Reply, Route, Routes
 
-__all__ = ["Attempt", "Held", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "Held", "Out", "Pool", "RowId", "Tx"]
 
 Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""
@@ -31,10 +32,12 @@ RowId = NewType("RowId", object)
 
 WriteRow = Callable[..., Awaitable[tuple[str, str | None]]]
 """How a ``Tx`` publishes: its broker writes the row on the given connection, and says where
-it went (the table and group to wake once the transaction commits)."""
+it went (the table and group to wake once the transaction commits). The same for a publish by
+name, where the broker's routes lead it."""
 
 D = TypeVar("D", bound=Serves[Any], covariant=True, default=Any)
 F = TypeVar("F", bound=Form)
+T = TypeVar("T")
 
 # What a kept Tx raises, by where its transaction came from.
 DELIVERY = (
@@ -46,6 +49,10 @@ BLOCK = (
     "a transaction from broker.transaction() ends with its async with block, found its Tx "
     "used after the block; do the work inside the block, or open another transaction with "
     "async with broker.transaction() as tx"
+)
+OUT_SETTLED = (
+    "a delivery's follow-ups are written when it settles, found keys.Out's reply(..) after "
+    "the delivery settled; reply inside the handler, or publish with broker.publish_named"
 )
 HELD = (
     "a connection from keys.Pool.connection() goes back to the pool with its async with "
@@ -95,11 +102,18 @@ class Tx(_Runs, Generic[D]):
     as the broker's does); a handler's ``keys.Tx`` is ``Tx[Any]``."""
 
     def __init__(
-        self, conn: Connection, write: WriteRow, style: ParamStyle, *, ended: str = DELIVERY
+        self,
+        conn: Connection,
+        write: WriteRow,
+        style: ParamStyle,
+        *,
+        ended: str = DELIVERY,
+        write_named: WriteRow | None = None,
     ) -> None:
         self._tx_conn: Connection | None = conn
         self._style = style
         self._write = write
+        self._write_named = write_named
         self._ended = ended
         self.published: list[tuple[str, str | None]] = []
 
@@ -129,6 +143,30 @@ class Tx(_Runs, Generic[D]):
     async def publish(self, row_type: Any, message: object = None, **columns: object) -> None:
         """Write a row into a queue table inside this transaction; it commits with it."""
         self.published.append(await self._write(self._conn, row_type, message, **columns))
+
+    @overload
+    async def publish_named(
+        self, to: Route[T], message: T, *, delay: timedelta | None = ..., **columns: object
+    ) -> None: ...
+    @overload
+    async def publish_named(
+        self, to: str, message: object, *, delay: timedelta | None = ..., **columns: object
+    ) -> None: ...
+    async def publish_named(
+        self,
+        to: str | Route[Any],
+        message: object,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None:
+        """Write ``message`` by name inside this transaction, where the broker's routes lead
+        it (see ``SqlBroker.publish_named``); it commits with the transaction."""
+        if self._write_named is None:
+            msg = "this transaction publishes no names: its broker has no routes to lead them"
+            raise TypeError(msg)
+        written = await self._write_named(self._conn, to, message, delay=delay, **columns)
+        self.published.append(written)
 
     @overload
     async def publish_row(
@@ -211,3 +249,45 @@ class Pool(_Runs):
             if conn.in_transaction:
                 await rollback_quietly(conn)
             await give_back(self._pool, conn)
+
+
+@final
+class Out:
+    """A handler's out slots: follow-up messages by name, ``out.reply(name, message)`` as
+    often as the handler likes. They are written when the delivery is acked, in its
+    transaction on a transactional mount (so they commit with the ack and never without it),
+    where the broker's routes lead their names; every other outcome discards them. A name no
+    route leads raises ``NoRoute`` at the call, in the handler."""
+
+    def __init__(self, routes: Routes) -> None:
+        self._routes = routes
+        self._replies: list[Reply] | None = []
+
+    @overload
+    def reply(
+        self, to: Route[T], message: T, *, delay: timedelta | None = ..., **columns: object
+    ) -> None: ...
+    @overload
+    def reply(
+        self, to: str, message: object, *, delay: timedelta | None = ..., **columns: object
+    ) -> None: ...
+    def reply(
+        self,
+        to: str | Route[Any],
+        message: object,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None:
+        """Send ``message`` to ``to`` (a name, or an exact route) once the delivery is acked;
+        ``columns`` give the row's other fields, ``delay`` makes it due later."""
+        if self._replies is None:
+            raise TransactionHeld(OUT_SETTLED)
+        self._routes.lead(to, where="keys.Out.reply")
+        self._replies.append(Reply(to, message, delay, columns))
+
+    def take(self) -> list[Reply]:
+        """The follow-ups sent so far, in order; the slots close (a later reply raises
+        ``TransactionHeld``)."""
+        replies, self._replies = self._replies or [], None
+        return replies

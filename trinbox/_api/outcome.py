@@ -5,21 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
-from typing import final
+from typing import Any, TypeVar, final, overload
+
+from .routes import Reply, Route
 
 __all__ = ["FailurePolicy", "HandlerOutcome", "OnFailure"]
+
+T = TypeVar("T")
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class HandlerOutcome:
-    """A handler's decision: ``ack()``, ``retry()``, ``retry_after(delay)`` or ``drop()``.
+    """A handler's decision: ``ack()``, ``retry()``, ``retry_after(delay)`` or ``drop()``;
+    an ack may carry follow-up messages, ``ack().reply(name, message)``.
 
     Returning ``None`` from a handler is ``ack()``.
     """
 
     kind: str
     delay: timedelta | None = None
+    replies: tuple[Reply, ...] = ()
 
     def __post_init__(self) -> None:
         # Outcomes are made by the class methods; one made by hand is checked as strictly.
@@ -33,6 +39,12 @@ class HandlerOutcome:
             msg = (
                 f"only retry_after carries a delay (a timedelta), found kind {self.kind!r} with "
                 f"delay {self.delay!r}; use HandlerOutcome.retry_after(delay)"
+            )
+            raise ValueError(msg)
+        if self.replies and self.kind != "ack":
+            msg = (
+                f"follow-up messages are written with the ack, found {len(self.replies)} on a "
+                f"{self.kind} outcome; reply from HandlerOutcome.ack()"
             )
             raise ValueError(msg)
 
@@ -61,6 +73,36 @@ class HandlerOutcome:
     def drop(cls) -> HandlerOutcome:
         """Finish the row without success; it never returns (same SQL as ack)."""
         return cls("drop")
+
+    @overload
+    def reply(
+        self, to: Route[T], message: T, *, delay: timedelta | None = None, **columns: object
+    ) -> HandlerOutcome: ...
+    @overload
+    def reply(
+        self, to: str, message: object, *, delay: timedelta | None = None, **columns: object
+    ) -> HandlerOutcome: ...
+    def reply(
+        self,
+        to: str | Route[Any],
+        message: object,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> HandlerOutcome:
+        """This ack, with ``message`` sent to ``to`` (a name, or an exact route) as a
+        follow-up: written when the ack settles (in the delivery's transaction on a
+        transactional mount, so it commits with the ack and never without it), where the
+        broker's routes lead the name. Chain it for several; ``columns`` give the row's other
+        fields, ``delay`` makes it due later."""
+        if self.kind != "ack":
+            msg = (
+                f"follow-up messages are written with the ack, found {self.kind}()"
+                f".reply({to!r}, ..); reply from HandlerOutcome.ack()"
+            )
+            raise ValueError(msg)
+        reply = Reply(to, message, delay, columns)
+        return HandlerOutcome(self.kind, self.delay, (*self.replies, reply))
 
     @property
     def is_ack(self) -> bool:

@@ -64,7 +64,7 @@ from .._util import evolve, positive_duration
 from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
-from .handles import AnyTx, Attempt, Held, Pool, RowId
+from .handles import AnyTx, Attempt, Held, Out, Pool, RowId
 from .outcome import HandlerOutcome, OnFailure
 from .refusals import (
     BatchTakesAList,
@@ -96,6 +96,7 @@ __all__ = [
     "SubscriberFactory",
     "TransactionalSubscriberFactory",
     "bind",
+    "check_handler",
     "factory_for",
     "subscriber",
 ]
@@ -147,6 +148,8 @@ Made = TypeVar("Made", covariant=True)
 G = TypeVar("G")
 
 # The context keys a handler takes (each may repeat for mypy; handler.py refuses a repeat).
+# keys.Out comes last, in overloads of its own: a constraint more on each slot would multiply
+# the signatures a checker expands (five keys in five slots: 3125 each).
 K1 = TypeVar("K1", Attempt, Pool, RowId)
 K2 = TypeVar("K2", Attempt, Pool, RowId)
 K3 = TypeVar("K3", Attempt, Pool, RowId)
@@ -497,6 +500,8 @@ class Subscriber(Generic[SR, M, H, N]):
 
     queue: InboxQueue[Any, Any, Any]
     handler: H
+    # A subscription by name mounted on a broker: the RoutedSubscriber it was resolved from.
+    routed: object = None
 
     def __init__(self, queue: DecorateWithSubscriber, handler: DecorateWithSubscriber) -> None:
         msg = (
@@ -513,21 +518,22 @@ class Subscriber(Generic[SR, M, H, N]):
 
 def bind(queue: InboxQueue[Any, Any, Any], handler: object) -> Subscriber[Any, Any, Any, Any]:
     """The subscriber of ``handler`` on ``queue`` (what the decorator returns)."""
-    _check_handler(handler, queue)
+    check_handler(handler, f"queue {queue.name!r} of {queue.row.__qualname__}")
     made: Subscriber[Any, Any, Any, Any] = object.__new__(Subscriber)  # pyright: ignore[reportUnknownVariableType]
     made.queue = queue
     made.handler = handler
     return made
 
 
-def _check_handler(handler: object, queue: InboxQueue[Any, Any, Any]) -> None:
+def check_handler(handler: object, of: str) -> None:
     """A handler is an ``async def`` (or an object whose ``__call__`` is one): a plain function
-    would fail on every delivery, so it is refused where it is bound."""
+    would fail on every delivery, so it is refused where it is bound (``of``: its queue, as
+    messages name it)."""
     name = getattr(handler, "__qualname__", repr(handler))
     if not callable(handler):
         msg = (
-            f"a subscriber's handler is an async function, found {handler!r} for queue "
-            f"{queue.name!r} of {queue.row.__qualname__}; decorate an `async def`"
+            f"a subscriber's handler is an async function, found {handler!r} for {of}; "
+            f"decorate an `async def`"
         )
         raise TypeError(msg)
     target: object = handler
@@ -539,7 +545,7 @@ def _check_handler(handler: object, queue: InboxQueue[Any, Any, Any]) -> None:
     ):
         msg = (
             f"a subscriber's handler is an async function, found the plain function {name} "
-            f"for queue {queue.name!r} of {queue.row.__qualname__}; declare it `async def`"
+            f"for {of}; declare it `async def`"
         )
         raise TypeError(msg)
 
@@ -627,6 +633,22 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> _Plain[R, Callable[[object, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, K1, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, K1, K2, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, K2, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, K1, K2, K3, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, K2, K3, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self: SubscriberFactory[PayloadRow, Any, Any], fn: Callable[Concatenate[PR, ...], object]
     ) -> PayloadHandlerTakesTheMessage: ...
     @overload
@@ -645,6 +667,22 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, K1, K2, K3], Awaitable[X1]]
     ) -> _Plain[R, Callable[[R, K1, K2, K3], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, K1, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, K1, K2, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, K2, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, K1, K2, K3, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, K2, K3, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -667,6 +705,22 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[T, K1, K2, K3], Awaitable[X1]]
     ) -> _Plain[R, Callable[[T, K1, K2, K3], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, K1, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, K1, K2, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, K2, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, K1, K2, K3, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, K2, K3, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
@@ -739,6 +793,26 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, X1K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, X1K, X2K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, X1K, X2K, X3K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, X1K, X2K, X3K, X4K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self: TransactionalSubscriberFactory[PayloadRow, Any, Any],
         fn: Callable[Concatenate[PR, ...], object],
     ) -> PayloadHandlerTakesTheMessage: ...
@@ -762,6 +836,26 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]]
     ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, X2K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, X2K, X3K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, X2K, X3K, X4K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -788,6 +882,26 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]]
     ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, X2K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, X2K, X3K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, X2K, X3K, X4K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
@@ -840,6 +954,14 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, AnyTx, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Out, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Out, ...], Awaitable[object]]
     ) -> BatchTakesNoRowKeys: ...
     # the message: a list of rows or messages
     @overload
@@ -897,7 +1019,11 @@ def subscriber(queue: Subscribable[G]) -> G:
     transactional mode ``keys.Tx``, each once (a batch takes ``keys.Pool`` only). It returns a
     ``HandlerOutcome`` (``None`` is ack; a batch may return one per row).
     """
-    # At runtime the queue's kind is read off its settings (factory_for), for any caller.
+    # At runtime the queue's kind is read off its settings (factory_for), for any caller; a
+    # queue of another kind (a RoutedQueue) names its own factory.
+    found: object = queue
+    if not isinstance(found, InboxQueue) and callable(getattr(type(found), "_subscribe", None)):
+        return queue._subscribe()  # pyright: ignore[reportPrivateUsage]
     return cast("G", factory_for(cast("InboxQueue[Any, Any, Any]", queue)))
 
 

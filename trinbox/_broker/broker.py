@@ -23,6 +23,7 @@ from .._api.handles import BLOCK as TX_BLOCK
 from .._api.handles import DELIVERY as TX_DELIVERY
 from .._api.handles import Pool as HandlerPool
 from .._api.handles import Tx
+from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, spec_of
 from .._declare._markers import Form
@@ -42,7 +43,7 @@ from .._drivers._urls import Kind, redacted
 from .._holders._base import whole_seconds
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
-from ..errors import Closed, DatabaseError
+from ..errors import Closed, DatabaseError, DeclarationError
 from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
@@ -55,6 +56,7 @@ publish_log = logging.getLogger("trinbox.publish")
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
+T = TypeVar("T")
 
 
 class SqlBroker(Generic[D]):
@@ -95,6 +97,7 @@ class SqlBroker(Generic[D]):
         self.pgbouncer: PoolMode | None = check_pool_mode(pgbouncer)
         self._pool_options = driver_options(self.pgbouncer)
         self.wakes: WakeBoard = WakeBoard()
+        self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
         self._queues: set[tuple[str, str | None]] = set()
@@ -348,6 +351,40 @@ class SqlBroker(Generic[D]):
         finally:
             await give_back(pool, conn)
 
+    # -- routes ----------------------------------------------------------------------------------
+
+    @overload
+    def route(
+        self: SqlBroker[Serves[tuple[F, Any]]], row_type: type[RowOf[F, Any]], pattern: str
+    ) -> Route[object]: ...
+    @overload
+    def route(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        pattern: str,
+        message: type[T],
+    ) -> Route[T]: ...
+    def route(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        pattern: str,
+        message: type[Any] = object,
+    ) -> Route[Any]:
+        """Lead publishes of the name ``pattern`` into ``row_type``'s table, the name written
+        into its ``Group`` field (a table without one is one queue: the name only picks the
+        table); ``"prefix*"`` leads every name with that prefix. An exact route beats a
+        prefix, the longer prefix the shorter, and a pattern routed again takes the last
+        route. ``message`` names the messages' type, which type checkers then check wherever
+        the route stands for its name (``publish_named``, ``reply``, ``keys.Out``).
+
+        Routes are the broker's: declare them before ``app.include`` mounts a subscription
+        by name (``RoutedQueue``) on it."""
+        name = getattr(row_type, "__qualname__", repr(row_type))
+        route = make_route(row_type, pattern, message, where=f"route({name}, {pattern!r})")
+        self.dialect.check(route.spec)
+        self.routes.add(route)
+        return route
+
     # -- publishing ------------------------------------------------------------------------------
 
     async def publish(
@@ -369,6 +406,77 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         await self._write(spec, message, delay, columns)
         self.wakes.wake(spec.qualified_name, group_of(spec, columns))
+
+    @overload
+    async def publish_named(
+        self,
+        to: Route[T],
+        message: T,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None: ...
+    @overload
+    async def publish_named(
+        self,
+        to: str,
+        message: object,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None: ...
+    async def publish_named(
+        self,
+        to: str | Route[Any],
+        message: object,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> None:
+        """Publish ``message`` by name: into the table the broker's routes lead ``to`` (a
+        name, or an exact route), the name into its ``Group`` field, and wake the local
+        subscription of that group. ``NoRoute`` when no route leads the name."""
+        if self._closed:
+            raise Closed("the broker is shut down; publish before shutdown")
+        spec, fields = self._routed(to, columns, where="publish_named")
+        await self._write(spec, message, delay, fields)
+        self.wakes.wake(spec.qualified_name, group_of(spec, fields))
+
+    async def write_reply(
+        self, reply: Reply, conn: Connection | None, *, where: str
+    ) -> tuple[str, str | None]:
+        """A handler's follow-up message, where the routes lead its name: on ``conn``, the
+        delivery's transaction (it commits with the ack, and the caller wakes its
+        subscription then), else on a pooled connection of its own, woken at once. Where it
+        went: the table and group."""
+        if self._closed:
+            raise Closed("the broker is shut down; a reply is written before shutdown")
+        spec, fields = self._routed(reply.to, dict(reply.columns), where=where)
+        await self._write(spec, reply.message, reply.delay, fields, conn)
+        written = (spec.qualified_name, group_of(spec, fields))
+        if conn is None:
+            self.wakes.wake(*written)
+        return written
+
+    def _routed(
+        self, to: str | Route[Any], columns: dict[str, object], *, where: str
+    ) -> tuple[TableSpec, dict[str, object]]:
+        """The table the routes lead ``to`` into, and the row's fields with the name in its
+        Group field. A lookup: no query."""
+        name, route = self.routes.lead(to, where=where)
+        spec = route.spec
+        group = spec.group
+        if group is None:
+            return spec, columns
+        given = columns.get(group.field, name)
+        if given != name:
+            msg = (
+                f"{where}: a message published by name goes into the Group field {group.field} "
+                f"of {spec.label} as its name, found {group.field}={given!r} beside the name "
+                f"{name!r}; leave {group.field}= out, or publish the name {given!r}"
+            )
+            raise DeclarationError(msg)
+        return spec, {**columns, group.field: name}
 
     async def publish_row(
         self: SqlBroker[Serves[tuple[F, Any]]],
@@ -479,7 +587,9 @@ class SqlBroker(Generic[D]):
     def tx_on(self, conn: Connection, *, ended: str = TX_DELIVERY) -> Tx[D]:
         """The ``Tx`` of a transaction open on ``conn`` (a delivery's, unless ``ended`` says
         otherwise): its publishes write through this broker, on ``conn``."""
-        return Tx(conn, self._write_in, self.dialect.style, ended=ended)
+        return Tx(
+            conn, self._write_in, self.dialect.style, ended=ended, write_named=self._write_named_in
+        )
 
     async def _write_in(
         self,
@@ -494,6 +604,20 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         await self._write(spec, message, delay, columns, conn)
         return spec.qualified_name, group_of(spec, columns)
+
+    async def _write_named_in(
+        self,
+        conn: Connection,
+        to: str | Route[Any],
+        message: object,
+        *,
+        delay: timedelta | None = None,
+        **columns: object,
+    ) -> tuple[str, str | None]:
+        """A ``Tx``'s publish by name: the row written in its transaction, and where it went."""
+        spec, fields = self._routed(to, columns, where="tx.publish_named")
+        await self._write(spec, message, delay, fields, conn)
+        return spec.qualified_name, group_of(spec, fields)
 
     # -- writing a published row -----------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import trio
 from .._api.backoff import Backoff, require_backoff
 from .._api.events import EventBus, Events
 from .._api.queue import Subscriber
+from .._api.routed import RoutedSubscriber
 from .._bounds import GRACE, HOOK, within
 from .._broker.broker import SqlBroker
 from .._broker.notify import NotifyListener
@@ -30,7 +31,7 @@ from .._declare._capabilities import (
 from .._declare._inbox import spec_of
 from .._declare._markers import Mode
 from .._drivers.aio import asyncio_loop
-from ..errors import HandlerFailed
+from ..errors import DeclarationError, HandlerFailed
 from . import startup
 from .background import BackgroundTask, cancelled_at_exit
 from .statistics import SharedStatistics, SubscriptionStatistics
@@ -77,6 +78,7 @@ class Mount:
     def max_attempts(self, count: int) -> Mount:
         """Retry at most ``count`` deliveries; the failure of the last moves the row to the
         dead letter destination."""
+        self._refuse_by_name(f".max_attempts({count})")
         if count < 1:
             msg = f"max_attempts counts one attempt or more, found {count}; pass 1 or more"
             raise ValueError(msg)
@@ -86,8 +88,22 @@ class Mount:
     def dead_letter(self, dest: str) -> Mount:
         """Where spent rows go: a group name (tables with a Group field) or a table
         ``[schema.]table`` with the same columns."""
+        self._refuse_by_name(f".dead_letter({dest!r})")
         self.dead_letter_to = dest
         return self
+
+    def _refuse_by_name(self, found: str) -> None:
+        """A subscription by name has no dead letters (the reference's rule): its rows' name is
+        their group, which a move to a dead letter group would change."""
+        routed = self.subscriber.routed
+        if isinstance(routed, RoutedSubscriber):
+            name = routed.queue.name
+            msg = (
+                f"{routed!r}: a subscription by name has no dead letter destination, found "
+                f"{found} on its mount; subscribe with InboxQueue(Row, {name!r}) to cap its "
+                f"attempts and move spent rows"
+            )
+            raise DeclarationError(msg)
 
     def backoff(self, policy: Backoff) -> Mount:
         """The backoff of this mount's failed deliveries (over the queue's own)."""
@@ -161,6 +177,9 @@ class App:
     # object, not Any: a subscriber written inline, include(broker, subscriber(q)(fn)), is
     # inferred against this type, and an Any there would let the handler's context keys
     # match any annotation.
+    # A subscription by name: its routes were checked against the dialect when declared.
+    @overload
+    def include(self, broker: SqlBroker[Any], subscriber: RoutedSubscriber[object]) -> Mount: ...
     @overload
     def include(
         self,
@@ -185,11 +204,19 @@ class App:
         broker: SqlBroker[AnyDatabase],
         subscriber: Subscriber[object, Mode, object, ANY_DATABASE_MOUNTS | None],
     ) -> Mount: ...
-    def include(self, broker: SqlBroker[Any], subscriber: Subscriber[Any, Any, Any, Any]) -> Mount:
+    def include(
+        self,
+        broker: SqlBroker[Any],
+        subscriber: Subscriber[Any, Any, Any, Any] | RoutedSubscriber[Any],
+    ) -> Mount:
         """Mount ``subscriber`` on ``broker``. The dialect must serve the table's form and
-        isolation level in the subscriber's mode: type checkers refuse what it cannot, and so does
-        this
-        call."""
+        isolation level in the subscriber's mode: type checkers refuse what it cannot, and so
+        does this call. A subscription by name (``RoutedQueue``) is mounted on the table the
+        broker's routes lead its name into: route it before it is included."""
+        if isinstance(subscriber, RoutedSubscriber):
+            subscriber = subscriber.mounted(
+                broker.routes, where=f"app.include(broker, {subscriber!r})"
+            )
         # Untyped callers pass anything.
         if not isinstance(subscriber, Subscriber):  # pyright: ignore[reportUnnecessaryIsInstance]
             msg = (
@@ -224,9 +251,11 @@ class App:
     @overload
     def statistics(self) -> tuple[SubscriptionStatistics, ...]: ...
     @overload
-    def statistics(self, subscriber: Subscriber[Any, Any]) -> SubscriptionStatistics: ...
     def statistics(
-        self, subscriber: Subscriber[Any, Any] | None = None
+        self, subscriber: Subscriber[Any, Any] | RoutedSubscriber[Any]
+    ) -> SubscriptionStatistics: ...
+    def statistics(
+        self, subscriber: Subscriber[Any, Any] | RoutedSubscriber[Any] | None = None
     ) -> tuple[SubscriptionStatistics, ...] | SubscriptionStatistics:
         """Counters of every subscription, in mount order (of the last ``serve``), or of the
         one of ``subscriber``: frozen snapshots, as Trio's ``statistics()`` methods return.
@@ -244,10 +273,13 @@ class App:
             self._shared = SharedStatistics()
         return self._shared
 
-    def _subscription(self, subscriber: Subscriber[Any, Any]) -> Subscription:
-        """The running subscription of a mounted subscriber (trinbox.testing reads it)."""
+    def _subscription(
+        self, subscriber: Subscriber[Any, Any] | RoutedSubscriber[Any]
+    ) -> Subscription:
+        """The running subscription of a mounted subscriber, or of a subscription by name
+        (trinbox.testing reads it)."""
         for sub in self._subscriptions:
-            if sub.subscriber is subscriber:
+            if sub.subscriber is subscriber or sub.subscriber.routed is subscriber:
                 return sub
         msg = f"{subscriber!r} is not serving in {self.info.name}; include it and serve first"
         raise LookupError(msg)

@@ -32,11 +32,13 @@ from .._api.events import (
     now_ns,
 )
 from .._api.handler import HandlerPlan, decode_message, row_id
-from .._api.handles import Attempt, Tx
+from .._api.handles import Attempt, Out, Tx
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._api.queue import Subscriber
+from .._api.routes import Reply
 from .._bounds import RELEASE, SETTLE, within
 from .._broker.broker import SqlBroker
+from .._declare._markers import Transactional
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
 from .._holders._base import (
@@ -48,7 +50,7 @@ from .._holders._base import (
     Drop,
     Step,
 )
-from ..errors import SettlementError, TrinboxError
+from ..errors import DeclarationError, SettlementError, TrinboxError
 from .claim_state import ClaimState, Timing
 from .statistics import Fields
 from .steps import StepRules
@@ -267,16 +269,25 @@ class DeliveryRunner:
             else:
                 if started is not None:
                     self._handle_ended(started, outcomes, None)
+            what = "the handler raised"
+            written: list[tuple[str, str | None]] = []
+            if failure is None:
+                try:
+                    written = await self._write_replies(ready, outcomes, args)
+                except Exception as exc:
+                    failure, what = exc, "writing the handler's follow-up messages failed"
             if failure is not None:
                 # Settled outside the except block: a settlement's own error must not chain
                 # the handler's (its traceback is logged once, by _failed).
-                await self._failed(ready, failure)
+                await self._failed(ready, failure, what)
                 return None
-            return await self._settle_outcomes(ready, outcomes, args)
+            return await self._settle_outcomes(ready, outcomes, args, written)
         finally:
             for arg in args:
                 if isinstance(arg, Tx):
                     arg.end()  # a handler that kept it gets TransactionHeld, never a statement
+                elif isinstance(arg, Out):
+                    arg.take()  # and a kept Out raises TransactionHeld, never replies
 
     def _handle_started(
         self, events: EventBus, ready: list[Delivery]
@@ -296,7 +307,40 @@ class DeliveryRunner:
         end = HandleEnd(tuple(o.kind for o in outcomes), error, time.perf_counter() - t0)
         self._events.handle_ended(event, states, end)
 
-    async def _failed(self, ready: list[Delivery], exc: BaseException) -> None:
+    async def _write_replies(
+        self, ready: list[Delivery], outcomes: list[HandlerOutcome], args: list[object]
+    ) -> list[tuple[str, str | None]]:
+        """Write an acked delivery's follow-up messages (its ``keys.Out`` replies, then its
+        outcome's), where the broker's routes lead them: in the delivery's transaction on a
+        transactional mount, so that they commit with the ack (where they went is returned,
+        to wake once it has), else each on its own before the ack settles (at least once: a
+        failed ack returns the row, whose next delivery writes them again)."""
+        sent = [r for arg in args if isinstance(arg, Out) for r in arg.take()]
+        if len(ready) > 1 or self._plan.batch:
+            if sent or any(o.replies for o in outcomes):
+                msg = (
+                    f"{self.where}: a batch handler replies in no form (its follow-ups would "
+                    f"belong to no one row), found an outcome with replies; return plain "
+                    f"outcomes, and publish with broker.publish_named in the handler"
+                )
+                raise DeclarationError(msg)
+            return []
+        (outcome,) = outcomes
+        if not outcome.is_ack:
+            return []  # every other outcome discards the handler's follow-ups
+        replies: list[Reply] = [*sent, *outcome.replies]
+        if not replies:
+            return []
+        conn = None
+        if self._queue.mode is Transactional:
+            conn = await self._form.open_transaction(ready[0])
+        where = f"{self.where}: a follow-up message"
+        written = [await self._broker.write_reply(r, conn, where=where) for r in replies]
+        return written if conn is not None else []  # on their own: woken as written
+
+    async def _failed(
+        self, ready: list[Delivery], exc: BaseException, what: str = "the handler raised"
+    ) -> None:
         policy = self._queue.failure
         # One line per failure, with its traceback (a batch's: the ids of its rows).
         row_id = ready[0].id if len(ready) == 1 else tuple(d.id for d in ready)
@@ -304,7 +348,7 @@ class DeliveryRunner:
             self.fields.log(
                 delivery_log,
                 logging.ERROR,
-                "the handler raised; shutting down",
+                f"{what}; shutting down",
                 row=True,
                 row_id=row_id,
                 attempt=ready[0].attempt,
@@ -316,7 +360,7 @@ class DeliveryRunner:
         self.fields.log(
             delivery_log,
             WARNING,
-            f"the handler raised; policy {policy.handler.value}",
+            f"{what}; policy {policy.handler.value}",
             row=True,
             row_id=row_id,
             attempt=ready[0].attempt,
@@ -331,7 +375,11 @@ class DeliveryRunner:
         await self._settle_all(items)
 
     async def _settle_outcomes(
-        self, ready: list[Delivery], outcomes: list[HandlerOutcome], args: list[object]
+        self,
+        ready: list[Delivery],
+        outcomes: list[HandlerOutcome],
+        args: list[object],
+        written: list[tuple[str, str | None]],
     ) -> list[Delivery] | None:
         if len(ready) > 1 or (self._queue.batch_size is not None and self._may_chain(True)):
             # A batch (never transactional): its rows settle together.
@@ -352,6 +400,8 @@ class DeliveryRunner:
             for tx in (arg for arg in args if isinstance(arg, Tx)):
                 for table, group in tx.published:
                     self._broker.wakes.wake(table, group)
+            for table, group in written:  # the follow-ups written in its transaction
+                self._broker.wakes.wake(table, group)
         return chained
 
     def _may_chain(self, batch: bool) -> bool:
@@ -375,6 +425,8 @@ class DeliveryRunner:
                 args.append(row_id(self._spec, ready[0].id))
             elif key == "pool":
                 args.append(self._broker.database)
+            elif key == "out":
+                args.append(Out(self._broker.routes))
             else:
                 conn = await self._form.open_transaction(ready[0])
                 args.append(self._broker.tx_on(conn))

@@ -1,5 +1,5 @@
-"""README "The outbox": its service, written to ``orders.py`` in an empty directory, runs as
-the README shows it, ``trinbox run orders:app`` in a process of its own, posting to an HTTP
+"""README "The outbox": its service, written to ``announce.py`` in an empty directory, runs as
+the README shows it, ``trinbox run announce:app`` in a process of its own, posting to an HTTP
 server the test starts: it prints what the README shows, the webhook gets what the README
 says with the headers it names, the declined order leaves no record, and Ctrl-C shuts it down
 with status 0. The DDL it shows is what ``trinbox schema`` prints, and the refusal it quotes
@@ -47,7 +47,7 @@ def run_shown() -> tuple[list[str], list[str]]:
     lines (stderr, time stamps left out), each in order."""
     text = shown("readme_outbox_output", "console")
     command, *lines = text.splitlines()
-    assert command == "$ WEBHOOK_URL=http://localhost:8080/events trinbox run orders:app"
+    assert command == "$ WEBHOOK_URL=http://localhost:8080/events trinbox run announce:app"
     lines = [line.removeprefix("^C") for line in lines]
     logs = [STAMP.sub("", line) for line in lines if STAMP.match(line)]
     printed = [line for line in lines if not STAMP.match(line)]
@@ -55,12 +55,12 @@ def run_shown() -> tuple[list[str], list[str]]:
 
 
 async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
-    (tmp_path / "orders.py").write_text(blocks("readme_program")["orders.py"])
+    (tmp_path / "announce.py").write_text(blocks("readme_program")["announce.py"])
     printed, logs = run_shown()
     assert len(printed) == 3
     async with receiver() as webhook:
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "trinbox", "run", "orders:app"],
+            [sys.executable, "-m", "trinbox", "run", "announce:app"],
             cwd=tmp_path,
             env=child_env(WEBHOOK_URL=webhook.url),
             stdout=subprocess.PIPE,
@@ -92,10 +92,18 @@ async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> No
 
 
 def test_the_schema_shown_is_what_trinbox_schema_prints(tmp_path: Path) -> None:
-    (tmp_path / "orders.py").write_text(blocks("readme_program")["orders.py"])
-    assert "`trinbox schema orders:OrderEvents --dialect postgres`" in section()
+    (tmp_path / "announce.py").write_text(blocks("readme_program")["announce.py"])
+    assert "`trinbox schema announce:OrderEvents --dialect postgres`" in section()
     done = subprocess.run(
-        [sys.executable, "-m", "trinbox", "schema", "orders:OrderEvents", "--dialect", "postgres"],
+        [
+            sys.executable,
+            "-m",
+            "trinbox",
+            "schema",
+            "announce:OrderEvents",
+            "--dialect",
+            "postgres",
+        ],
         cwd=tmp_path,
         env=child_env(),
         capture_output=True,
