@@ -5,7 +5,8 @@
     │   ├── UnsupportedForm     the dialect cannot serve the table's claim form
     │   ├── UnsupportedIsolation  the dialect opens no transaction at the table's isolation/mode
     │   │   └── FifoAtSerializable  a MySQL row lock FIFO table at SERIALIZABLE
-    │   └── IdentifierTooLong   a name is over the dialect's limit
+    │   ├── IdentifierTooLong   a name is over the dialect's limit
+    │   └── HeaderRefused       a publish's header the row cannot hold, refused (never dropped)
     ├── StartupError            a subscription could not open
     │   ├── SchemaError         a statement failed to prepare (missing table or column)
     │   ├── ServerTooOld        MySQL/MariaDB below the supported floor
@@ -39,6 +40,7 @@ __all__ = [
     "DeclarationError",
     "FifoAtSerializable",
     "HandlerFailed",
+    "HeaderRefused",
     "IdentifierTooLong",
     "IntegrityError",
     "LeaseLost",
@@ -79,6 +81,17 @@ class FifoAtSerializable(UnsupportedIsolation):
 
 class IdentifierTooLong(DeclarationError):
     """A table, schema or column name is longer than the dialect allows."""
+
+
+class HeaderRefused(DeclarationError):
+    """A publish gave a header its row cannot hold as given: a table without a ``Headers``
+    field holds none, and a ``Headers`` field holds names and values of text (``str``), none
+    of them under trinbox's reserved ``trinbox-`` prefix. Nothing is written; ``header`` is
+    the name of the header refused (``None`` when the headers as a whole are)."""
+
+    def __init__(self, message: str, *, header: object = None) -> None:
+        super().__init__(message)
+        self.header = header
 
 
 class StartupError(TrinboxError):

@@ -1,7 +1,7 @@
 """Context keys a handler takes after its message, by annotation.
 
 async def handle(
-    job: Job, attempt: keys.Attempt, row_id: keys.RowId, tx: keys.Tx
+    job: Job, attempt: keys.Attempt, row_id: keys.RowId, tx: keys.Tx, headers: keys.Headers
 ) -> HandlerOutcome: ...
 """
 
@@ -11,5 +11,6 @@ from ._api.handles import AnyTx as Tx
 from ._api.handles import Attempt as Attempt
 from ._api.handles import Pool as Pool
 from ._api.handles import RowId as RowId
+from ._api.headers import Headers as Headers
 
-__all__ = ["Attempt", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "Headers", "Pool", "RowId", "Tx"]

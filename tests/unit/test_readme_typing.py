@@ -30,6 +30,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_publisher": "enqueue.py",  # imports transcoder.py, the first example
     "readme_testing": None,  # mailer.py, test_mailer.py
     "readme_clock": "clock.py",
+    "readme_headers": "mail.py",
 }
 
 # What each fragment assumes, written before it.

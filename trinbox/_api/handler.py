@@ -19,13 +19,26 @@ from .._util import as_bytes
 from ..errors import DeclarationError
 from .codecs import Codec
 from .handles import Attempt, Pool, RowId, Tx
+from .headers import Headers
 
 __all__ = ["HandlerPlan", "decode_row", "plan_handler", "row_id"]
 
-_KEYS: dict[object, str] = {Attempt: "attempt", RowId: "row_id", Tx: "tx", Pool: "pool"}
-_KEY_NAMES = {"attempt": "Attempt", "row_id": "RowId", "tx": "Tx", "pool": "Pool"}
+_KEYS: dict[object, str] = {
+    Attempt: "attempt",
+    RowId: "row_id",
+    Tx: "tx",
+    Pool: "pool",
+    Headers: "headers",
+}
+_KEY_NAMES = {
+    "attempt": "Attempt",
+    "row_id": "RowId",
+    "tx": "Tx",
+    "pool": "Pool",
+    "headers": "Headers",
+}
 # Keys of one row, which a batch of rows has no single value of.
-_PER_ROW = ("attempt", "row_id", "tx")
+_PER_ROW = ("attempt", "row_id", "tx", "headers")
 _LISTS = (
     list,
     typing.Sequence,
@@ -97,8 +110,8 @@ def plan_handler(
         if key is None:
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
-                f"keys.RowId, keys.Pool, keys.Tx), found {param.name}: {_show(hint)}; annotate "
-                f"it with one"
+                f"keys.RowId, keys.Headers, keys.Pool, keys.Tx), found {param.name}: "
+                f"{_show(hint)}; annotate it with one"
             )
             raise DeclarationError(msg)
         if key == "tx" and not transactional:
@@ -117,6 +130,12 @@ def plan_handler(
             msg = (
                 f"{where}: keys.Attempt reads the table's Attempt field, found none on "
                 f"{spec.label}; add one, like attempt: Annotated[int, Attempt()]"
+            )
+            raise DeclarationError(msg)
+        if key == "headers" and spec.headers is None:
+            msg = (
+                f"{where}: keys.Headers reads the table's Headers field, found none on "
+                f"{spec.label}; add one, like headers: Annotated[dict[str, str], Headers()]"
             )
             raise DeclarationError(msg)
         if key in keys:
@@ -186,9 +205,16 @@ def row_id(spec: TableSpec, value: object) -> RowId:
 
 
 def decode_row(spec: TableSpec, values: Mapping[str, object]) -> object:
-    """The row class built from its column values (SQLite text times become datetimes)."""
+    """The row class built from its column values (SQLite text times become datetimes). The
+    headers are the delivery's (``keys.Headers``), not the message's: the row's Headers
+    field holds none."""
     assert spec.row_type is not None
-    kwargs = {col.field: _convert(values.get(col.column), col.python_type) for col in spec.columns}
+    kwargs: dict[str, object] = {
+        col.field: (
+            {} if col.role == "headers" else _convert(values.get(col.column), col.python_type)
+        )
+        for col in spec.columns
+    }
     return spec.row_type(**kwargs)
 
 

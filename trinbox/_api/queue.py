@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, overload
@@ -64,6 +64,7 @@ from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
 from .handles import AnyTx, Attempt, Pool, RowId
+from .headers import Headers
 from .outcome import HandlerOutcome, OnFailure
 from .refusals import (
     BatchTakesAList,
@@ -119,13 +120,17 @@ Made = TypeVar("Made", covariant=True)
 G = TypeVar("G")
 
 # The context keys a handler takes (each may repeat for mypy; handler.py refuses a repeat).
-K1 = TypeVar("K1", Attempt, Pool, RowId)
-K2 = TypeVar("K2", Attempt, Pool, RowId)
-K3 = TypeVar("K3", Attempt, Pool, RowId)
-X1K = TypeVar("X1K", Attempt, Pool, RowId, AnyTx)
-X2K = TypeVar("X2K", Attempt, Pool, RowId, AnyTx)
-X3K = TypeVar("X3K", Attempt, Pool, RowId, AnyTx)
-X4K = TypeVar("X4K", Attempt, Pool, RowId, AnyTx)
+# Bound by their union, not constrained to each: a checker expands constrained variables into
+# every combination, five keys of five kinds each (minutes of mypy for this module).
+K1 = TypeVar("K1", bound=Attempt | Pool | RowId | Headers)
+K2 = TypeVar("K2", bound=Attempt | Pool | RowId | Headers)
+K3 = TypeVar("K3", bound=Attempt | Pool | RowId | Headers)
+K4 = TypeVar("K4", bound=Attempt | Pool | RowId | Headers)
+X1K = TypeVar("X1K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X2K = TypeVar("X2K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X3K = TypeVar("X3K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X4K = TypeVar("X4K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X5K = TypeVar("X5K", bound=Attempt | Pool | RowId | Headers | AnyTx)
 
 
 Result = HandlerOutcome | Sequence[HandlerOutcome] | None
@@ -469,7 +474,8 @@ class _Factory(Generic[R, F, O]):
 class SubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns for a plain queue: decorate the handler with it."""
 
-    # further parameters: context keys, never optional
+    # further parameters: context keys, never optional (keys.Attempt is an int and
+    # keys.Headers a Mapping to the checkers: a plain int or Mapping is refused first)
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, int, ...], Awaitable[object]]
@@ -484,6 +490,27 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> NotAContextKey: ...
     @overload
     def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self,
+        fn: Callable[Concatenate[Any, Any, Any, Any, Mapping[str, str], ...], Awaitable[object]],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
         self, fn: Callable[Concatenate[Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     @overload
@@ -493,6 +520,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, None, ...], Awaitable[object]]
+    ) -> ContextKeyNotOptional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     # keys.Tx only in transactional mode
     @overload
@@ -510,6 +541,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, Any, AnyTx, ...], Awaitable[object]]
+    ) -> TxNeedsTransactional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     # one outcome per delivery
     @overload
@@ -535,6 +570,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> _Plain[R, Callable[[object, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, K1, K2, K3, K4], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, K2, K3, K4], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self: SubscriberFactory[PayloadRow, Any, Any], fn: Callable[Concatenate[PR, ...], object]
     ) -> PayloadHandlerTakesTheMessage: ...
     @overload
@@ -553,6 +592,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, K1, K2, K3], Awaitable[X1]]
     ) -> _Plain[R, Callable[[R, K1, K2, K3], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, K1, K2, K3, K4], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, K2, K3, K4], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -576,6 +619,10 @@ class SubscriberFactory(_Factory[R, F, O]):
         self, fn: Callable[[T, K1, K2, K3], Awaitable[X1]]
     ) -> _Plain[R, Callable[[T, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
+    def __call__(
+        self, fn: Callable[[T, K1, K2, K3, K4], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, K2, K3, K4], Awaitable[X1]], F, O]: ...
+    @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
         return bind(self._queue, fn)
@@ -586,7 +633,8 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns for a ``.transactional()`` queue: its handler may
     take ``keys.Tx``."""
 
-    # further parameters: context keys, never optional
+    # further parameters: context keys, never optional (keys.Attempt is an int and
+    # keys.Headers a Mapping to the checkers: a plain int or Mapping is refused first)
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, int, ...], Awaitable[object]]
@@ -605,6 +653,34 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> NotAContextKey: ...
     @overload
     def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self,
+        fn: Callable[Concatenate[Any, Any, Any, Any, Mapping[str, str], ...], Awaitable[object]],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self,
+        fn: Callable[
+            Concatenate[Any, Any, Any, Any, Any, Mapping[str, str], ...], Awaitable[object]
+        ],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
         self, fn: Callable[Concatenate[Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     @overload
@@ -618,6 +694,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, Any, None, ...], Awaitable[object]]
+    ) -> ContextKeyNotOptional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     # one outcome per delivery
     @overload
@@ -647,6 +727,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self: TransactionalSubscriberFactory[PayloadRow, Any, Any],
         fn: Callable[Concatenate[PR, ...], object],
     ) -> PayloadHandlerTakesTheMessage: ...
@@ -670,6 +754,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]]
     ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -697,6 +785,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
         self, fn: Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]]
     ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]], F, O]: ...
+    @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
         return bind(self._queue, fn)
@@ -707,7 +799,8 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns after ``.batch(n)``: the handler takes a list and no
     per-row key."""
 
-    # further parameters: context keys, never optional
+    # further parameters: context keys, never optional (keys.Attempt is an int and
+    # keys.Headers a Mapping to the checkers: a plain int or Mapping is refused first)
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, int, ...], Awaitable[object]]
@@ -715,6 +808,14 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Mapping[str, str], ...], Awaitable[object]]
     ) -> NotAContextKey: ...
     @overload
     def __call__(
@@ -748,6 +849,14 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, AnyTx, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Headers, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Headers, ...], Awaitable[object]]
     ) -> BatchTakesNoRowKeys: ...
     # the message: a list of rows or messages
     @overload
