@@ -51,6 +51,7 @@ from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
 from ._declare._roles import Generated as Generated
 from ._declare._roles import Group as Group
+from ._declare._roles import Headers as Headers
 from ._declare._roles import Id as Id
 from ._declare._roles import LockedUntil as LockedUntil
 from ._declare._roles import OriginGroup as OriginGroup
@@ -76,6 +77,7 @@ __all__ = [
     "LockedUntil",
     "ProcessedAt",
     "Payload",
+    "Headers",
     "Generated",
     "Column",
     "SqlType",

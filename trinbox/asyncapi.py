@@ -52,6 +52,12 @@ class UndescribableType(TypeError):
 _REF = "#/components/schemas/{name}"
 _BINARY = {"type": "string", "format": "binary"}
 _JSON = "application/json"
+# A table's Headers field: names and values of text beside the payload (keys.Headers).
+_HEADERS = {
+    "type": "object",
+    "description": "The row's Headers field: names and values of text, read by keys.Headers.",
+    "additionalProperties": {"type": "string"},
+}
 _OCTETS = "application/octet-stream"
 
 
@@ -97,7 +103,7 @@ class _Parts:
         self.operations: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, dict[str, Any]] = {}
         self._channel_of: dict[tuple[int, str, str | None], str] = {}
-        self._message_of: dict[tuple[object, str | None], str] = {}
+        self._message_of: dict[tuple[object, str | None, bool], str] = {}
 
     def add(self, mount: Mount, *, where: str) -> None:
         queue = mount.subscriber.queue
@@ -119,12 +125,15 @@ class _Parts:
     def _message(self, spec: TableSpec, plan: HandlerPlan, codec: object) -> str:
         """One message per (type, content type), shared by every channel that carries it."""
         content_type = None if plan.row_mode else _content_type(codec, plan)
-        key = (plan.message_type, content_type)
+        headers = spec.headers is not None
+        key = (plan.message_type, content_type, headers)
         if key not in self._message_of:
             name = _unique(_type_name(plan.message_type), self.messages)
             message: dict[str, Any] = {"name": name}
             if content_type is not None:
                 message["contentType"] = content_type
+            if headers:
+                message["headers"] = dict(_HEADERS)
             message["payload"] = (
                 self.book.row(spec) if plan.row_mode else self.book.payload(plan.message_type)
             )
@@ -369,9 +378,12 @@ class _SchemaBook:
 
     def row(self, spec: TableSpec) -> dict[str, Any]:
         """Row mode: the row's columns (those the publish leaves out read-only: the generated
-        ones and an OriginGroup); a nullable column is there with a null value."""
+        ones and an OriginGroup); a nullable column is there with a null value. A Headers
+        column is the message's headers, not its payload (the handler's row holds none)."""
         properties: dict[str, Any] = {}
         for col in spec.columns:
+            if col.role == "headers":
+                continue
             column = _BINARY if col.python_type is bytes else self._schema(col.python_type)
             if col.generated or col.role == "origin_group":
                 # Draft 7 ignores the siblings of a $ref, so a referenced type is wrapped.

@@ -7,7 +7,8 @@
     │   │   └── FifoAtSerializable  a MySQL row lock FIFO table at SERIALIZABLE
     │   ├── UnsupportedFetch    a custom claim on a dialect that reads no rows by a list of ids
     │   ├── IdentifierTooLong   a name is over the dialect's limit
-    │   └── NoRoute             no route leads a published name to a table
+    │   ├── NoRoute             no route leads a published name to a table
+    │   └── HeaderRefused       a publish's header the row cannot hold, refused (never dropped)
     ├── StartupError            a subscription could not open
     │   ├── SchemaError         a statement failed to prepare (missing table or column)
     │   ├── ServerTooOld        MySQL/MariaDB below the supported floor
@@ -44,6 +45,7 @@ __all__ = [
     "DeclarationError",
     "FifoAtSerializable",
     "HandlerFailed",
+    "HeaderRefused",
     "IdentifierTooLong",
     "IntegrityError",
     "LeaseLost",
@@ -100,6 +102,17 @@ class NoRoute(DeclarationError):
     def __init__(self, message: str, *, name: str = "") -> None:
         super().__init__(message)
         self.name = name
+
+
+class HeaderRefused(DeclarationError):
+    """A publish gave a header its row cannot hold as given: a table without a ``Headers``
+    field holds none, and a ``Headers`` field holds names and values of text (``str``), none
+    of them under trinbox's reserved ``trinbox-`` prefix. Nothing is written; ``header`` is
+    the name of the header refused (``None`` when the headers as a whole are)."""
+
+    def __init__(self, message: str, *, header: object = None) -> None:
+        super().__init__(message)
+        self.header = header
 
 
 class StartupError(TrinboxError):

@@ -1,7 +1,8 @@
 """Context keys a handler takes after its message, by annotation.
 
 async def handle(
-    job: Job, attempt: keys.Attempt, row_id: keys.RowId, tx: keys.Tx, out: keys.Out
+    job: Job, attempt: keys.Attempt, row_id: keys.RowId, tx: keys.Tx, headers: keys.Headers,
+    out: keys.Out
 ) -> HandlerOutcome: ...
 
 ``keys.Out``, the handler's follow-up messages by name, comes last.
@@ -14,5 +15,6 @@ from ._api.handles import Attempt as Attempt
 from ._api.handles import Out as Out
 from ._api.handles import Pool as Pool
 from ._api.handles import RowId as RowId
+from ._api.headers import Headers as Headers
 
-__all__ = ["Attempt", "Out", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "Headers", "Out", "Pool", "RowId", "Tx"]

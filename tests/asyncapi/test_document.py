@@ -26,6 +26,7 @@ from trinbox import (
     App,
     AppInfo,
     Group,
+    Headers,
     Id,
     Inbox,
     InboxQueue,
@@ -34,6 +35,7 @@ from trinbox import (
     OriginGroup,
     Payload,
     SqlBroker,
+    keys,
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
@@ -372,6 +374,49 @@ def test_a_row_shows_what_the_publish_leaves_out_read_only() -> None:
     # The OriginGroup is written by the move into the dead letter group, never by a publish.
     assert read_only == {"id", "dead_from"}
     assert _binding(doc["channels"]["tickets.help"])["columns"]["dead_from"] == "origin_group"
+
+
+class Mail(Inbox[Lease], table="mail_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
+class Note(Inbox[Lease], table="notes"):
+    """A row mode table with headers."""
+
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    text: str
+    meta: Annotated[dict[str, str], Headers()]
+
+
+def test_a_message_of_a_table_with_headers_describes_them() -> None:
+    @subscriber(InboxQueue(Mail, "mail"))
+    async def send(parcel: apps.Parcel, headers: keys.Headers) -> None:
+        pass
+
+    @subscriber(InboxQueue(Note, "notes"))
+    async def note(row: Note) -> None:
+        pass
+
+    app = App(AppInfo("mail"))
+    lite = SqlBroker.sqlite(apps.SQLITE_URL)
+    app.include(lite, send)
+    app.include(lite, note)
+    app.include(lite, apps.take_order)  # the same message type as a table without headers
+    doc = document(app)
+    assert problems(doc) == []
+    messages = doc["components"]["messages"]
+    headers = messages["Parcel"]["headers"]
+    assert headers["type"] == "object"
+    assert headers["additionalProperties"] == {"type": "string"}
+    assert messages["Note"]["headers"] == headers
+    assert "headers" not in messages["Order"]
+    # The row's payload leaves the Headers column out: the handler's row holds none.
+    assert "meta" not in doc["components"]["schemas"]["Note"]["properties"]
+    assert _binding(doc["channels"]["notes"])["columns"]["meta"] == "headers"
 
 
 def test_a_handler_the_app_refuses_is_refused_here() -> None:

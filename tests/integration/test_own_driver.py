@@ -27,6 +27,7 @@ import trio
 from trinbox import (
     Column,
     Group,
+    Headers,
     Id,
     Inbox,
     InboxQueue,
@@ -36,8 +37,10 @@ from trinbox import (
     RetryAfter,
     SqlBroker,
     SystemClock,
+    keys,
     subscriber,
 )
+from trinbox.schema import DialectName, ddl
 from trinbox.testing import settled
 
 from .matrix.schema import AUDIT, EMAIL_JOBS, LeasedEmail
@@ -360,3 +363,51 @@ def test_the_time_written_on_each_database_is_the_brokers_clock_in_utc() -> None
                 assert params[1].tzinfo == expected.tzinfo
         _, named = broker.insert_statement(LeasedEmail, {}, name="q", paramstyle="pyformat")
         assert named["retry_after"] == expected
+
+
+class HeadedEmail(Inbox[Lease], table="headed_emails"):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    retry_after: Annotated[datetime, RetryAfter()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
+_DDL_NAMES: dict[StandName, DialectName] = {
+    "postgres": "postgres",
+    "mariadb": "mysql",
+    "sqlite": "sqlite",
+}
+
+
+async def test_headers_written_in_the_users_transaction_reach_the_handler(
+    case: tuple[Stand, str, str | None],
+) -> None:
+    """The JSON text each dialect renders goes into its JSON column (jsonb, JSON, TEXT) through
+    every driver, and comes back as the handler's keys.Headers."""
+    stand, driver, style = case
+    stand.script(";\n".join(ddl(HeadedEmail, _DDL_NAMES[stand.name])))
+    broker = own_broker(stand)
+    headers = {"tenant": "ä:b %s ?", "trace": "00-1"}
+    named: Any = style
+    statement = (
+        broker.insert_statement(HeadedEmail, Note("n", 1), name="q", headers=headers)
+        if style is None
+        else broker.insert_statement(
+            HeadedEmail, Note("n", 1), name="q", headers=headers, paramstyle=named
+        )
+    )
+    DRIVERS[driver](stand)([statement], True)
+    got: list[dict[str, str]] = []
+
+    @subscriber(InboxQueue(HeadedEmail, "q"))
+    async def handle(note: Note, found: keys.Headers) -> None:
+        got.append(dict(found))
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(10):
+            await settled(app, handle, 1)
+    assert got == [headers]

@@ -10,7 +10,7 @@ tests/unit/test_typing_behaviour.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, TypeAlias, assert_type
@@ -412,3 +412,76 @@ def check_row_id(app: App, broker: SqlBroker[Sqlite]) -> None:
     # A row id is whatever the table's Id field holds: an object to mypy.
     row_id = keys.RowId(7)
     row_id + 1  # type: ignore[operator]  # pyright: ignore[reportOperatorIssue, reportUnusedExpression]
+
+
+# -- keys.Headers: the delivery's headers, a read-only mapping, in every mode but a batch ---------
+
+
+async def with_headers(email: Email, headers: keys.Headers) -> None: ...
+async def with_every_key(
+    email: Email,
+    attempt: keys.Attempt,
+    row_id: keys.RowId,
+    pool: keys.Pool,
+    headers: keys.Headers,
+) -> None: ...
+async def with_every_key_in_tx(
+    row: Keyed,
+    tx: keys.Tx,
+    row_id: keys.RowId,
+    attempt: keys.Attempt,
+    pool: keys.Pool,
+    headers: keys.Headers,
+) -> None: ...
+async def batch_headers(rows: list[Keyed], headers: keys.Headers) -> None: ...
+async def batch_pool_headers(rows: list[Keyed], pool: keys.Pool, headers: keys.Headers) -> None: ...
+async def optional_headers(row: Keyed, headers: keys.Headers | None) -> None: ...
+async def mapping_headers(email: Email, headers: Mapping[str, str]) -> None: ...
+async def int_fifth(
+    email: Email,
+    attempt: keys.Attempt,
+    row_id: keys.RowId,
+    headers: keys.Headers,
+    extra: int,
+) -> None: ...
+
+
+_EveryKey: TypeAlias = Callable[
+    [Email, keys.Attempt, keys.RowId, keys.Pool, keys.Headers], Awaitable[None]
+]
+_EveryKeyInTx: TypeAlias = Callable[
+    [Keyed, keys.Tx, keys.RowId, keys.Attempt, keys.Pool, keys.Headers], Awaitable[None]
+]
+
+
+def check_headers(app: App, broker: SqlBroker[Sqlite]) -> None:
+    assert_type(
+        subscriber(JOBS)(with_headers),
+        Subscriber[Job, Plain, Callable[[Email, keys.Headers], Awaitable[None]], _RowIdNeeds],
+    )
+    assert_type(subscriber(JOBS)(with_every_key), Subscriber[Job, Plain, _EveryKey, _RowIdNeeds])
+    assert_type(app.include(broker, subscriber(JOBS)(with_every_key)), Mount)
+    assert_type(
+        subscriber(KEYED.transactional())(with_every_key_in_tx),
+        Subscriber[
+            Keyed,
+            Transactional,
+            _EveryKeyInTx,
+            Needs[Keyed, Advisory, Default, Transactional] | None,
+        ],
+    )
+    assert_type(subscriber(KEYED.batch(10))(batch_headers), BatchTakesNoRowKeys)
+    assert_type(subscriber(KEYED.batch(10))(batch_pool_headers), BatchTakesNoRowKeys)
+    assert_type(subscriber(KEYED)(optional_headers), ContextKeyNotOptional)
+    # A mapping that is not keys.Headers is no context key (keys.Headers is a Mapping).
+    assert_type(subscriber(JOBS)(mapping_headers), NotAContextKey)
+    assert_type(subscriber(JOBS)(int_fifth), NotAContextKey)
+    app.include(broker, subscriber(KEYED.batch(10))(batch_headers))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
+    app.include(broker, subscriber(JOBS)(mapping_headers))  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType, reportCallIssue]
+
+
+def check_headers_read_only(headers: keys.Headers) -> None:
+    assert_type(headers["tenant"], str)
+    assert_type(headers.get("tenant"), str | None)
+    assert_type(dict(headers), dict[str, str])
+    headers["tenant"] = "acme"  # type: ignore[index]  # pyright: ignore[reportIndexIssue]

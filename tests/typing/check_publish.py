@@ -233,3 +233,20 @@ async def publish_rows_of_two_forms_in_a_loop(sqlite: SqlBroker[Sqlite]) -> None
     # A list of two rows of different forms holds a row lock row, which SQLite does not serve.
     for row in [Keyed(channel="c1"), Locked(payload=b"{}")]:
         await sqlite.publish_row(row)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+# -- headers: names and values of text, at every publish -----------------------------------------
+
+
+async def publish_headers(sqlite: SqlBroker[Sqlite]) -> None:
+    await sqlite.publish(Outbox, Email("a"), queue="emails", headers={"tenant": "acme"})
+    sqlite.insert_statement(
+        Outbox, Email("a"), queue="emails", headers={"tenant": "acme"}, paramstyle="named"
+    )
+    async with sqlite.transaction() as tx:
+        await tx.publish(Outbox, Email("a"), queue="emails", headers={"tenant": "acme"})
+    await EMAILS.publish(sqlite, Email("a"), headers={"tenant": "acme"})
+    # Dict entry 0 has incompatible type "str": "int"; expected "str": "str"
+    await sqlite.publish(Outbox, Email("a"), queue="emails", headers={"retries": 3})  # type: ignore[dict-item]  # pyright: ignore[reportArgumentType]
+    # Argument "headers" to "publish" of "Publisher" has incompatible type "list[...]"
+    await EMAILS.publish(sqlite, Email("a"), headers=[("tenant", "acme")])  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

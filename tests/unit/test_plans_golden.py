@@ -48,6 +48,7 @@ class Shape:
     processed_at: bool = False
     priority: bool = False
     origin_group: bool = False
+    headers: bool = False
     schema: str | None = None
     dead_letter: DeadLetter | None = None
 
@@ -68,6 +69,7 @@ SHAPES = (
     full("priority", priority=True),
     full("dead-letter-group", origin_group=True, dead_letter=DeadLetter(group="dead")),
     full("dead-letter-table", dead_letter=DeadLetter(table="jobs_dead")),
+    full("headers", headers=True, dead_letter=DeadLetter(table="jobs_dead")),
     full("fifo", fifo=True),
     full("fifo-priority", fifo=True, priority=True),
     full("fifo-behind", fifo=True, behind=True),
@@ -108,6 +110,8 @@ def spec(shape: Shape, form: type[Form]) -> TableSpec:
     if shape.processed_at:
         columns.append(ColumnSpec("done", "done", "processed_at"))
     columns.append(ColumnSpec("payload", "payload", "payload", python_type=bytes))
+    if shape.headers:
+        columns.append(ColumnSpec("headers", "headers", "headers", python_type=dict[str, str]))
     key = (KeyLiteral("jobs-"), KeyColumn("id")) if form is Advisory else ()
     return TableSpec(
         table="jobs",

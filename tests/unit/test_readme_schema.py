@@ -67,6 +67,7 @@ ROLES = {
     "`Attempt()`": "attempt: Annotated[int, Attempt()]",
     "`Priority()`": "rank: Annotated[int, Priority()]",
     "`Payload()`": "payload: Annotated[bytes, Payload()]",
+    "`Headers()` (a `dict[str, str]`)": "headers: Annotated[dict[str, str], Headers()]",
     "`Group()` (a `str`)": "grp: Annotated[str, Group()]",
     "`Id(generated=True)` (an `int`)": "",
 }

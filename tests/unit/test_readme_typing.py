@@ -32,6 +32,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_clock": "clock.py",
     "readme_custom_claim": "custom_claim.py",
     "readme_routes": "orders.py",
+    "readme_headers": "mail.py",
 }
 
 # What each fragment assumes, written before it.

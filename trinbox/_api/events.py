@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -80,12 +80,14 @@ class ClaimEvent:
 @dataclass(frozen=True, slots=True)
 class HandleEvent:
     """A handler about to run: the rows it gets (one, or a batch) and the attempt of the
-    first."""
+    first. ``headers``: each row's headers, in the order of ``row_ids`` (empty for a table
+    without a Headers field)."""
 
     source: EventSource
     row_ids: tuple[object, ...]
     attempt: int | None
     start_ns: int
+    headers: tuple[Mapping[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from .._util import as_bytes
 from ..errors import DeclarationError
 from .codecs import Codec
 from .handles import Attempt, Out, Pool, RowId, Tx
+from .headers import Headers
 
 __all__ = ["HandlerPlan", "decode_row", "plan_handler", "row_id"]
 
@@ -28,11 +29,19 @@ _KEYS: dict[object, str] = {
     Tx: "tx",
     Pool: "pool",
     Out: "out",
+    Headers: "headers",
 }
-_KEY_NAMES = {"attempt": "Attempt", "row_id": "RowId", "tx": "Tx", "pool": "Pool", "out": "Out"}
+_KEY_NAMES = {
+    "attempt": "Attempt",
+    "row_id": "RowId",
+    "tx": "Tx",
+    "pool": "Pool",
+    "headers": "Headers",
+    "out": "Out",
+}
 # Keys of one row, which a batch of rows has no single value of (a batch's follow-ups would
 # belong to no row: a batch handler replies in no form).
-_PER_ROW = ("attempt", "row_id", "tx", "out")
+_PER_ROW = ("attempt", "row_id", "tx", "headers", "out")
 _LISTS = (
     list,
     typing.Sequence,
@@ -108,7 +117,7 @@ def plan_handler(
         if key is None:
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
-                f"keys.RowId, keys.Pool, keys.Tx, keys.Out), found {param.name}: "
+                f"keys.RowId, keys.Headers, keys.Pool, keys.Tx, keys.Out), found {param.name}: "
                 f"{_show(hint)}; annotate it with one"
             )
             raise DeclarationError(msg)
@@ -141,6 +150,12 @@ def plan_handler(
             msg = (
                 f"{where}: keys.Out is a handler's last parameter, found {param.name}: "
                 f"keys.{_KEY_NAMES[key]} after it; move the keys.Out parameter to the end"
+            )
+            raise DeclarationError(msg)
+        if key == "headers" and spec.headers is None:
+            msg = (
+                f"{where}: keys.Headers reads the table's Headers field, found none on "
+                f"{spec.label}; add one, like headers: Annotated[dict[str, str], Headers()]"
             )
             raise DeclarationError(msg)
         if key in keys:
@@ -210,9 +225,16 @@ def row_id(spec: TableSpec, value: object) -> RowId:
 
 
 def decode_row(spec: TableSpec, values: Mapping[str, object]) -> object:
-    """The row class built from its column values (SQLite text times become datetimes)."""
+    """The row class built from its column values (SQLite text times become datetimes). The
+    headers are the delivery's (``keys.Headers``), not the message's: the row's Headers
+    field holds none."""
     assert spec.row_type is not None
-    kwargs = {col.field: _convert(values.get(col.column), col.python_type) for col in spec.columns}
+    kwargs: dict[str, object] = {
+        col.field: (
+            {} if col.role == "headers" else _convert(values.get(col.column), col.python_type)
+        )
+        for col in spec.columns
+    }
     return spec.row_type(**kwargs)
 
 

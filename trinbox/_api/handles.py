@@ -11,7 +11,7 @@ from typing import Any, Generic, NewType, TypeAlias, cast, final, overload
 from typing_extensions import TypeVar
 
 from .._declare._capabilities import RowOf, Serves
-from .._declare._inbox import Inbox, row_fields
+from .._declare._inbox import Inbox, row_fields, row_headers
 from .._declare._markers import Form
 from .._dialects._portable import bind_portable
 from .._dialects._statement import ParamStyle
@@ -131,18 +131,34 @@ class Tx(_Runs, Generic[D]):
 
     @overload
     async def publish(
-        self: AnyTx, row_type: type[Inbox[Any, Any]], message: object = ..., **columns: object
+        self: AnyTx,
+        row_type: type[Inbox[Any, Any]],
+        message: object = ...,
+        *,
+        headers: Mapping[str, str] | None = ...,
+        **columns: object,
     ) -> None: ...
     @overload
     async def publish(
         self: Tx[Serves[tuple[F, Any]]],
         row_type: type[RowOf[F, Any]],
         message: object = ...,
+        *,
+        headers: Mapping[str, str] | None = ...,
         **columns: object,
     ) -> None: ...
-    async def publish(self, row_type: Any, message: object = None, **columns: object) -> None:
-        """Write a row into a queue table inside this transaction; it commits with it."""
-        self.published.append(await self._write(self._conn, row_type, message, **columns))
+    async def publish(
+        self,
+        row_type: Any,
+        message: object = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        **columns: object,
+    ) -> None:
+        """Write a row into a queue table inside this transaction; it commits with it
+        (``headers`` and the rest as ``broker.publish`` takes them)."""
+        written = await self._write(self._conn, row_type, message, headers=headers, **columns)
+        self.published.append(written)
 
     @overload
     async def publish_named(
@@ -180,7 +196,10 @@ class Tx(_Runs, Generic[D]):
         """Write ``row``, an instance of a row class, inside this transaction (see
         ``SqlBroker.publish_row``)."""
         fields = row_fields(row, delay=delay is not None)
-        written = await self._write(self._conn, type(row), None, delay=delay, **fields)
+        headers = row_headers(row)
+        written = await self._write(
+            self._conn, type(row), None, delay=delay, headers=headers, **fields
+        )
         self.published.append(written)
 
 

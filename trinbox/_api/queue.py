@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Concatenate, Generic, Protocol, TypeAlias, cast, final, overload
@@ -65,6 +65,7 @@ from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
 from .handles import AnyTx, Attempt, Held, Out, Pool, RowId
+from .headers import Headers
 from .outcome import HandlerOutcome, OnFailure
 from .refusals import (
     BatchTakesAList,
@@ -148,15 +149,18 @@ Made = TypeVar("Made", covariant=True)
 G = TypeVar("G")
 
 # The context keys a handler takes (each may repeat for mypy; handler.py refuses a repeat).
-# keys.Out comes last, in overloads of its own: a constraint more on each slot would multiply
-# the signatures a checker expands (five keys in five slots: 3125 each).
-K1 = TypeVar("K1", Attempt, Pool, RowId)
-K2 = TypeVar("K2", Attempt, Pool, RowId)
-K3 = TypeVar("K3", Attempt, Pool, RowId)
-X1K = TypeVar("X1K", Attempt, Pool, RowId, AnyTx)
-X2K = TypeVar("X2K", Attempt, Pool, RowId, AnyTx)
-X3K = TypeVar("X3K", Attempt, Pool, RowId, AnyTx)
-X4K = TypeVar("X4K", Attempt, Pool, RowId, AnyTx)
+# Bound by their union, not constrained to each: a checker expands constrained variables into
+# every combination, five keys of five kinds each (minutes of mypy for this module).
+# keys.Out comes last, in overloads of its own.
+K1 = TypeVar("K1", bound=Attempt | Pool | RowId | Headers)
+K2 = TypeVar("K2", bound=Attempt | Pool | RowId | Headers)
+K3 = TypeVar("K3", bound=Attempt | Pool | RowId | Headers)
+K4 = TypeVar("K4", bound=Attempt | Pool | RowId | Headers)
+X1K = TypeVar("X1K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X2K = TypeVar("X2K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X3K = TypeVar("X3K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X4K = TypeVar("X4K", bound=Attempt | Pool | RowId | Headers | AnyTx)
+X5K = TypeVar("X5K", bound=Attempt | Pool | RowId | Headers | AnyTx)
 
 
 Result = HandlerOutcome | Sequence[HandlerOutcome] | None
@@ -567,7 +571,8 @@ class _Factory(Generic[R, F, O]):
 class SubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns for a plain queue: decorate the handler with it."""
 
-    # further parameters: context keys, never optional
+    # further parameters: context keys, never optional (keys.Attempt is an int and
+    # keys.Headers a Mapping to the checkers: a plain int or Mapping is refused first)
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, int, ...], Awaitable[object]]
@@ -582,6 +587,27 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> NotAContextKey: ...
     @overload
     def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self,
+        fn: Callable[Concatenate[Any, Any, Any, Any, Mapping[str, str], ...], Awaitable[object]],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
         self, fn: Callable[Concatenate[Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     @overload
@@ -591,6 +617,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, None, ...], Awaitable[object]]
+    ) -> ContextKeyNotOptional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     # keys.Tx only in transactional mode
     @overload
@@ -608,6 +638,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, Any, AnyTx, ...], Awaitable[object]]
+    ) -> TxNeedsTransactional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, Any, AnyTx, ...], Awaitable[object]]
     ) -> TxNeedsTransactional: ...
     # one outcome per delivery
     @overload
@@ -633,6 +667,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> _Plain[R, Callable[[object, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, K1, K2, K3, K4], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, K2, K3, K4], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self, fn: Callable[[object, Out], Awaitable[X1]]
     ) -> _Plain[R, Callable[[object, Out], Awaitable[X1]], F, O]: ...
     @overload
@@ -647,6 +685,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[object, K1, K2, K3, Out], Awaitable[X1]]
     ) -> _Plain[R, Callable[[object, K1, K2, K3, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, K1, K2, K3, K4, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[object, K1, K2, K3, K4, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self: SubscriberFactory[PayloadRow, Any, Any], fn: Callable[Concatenate[PR, ...], object]
@@ -669,6 +711,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> _Plain[R, Callable[[R, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[R, K1, K2, K3, K4], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, K2, K3, K4], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self, fn: Callable[[R, Out], Awaitable[X1]]
     ) -> _Plain[R, Callable[[R, Out], Awaitable[X1]], F, O]: ...
     @overload
@@ -683,6 +729,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, K1, K2, K3, Out], Awaitable[X1]]
     ) -> _Plain[R, Callable[[R, K1, K2, K3, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, K1, K2, K3, K4, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[R, K1, K2, K3, K4, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -707,6 +757,10 @@ class SubscriberFactory(_Factory[R, F, O]):
     ) -> _Plain[R, Callable[[T, K1, K2, K3], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[T, K1, K2, K3, K4], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, K2, K3, K4], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self, fn: Callable[[T, Out], Awaitable[X1]]
     ) -> _Plain[R, Callable[[T, Out], Awaitable[X1]], F, O]: ...
     @overload
@@ -722,6 +776,10 @@ class SubscriberFactory(_Factory[R, F, O]):
         self, fn: Callable[[T, K1, K2, K3, Out], Awaitable[X1]]
     ) -> _Plain[R, Callable[[T, K1, K2, K3, Out], Awaitable[X1]], F, O]: ...
     @overload
+    def __call__(
+        self, fn: Callable[[T, K1, K2, K3, K4, Out], Awaitable[X1]]
+    ) -> _Plain[R, Callable[[T, K1, K2, K3, K4, Out], Awaitable[X1]], F, O]: ...
+    @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
         return bind(self._queue, fn)
@@ -732,7 +790,8 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns for a ``.transactional()`` queue: its handler may
     take ``keys.Tx``."""
 
-    # further parameters: context keys, never optional
+    # further parameters: context keys, never optional (keys.Attempt is an int and
+    # keys.Headers a Mapping to the checkers: a plain int or Mapping is refused first)
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, int, ...], Awaitable[object]]
@@ -751,6 +810,34 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> NotAContextKey: ...
     @overload
     def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self,
+        fn: Callable[Concatenate[Any, Any, Any, Any, Mapping[str, str], ...], Awaitable[object]],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self,
+        fn: Callable[
+            Concatenate[Any, Any, Any, Any, Any, Mapping[str, str], ...], Awaitable[object]
+        ],
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
         self, fn: Callable[Concatenate[Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     @overload
@@ -764,6 +851,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Any, Any, None, ...], Awaitable[object]]
+    ) -> ContextKeyNotOptional: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Any, Any, Any, None, ...], Awaitable[object]]
     ) -> ContextKeyNotOptional: ...
     # one outcome per delivery
     @overload
@@ -793,6 +884,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[object, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self, fn: Callable[[object, Out], Awaitable[X1]]
     ) -> _InTx[R, Callable[[object, Out], Awaitable[X1]], F, O]: ...
     @overload
@@ -811,6 +906,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[object, X1K, X2K, X3K, X4K, Out], Awaitable[X1]]
     ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[object, X1K, X2K, X3K, X4K, X5K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[object, X1K, X2K, X3K, X4K, X5K, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
         self: TransactionalSubscriberFactory[PayloadRow, Any, Any],
@@ -838,6 +937,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[R, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self, fn: Callable[[R, Out], Awaitable[X1]]
     ) -> _InTx[R, Callable[[R, Out], Awaitable[X1]], F, O]: ...
     @overload
@@ -856,6 +959,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     def __call__(
         self, fn: Callable[[R, X1K, X2K, X3K, X4K, Out], Awaitable[X1]]
     ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K, Out], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[R, X1K, X2K, X3K, X4K, X5K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[R, X1K, X2K, X3K, X4K, X5K, Out], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(self, fn: Callable[Concatenate[R, ...], object]) -> NotAHandler: ...
     @overload
@@ -884,6 +991,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
     ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K], Awaitable[X1]], F, O]: ...
     @overload
     def __call__(
+        self, fn: Callable[[T, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K, X5K], Awaitable[X1]], F, O]: ...
+    @overload
+    def __call__(
         self, fn: Callable[[T, Out], Awaitable[X1]]
     ) -> _InTx[R, Callable[[T, Out], Awaitable[X1]], F, O]: ...
     @overload
@@ -903,6 +1014,10 @@ class TransactionalSubscriberFactory(_Factory[R, F, O]):
         self, fn: Callable[[T, X1K, X2K, X3K, X4K, Out], Awaitable[X1]]
     ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K, Out], Awaitable[X1]], F, O]: ...
     @overload
+    def __call__(
+        self, fn: Callable[[T, X1K, X2K, X3K, X4K, X5K, Out], Awaitable[X1]]
+    ) -> _InTx[R, Callable[[T, X1K, X2K, X3K, X4K, X5K, Out], Awaitable[X1]], F, O]: ...
+    @overload
     def __call__(self, fn: Callable[..., object]) -> NotAHandler: ...
     def __call__(self, fn: Callable[..., object]) -> Any:
         return bind(self._queue, fn)
@@ -913,7 +1028,8 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     """What ``subscriber(queue)`` returns after ``.batch(n)``: the handler takes a list and no
     per-row key."""
 
-    # further parameters: context keys, never optional
+    # further parameters: context keys, never optional (keys.Attempt is an int and
+    # keys.Headers a Mapping to the checkers: a plain int or Mapping is refused first)
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, int, ...], Awaitable[object]]
@@ -921,6 +1037,14 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, int, ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Mapping[str, str], ...], Awaitable[object]]
+    ) -> NotAContextKey: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Mapping[str, str], ...], Awaitable[object]]
     ) -> NotAContextKey: ...
     @overload
     def __call__(
@@ -962,6 +1086,14 @@ class BatchSubscriberFactory(_Factory[R, F, O]):
     @overload
     def __call__(
         self, fn: Callable[Concatenate[Any, Any, Out, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Headers, ...], Awaitable[object]]
+    ) -> BatchTakesNoRowKeys: ...
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[Any, Any, Headers, ...], Awaitable[object]]
     ) -> BatchTakesNoRowKeys: ...
     # the message: a list of rows or messages
     @overload

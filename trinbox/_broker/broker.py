@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, LiteralString, TypeVar, cast, overload
@@ -25,7 +25,7 @@ from .._api.handles import Pool as HandlerPool
 from .._api.handles import Tx
 from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
-from .._declare._inbox import Inbox, row_fields, spec_of
+from .._declare._inbox import Inbox, row_fields, row_headers, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
@@ -393,18 +393,29 @@ class SqlBroker(Generic[D]):
         message: object = None,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> None:
         """Write a row into ``row_type``'s table and wake the local subscription of its group.
 
         ``message`` is encoded into the payload column (payload mode; leave it out in row
         mode); ``columns`` give the other fields by name (the group field names the queue);
-        ``delay`` makes the row due later (needs a ``RetryAfter`` field).
+        ``delay`` makes the row due later (needs a ``RetryAfter`` field); ``headers`` go into
+        the ``Headers`` field (a table without one refuses them: ``HeaderRefused``).
         """
+        await self._publish(spec_of(row_type), message, delay, headers, columns)
+
+    async def _publish(
+        self,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        headers: Mapping[str, str] | None,
+        columns: dict[str, object],
+    ) -> None:
         if self._closed:
             raise Closed("the broker is shut down; publish before shutdown")
-        spec = spec_of(row_type)
-        await self._write(spec, message, delay, columns)
+        await self._write(spec, message, delay, columns, headers)
         self.wakes.wake(spec.qualified_name, group_of(spec, columns))
 
     @overload
@@ -414,6 +425,7 @@ class SqlBroker(Generic[D]):
         message: T,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> None: ...
     @overload
@@ -423,6 +435,7 @@ class SqlBroker(Generic[D]):
         message: object,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> None: ...
     async def publish_named(
@@ -431,15 +444,17 @@ class SqlBroker(Generic[D]):
         message: object,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> None:
         """Publish ``message`` by name: into the table the broker's routes lead ``to`` (a
         name, or an exact route), the name into its ``Group`` field, and wake the local
-        subscription of that group. ``NoRoute`` when no route leads the name."""
+        subscription of that group. ``NoRoute`` when no route leads the name; ``headers``
+        as ``publish`` takes them."""
         if self._closed:
             raise Closed("the broker is shut down; publish before shutdown")
         spec, fields = self._routed(to, columns, where="publish_named")
-        await self._write(spec, message, delay, fields)
+        await self._write(spec, message, delay, fields, headers)
         self.wakes.wake(spec.qualified_name, group_of(spec, fields))
 
     async def write_reply(
@@ -452,7 +467,7 @@ class SqlBroker(Generic[D]):
         if self._closed:
             raise Closed("the broker is shut down; a reply is written before shutdown")
         spec, fields = self._routed(reply.to, dict(reply.columns), where=where)
-        await self._write(spec, reply.message, reply.delay, fields, conn)
+        await self._write(spec, reply.message, reply.delay, fields, None, conn)
         written = (spec.qualified_name, group_of(spec, fields))
         if conn is None:
             self.wakes.wake(*written)
@@ -488,11 +503,12 @@ class SqlBroker(Generic[D]):
         row's fields as its columns, which the row's constructor has checked (names and
         types) where ``publish(Row, **columns)`` takes any keyword. Generated fields are left
         to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
-        sets the RetryAfter field over the row's value."""
+        sets the RetryAfter field over the row's value; a Headers field's value is the row's
+        headers."""
         # RowOf in the signature: a dialect serves a union of forms, and Inbox's form is one.
         inbox = cast("Inbox[Any, Any]", row)
         fields = row_fields(inbox, delay=delay is not None)
-        await self.publish(type(inbox), delay=delay, **fields)
+        await self._publish(spec_of(type(inbox)), None, delay, row_headers(inbox), fields)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncGenerator[Tx[D], None]:
@@ -526,6 +542,7 @@ class SqlBroker(Generic[D]):
         message: object = None,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         paramstyle: PositionalStyle | None = None,
         **columns: object,
     ) -> tuple[LiteralString, tuple[object, ...]]: ...
@@ -537,6 +554,7 @@ class SqlBroker(Generic[D]):
         message: object = None,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         paramstyle: NamedStyle,
         **columns: object,
     ) -> tuple[LiteralString, dict[str, object]]: ...
@@ -547,6 +565,7 @@ class SqlBroker(Generic[D]):
         message: object = None,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         paramstyle: Paramstyle | None = None,
         **columns: object,
     ) -> tuple[LiteralString, tuple[object, ...]] | tuple[LiteralString, dict[str, object]]:
@@ -567,15 +586,16 @@ class SqlBroker(Generic[D]):
         Named parameters are the columns' names where those are plain identifiers (else
         ``p1``, ``p2``... by position). Values are what the database's drivers bind as
         trinbox writes them: aware UTC datetimes on PostgreSQL, naive UTC on MySQL, UTC text
-        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes. On the
-        database clock a RetryAfter field left out is the server's now plus the delay, bound
-        in microseconds under ``delay_us`` (the text reads the server's clock). Rows
+        (``2026-11-29 20:37:00.000000``) on SQLite, the payload as the codec's bytes, the
+        headers as JSON text (an object, its names sorted). On the database clock a
+        RetryAfter field left out is the server's now plus the delay, bound in microseconds
+        under ``delay_us`` (the text reads the server's clock). Rows
         written this way wake no subscription: they are seen at the next poll (or, on
         PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
         """
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
-        values = self._values(spec, message, columns, delay)
+        values = self._values(spec, message, columns, delay, headers)
         # The text is made of the declaration's names and the dialect's own text, never of a
         # value (those are the parameters): a LiteralString, as psycopg's typing asks of SQL.
         if style is None:
@@ -598,11 +618,12 @@ class SqlBroker(Generic[D]):
         message: object = None,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> tuple[str, str | None]:
         """A ``Tx``'s publish: the row written in its transaction, and where it went."""
         spec = spec_of(row_type)
-        await self._write(spec, message, delay, columns, conn)
+        await self._write(spec, message, delay, columns, headers, conn)
         return spec.qualified_name, group_of(spec, columns)
 
     async def _write_named_in(
@@ -612,11 +633,12 @@ class SqlBroker(Generic[D]):
         message: object,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> tuple[str, str | None]:
         """A ``Tx``'s publish by name: the row written in its transaction, and where it went."""
         spec, fields = self._routed(to, columns, where="tx.publish_named")
-        await self._write(spec, message, delay, fields, conn)
+        await self._write(spec, message, delay, fields, headers, conn)
         return spec.qualified_name, group_of(spec, fields)
 
     # -- writing a published row -----------------------------------------------------------------
@@ -627,8 +649,11 @@ class SqlBroker(Generic[D]):
         message: object,
         columns: dict[str, object],
         delay: timedelta | None,
+        headers: Mapping[str, str] | None,
     ) -> dict[str, object]:
-        return row_values(self.dialect, spec, message, columns, delay, self.clock(), self.codec)
+        return row_values(
+            self.dialect, spec, message, columns, delay, self.clock(), self.codec, headers
+        )
 
     async def _write(
         self,
@@ -636,18 +661,19 @@ class SqlBroker(Generic[D]):
         message: object,
         delay: timedelta | None,
         columns: dict[str, object],
+        headers: Mapping[str, str] | None,
         conn: Connection | None = None,
     ) -> None:
         """Write the row on ``conn`` (inside a transaction), else on a pooled connection given
         back after; with hooks, reported to them with its time and error."""
         events = self.events
         if events is None:
-            await self._write_on(conn, spec, message, delay, columns)
+            await self._write_on(conn, spec, message, delay, columns, headers)
             return
         start, t0 = now_ns(), time.perf_counter()
         error: BaseException | None = None
         try:
-            await self._write_on(conn, spec, message, delay, columns)
+            await self._write_on(conn, spec, message, delay, columns, headers)
         except BaseException as exc:
             error = exc
             raise
@@ -671,13 +697,14 @@ class SqlBroker(Generic[D]):
         message: object,
         delay: timedelta | None,
         columns: dict[str, object],
+        headers: Mapping[str, str] | None,
     ) -> None:
         if conn is not None:
-            await self._insert(conn, spec, message, delay, columns)
+            await self._insert(conn, spec, message, delay, columns, headers)
             return
         conn = await self.pool.acquire("publish")
         try:
-            await self._insert(conn, spec, message, delay, columns)
+            await self._insert(conn, spec, message, delay, columns, headers)
         finally:
             await give_back(self.pool, conn)
 
@@ -688,10 +715,11 @@ class SqlBroker(Generic[D]):
         message: object,
         delay: timedelta | None,
         columns: dict[str, object],
+        headers: Mapping[str, str] | None,
     ) -> None:
         """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes."""
         statement = self.dialect.insert(spec)
-        values = self._values(spec, message, columns, delay)
+        values = self._values(spec, message, columns, delay, headers)
         await conn.execute(statement.sql, statement.bind(values))
         notify = self.dialect.notify_statement()
         if not self.listen_notify or notify is None:

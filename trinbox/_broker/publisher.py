@@ -14,6 +14,7 @@ Publishing goes through ``broker.publish`` / ``tx.publish``, so it behaves as th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final, is_typeddict
 
@@ -61,16 +62,18 @@ class Publisher(Generic[R, T]):
         message: T,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> None:
         """Write ``message`` into the queue, through ``broker.publish`` or, inside a
-        transaction, ``tx.publish``; ``columns`` give the row's other fields by name."""
+        transaction, ``tx.publish``; ``columns`` give the row's other fields by name, and
+        ``headers`` go into its Headers field."""
         self._check_message(message)
         fields = self._columns(columns)
         if isinstance(to, Tx):
-            await to.publish(self.queue.row, message, delay=delay, **fields)
+            await to.publish(self.queue.row, message, delay=delay, headers=headers, **fields)
         else:
-            await to.publish(self.queue.row, message, delay=delay, **fields)
+            await to.publish(self.queue.row, message, delay=delay, headers=headers, **fields)
 
     def _check_message(self, message: object) -> None:
         """What type checkers check, checked at runtime too where ``isinstance`` can (not for a

@@ -9,6 +9,7 @@ import typing
 from datetime import datetime, timedelta
 
 from .._api.codecs import Codec
+from .._api.headers import checked_headers, within_limit
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
 from ..errors import DatabaseError, DeclarationError
@@ -41,11 +42,16 @@ def row_values(
     delay: timedelta | None,
     now: datetime,
     codec: Codec,
+    headers: object = None,
 ) -> dict[str, object]:
     """The insert's values by slot, as the dialect's driver binds them (``now``: the host's).
     On the database clock a RetryAfter field the publish leaves out is the server's now plus
-    the delay (bound in microseconds; the host's now only bounds it, as a retry's)."""
-    raw = insert_values(spec, message, columns, now, delay, codec)
+    the delay (bound in microseconds; the host's now only bounds it, as a retry's). The
+    headers go into the Headers field as the dialect's JSON text (NULL for none)."""
+    where = f"publish into {spec.label}"
+    found = checked_headers(where, spec, headers)
+    text = None if found is None else within_limit(where, dialect.headers_json(found))
+    raw = insert_values(spec, message, columns, now, delay, codec, text)
     due = spec.retry_after
     if dialect.database_clock and due is not None and not due.generated:
         given = due.field in columns
@@ -78,8 +84,10 @@ def insert_values(
     now: datetime,
     delay: timedelta | None,
     codec: Codec,
+    headers: str | None = None,
 ) -> dict[str, object]:
-    """The insert's values by column, or ``DeclarationError`` naming what is missing or extra."""
+    """The insert's values by column, or ``DeclarationError`` naming what is missing or extra;
+    ``headers``: the Headers field's JSON text (``None`` for none)."""
     where = f"publish into {spec.label}"
     writable = {c.field: c for c in spec.insert_columns}
     unknown = sorted(set(columns) - set(writable))
@@ -98,6 +106,13 @@ def insert_values(
         raise DeclarationError(msg)
     if delay is not None:
         _check_delay_has_a_field(where, spec, columns)
+    if spec.headers is not None and spec.headers.field in columns:
+        field = spec.headers.field
+        msg = (
+            f"{where}: headers are given as headers= (checked, then written into the Headers "
+            f"field {field}), found {field}= among the columns; pass headers={{...}}"
+        )
+        raise DeclarationError(msg)
     values: dict[str, object] = {}
     missing: list[str] = []
     for col in spec.insert_columns:
@@ -113,6 +128,8 @@ def insert_values(
             values[col.column] = 1
         elif col.role == "priority":
             values[col.column] = 0
+        elif col.role == "headers":
+            values[col.column] = headers
         elif col.role in ("locked_until", "processed_at") or _optional(col.python_type):
             values[col.column] = None
         else:

@@ -36,7 +36,7 @@ from ._markers import (
 from ._roles import ROLE_CLASSES, Column, Group, Role
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
-__all__ = ["GENERATED", "Inbox", "declared_roles", "row_fields", "spec_of"]
+__all__ = ["GENERATED", "Inbox", "declared_roles", "row_fields", "row_headers", "spec_of"]
 
 # Constrained: a table has one claim form and one isolation level, so ``Inbox[Lease | Advisory]``
 # and
@@ -183,11 +183,14 @@ def spec_of(row_type: type[Any]) -> TableSpec:
 
 def row_fields(row: Inbox[Any, Any], *, delay: bool = False) -> dict[str, object]:
     """The writable fields of a row instance by name, for ``publish_row``: generated fields
-    are the database's, and a delay replaces the row's ``RetryAfter`` value."""
+    are the database's, a delay replaces the row's ``RetryAfter`` value, and the ``Headers``
+    field is the publish's headers (``row_headers``)."""
     spec = spec_of(type(row))
     fields = {c.field: getattr(row, c.field) for c in spec.insert_columns}
     if delay and spec.retry_after is not None:
         fields.pop(spec.retry_after.field, None)
+    if spec.headers is not None:
+        fields.pop(spec.headers.field, None)
     return {name: value for name, value in fields.items() if value is not GENERATED}
 
 
@@ -195,6 +198,12 @@ def declared_roles(cls: type) -> set[str]:
     """The roles a class statement's annotations declare, before the rules are checked (a
     base of row classes words its own rules about them first)."""
     return {role for decl in _field_decls(cls, f"class {cls.__qualname__}") for role in decl.roles}
+
+
+def row_headers(row: Inbox[Any, Any]) -> Any:
+    """The headers a row instance publishes with: its ``Headers`` field's value, or ``None``."""
+    found = spec_of(type(row)).headers
+    return None if found is None else getattr(row, found.field)
 
 
 def _type_arguments(cls: type, where: str) -> tuple[object, object]:

@@ -111,6 +111,10 @@ class InboxSpec(Generic[F]):
     def payload(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("payload", column, field, generated=False)
 
+    def headers(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        """The column of the message's headers (``Headers()``)."""
+        return self._role("headers", column, field, generated=False)
+
     def lease(
         self: InboxSpec[RowLock], column: str, *, field: str | None = None
     ) -> InboxSpec[Lease]:

@@ -14,6 +14,7 @@ __all__ = [
     "Column",
     "Generated",
     "Group",
+    "Headers",
     "Id",
     "LockedUntil",
     "OriginGroup",
@@ -111,6 +112,17 @@ class Payload(Role):
 
 
 @dataclass(frozen=True, slots=True)
+class Headers(Role):
+    """The message's headers, names and values of text, as one JSON object (PostgreSQL
+    ``jsonb``, MySQL ``JSON``, SQLite ``TEXT``): ``publish(..., headers={...})`` writes them
+    and a handler reads them through ``keys.Headers``. Declare it ``Annotated[dict[str, str],
+    Headers()]``; NULL holds none. Settlements never write it: a retry, a dead letter and a
+    redrive keep it."""
+
+    role: ClassVar[str] = "headers"
+
+
+@dataclass(frozen=True, slots=True)
 class Generated(Role):
     """A data column the database fills (a default); the generated insert leaves it out."""
 
@@ -135,6 +147,7 @@ ROLE_NAMES = (
     "locked_until",
     "processed_at",
     "payload",
+    "headers",
 )
 ROLE_CLASSES: dict[str, str] = {
     cls.role: cls.__name__
@@ -148,6 +161,7 @@ ROLE_CLASSES: dict[str, str] = {
         LockedUntil,
         ProcessedAt,
         Payload,
+        Headers,
     )
 }
 """How messages name a role: by the class a declaration writes (``attempt`` -> ``Attempt``)."""

@@ -139,6 +139,10 @@ class TableSpec:
         return self.role("payload")
 
     @property
+    def headers(self) -> ColumnSpec | None:
+        return self.role("headers")
+
+    @property
     def data(self) -> tuple[ColumnSpec, ...]:
         return tuple(c for c in self.columns if not c.role)
 
@@ -416,6 +420,8 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
             raise DeclarationError(msg)
         if role == "priority":
             _check_priority(where, decl)
+        if role == "headers":
+            _check_headers(where, decl)
         if role == "origin_group" and decl.generated:
             msg = (
                 f"{where}: an OriginGroup field is written by the move into a dead letter "
@@ -483,6 +489,27 @@ def _check_priority(where: str, decl: FieldDecl) -> None:
         msg = (
             f"{where}: a Priority field is written by the publish (0 when left out), found "
             f"Priority(generated=True) on {decl.field!r}; drop generated=True"
+        )
+        raise DeclarationError(msg)
+
+
+def _check_headers(where: str, decl: FieldDecl) -> None:
+    """Headers are names and values of text, one JSON object, written by the publish alone:
+    a row built in Python gives them as a ``dict[str, str]``, and NULL holds none."""
+    hint = decl.python_type
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) is not dict or typing.get_args(hint) != (str, str):
+        found = hint.__qualname__ if isinstance(hint, type) else repr(hint).replace("typing.", "")
+        msg = (
+            f"{where}: a Headers field holds names and values of text, found {decl.field!r} "
+            f"of type {found}; declare {decl.field}: Annotated[dict[str, str], Headers()]"
+        )
+        raise DeclarationError(msg)
+    if decl.generated:
+        msg = (
+            f"{where}: a Headers field is written by the publish (publish(..., headers=...)), "
+            f"found Headers(generated=True) on {decl.field!r}; drop generated=True"
         )
         raise DeclarationError(msg)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
@@ -407,6 +407,13 @@ class Dialect(ColumnRules):
         if isinstance(value, UUID):
             return str(value)
         return value
+
+    def headers_json(self, headers: Mapping[str, str]) -> str:
+        """Headers as the Headers column's JSON text: one object, its names sorted, compact,
+        other than ASCII written as itself. PostgreSQL's jsonb and MySQL's JSON keep a normal
+        form of their own; SQLite keeps the text as written, so that equal headers are equal
+        text there too (and ``insert_statement`` binds the same text for another driver)."""
+        return json.dumps(headers, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} DEFAULT VALUES"

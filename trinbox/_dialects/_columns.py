@@ -15,6 +15,9 @@ A prepared statement proves the names; the catalog proves the types. What each r
 * ``Priority``: an integer (the publish writes it, 0 when left out: any default will do).
 * ``OriginGroup``: NULL until the row moves into a dead letter group, so it takes NULL.
 * ``Payload``: bytes (PostgreSQL ``bytea``, MySQL/MariaDB a BLOB or VARBINARY).
+* ``Headers``: JSON text (PostgreSQL ``jsonb``, ``json`` or ``text``; MySQL ``JSON`` or a text
+  type, MariaDB's ``JSON`` being ``LONGTEXT``; SQLite any declared type), taking NULL (a
+  publish without headers writes NULL).
 * A generated ``Id`` read as ``int``: an integer the database fills.
 
 A column the catalog does not list (the prepare found it, so the read missed it, for want of a
@@ -63,9 +66,9 @@ class FoundColumn:
     strict: bool = False  # SQLite: the table is STRICT, its declared types hold
 
 
-Retype = Literal["time", "count", "bytes", "same"]
-"""What a fix changes a column's type to: a time, a count, bytes, or its own type again (to
-drop an attribute such as ON UPDATE)."""
+Retype = Literal["time", "count", "bytes", "json", "same"]
+"""What a fix changes a column's type to: a time, a count, bytes, JSON text, or its own type
+again (to drop an attribute such as ON UPDATE)."""
 
 
 class ColumnRules:
@@ -74,10 +77,11 @@ class ColumnRules:
 
     # Whether the server compares column names without case (MySQL, SQLite).
     folds_column_names: ClassVar[bool] = True
-    # What a time, a count and bytes are on this dialect, for messages.
+    # What a time, a count, bytes and JSON text are on this dialect, for messages.
     time_rule: ClassVar[str] = ""
     count_rule: ClassVar[str] = ""
     bytes_rule: ClassVar[str] = ""
+    json_rule: ClassVar[str] = ""
     # SQLSTATE or error number of a missing table (or schema) and of a missing column.
     missing_codes: ClassVar[dict[str, str]] = {}
 
@@ -100,6 +104,9 @@ class ColumnRules:
         raise NotImplementedError
 
     def holds_bytes(self, found: FoundColumn) -> bool:
+        raise NotImplementedError
+
+    def holds_json(self, found: FoundColumn) -> bool:
         raise NotImplementedError
 
     def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
@@ -245,6 +252,18 @@ def _refusal(d: ColumnRules, spec: TableSpec, col: ColumnSpec, have: FoundColumn
             f"leaves it out, a redrive writes NULL), found column {have.name!r} NOT NULL; "
             f"{d.allow_null(spec, have)}"
         )
+    if role == "headers":
+        if not d.holds_json(have):
+            return (
+                f"{head} holds the headers as one JSON object, {d.json_rule}, {found}; "
+                f"{d.retype(spec, have, 'json')}"
+            )
+        if not have.nullable:
+            return (
+                f"{head} is NULL for a row published without headers, found column "
+                f"{have.name!r} NOT NULL; {d.allow_null(spec, have)}"
+            )
+        return None
     if role == "payload" and not d.holds_bytes(have):
         return (
             f"{head} holds the message's bytes, {d.bytes_rule}, {found}; "

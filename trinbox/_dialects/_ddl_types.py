@@ -4,7 +4,8 @@ data column by its Python type (``ddl.py`` writes the statements).
 Each role gets the type the startup check (``_columns.py``) accepts for it: a time with its
 zone (PostgreSQL ``TIMESTAMPTZ``; MySQL ``DATETIME(6)``, naive UTC, which holds the lease's
 whole-second token exactly and the other times to the microsecond; SQLite ``TEXT``, the UTC
-text trinbox writes), an integer attempt and priority, a binary payload. A field's ``SqlType``
+text trinbox writes), an integer attempt and priority, a binary payload, the headers as the
+dialect's JSON column (PostgreSQL ``JSONB``, MySQL ``JSON``, SQLite ``TEXT``). A field's ``SqlType``
 replaces the type and keeps the rest (``NOT NULL``, ``DEFAULT 1``, ``PRIMARY KEY``).
 """
 
@@ -117,6 +118,8 @@ def column_type(
         return rules.count
     if role == "payload":
         return rules.payload
+    if role == "headers":
+        return rules.types[dict]  # a JSON object: JSONB, JSON, TEXT
     if role == "id" and col.generated:
         if _bare(col.python_type) is int:
             return rules.integer_id

@@ -89,7 +89,14 @@ _MYSQL50 = "#mysql50#"
 _TIMES = frozenset({"datetime", "timestamp"})
 _INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
 _BYTES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
-_TYPES: dict[Retype, str] = {"time": "DATETIME(6)", "count": "INT", "bytes": "LONGBLOB"}
+# MariaDB's JSON is LONGTEXT (with a JSON_VALID check); TINYTEXT and CHAR are too short.
+_JSON_TYPES = frozenset({"json", "varchar", "text", "mediumtext", "longtext"})
+_TYPES: dict[Retype, str] = {
+    "time": "DATETIME(6)",
+    "count": "INT",
+    "bytes": "LONGBLOB",
+    "json": "JSON",
+}
 # Defaults of the session's local time (MariaDB's catalog writes current_timestamp(6),
 # MySQL's CURRENT_TIMESTAMP(6)).
 _SESSION_NOW = re.compile(
@@ -179,6 +186,9 @@ class MySqlDialect(Dialect):
     count_rule: ClassVar[str] = "on MySQL and MariaDB an integer type (TINYINT to BIGINT)"
     bytes_rule: ClassVar[str] = (
         "on MySQL and MariaDB a BLOB type or VARBINARY (BINARY pads it with zero bytes)"
+    )
+    json_rule: ClassVar[str] = (
+        "on MySQL and MariaDB JSON or a text type (VARCHAR, TEXT, MEDIUMTEXT, LONGTEXT)"
     )
     missing_codes: ClassVar[dict[str, str]] = {
         "1146": "table",  # ER_NO_SUCH_TABLE
@@ -476,6 +486,9 @@ class MySqlDialect(Dialect):
 
     def holds_bytes(self, found: FoundColumn) -> bool:
         return self._data_type(found) in _BYTES
+
+    def holds_json(self, found: FoundColumn) -> bool:
+        return self._data_type(found) in _JSON_TYPES
 
     def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
         null = "NULL" if found.nullable else "NOT NULL"

@@ -50,7 +50,14 @@ _LEVELS: dict[type[Isolation], str] = {
 # format_type() of a time with its zone, at any precision: the lease token is whole seconds.
 _TIMESTAMPTZ = re.compile(r"^timestamp(\(\d+\))? with time zone$")
 _INTEGERS = frozenset({"smallint", "integer", "bigint"})
-_TYPES: dict[Retype, str] = {"time": "timestamptz", "count": "integer", "bytes": "bytea"}
+_TYPES: dict[Retype, str] = {
+    "time": "timestamptz",
+    "count": "integer",
+    "bytes": "bytea",
+    "json": "jsonb",
+}
+# Types that hold a JSON object's text (jsonb keeps its own normal form, the others the text).
+_JSON_TYPES = frozenset({"jsonb", "json", "text"})
 
 _DDL = DdlRules(
     key="postgres",
@@ -109,6 +116,7 @@ class PostgresDialect(Dialect):
     time_rule: ClassVar[str] = "on PostgreSQL a timestamp with time zone (timestamptz)"
     count_rule: ClassVar[str] = "on PostgreSQL an integer type (smallint, integer or bigint)"
     bytes_rule: ClassVar[str] = "on PostgreSQL bytea"
+    json_rule: ClassVar[str] = "on PostgreSQL jsonb, json or a text type"
     missing_codes: ClassVar[dict[str, str]] = {
         "42P01": "table",  # undefined_table
         "3F000": "table",  # invalid_schema_name
@@ -361,6 +369,9 @@ class PostgresDialect(Dialect):
 
     def holds_bytes(self, found: FoundColumn) -> bool:
         return found.type == "bytea"
+
+    def holds_json(self, found: FoundColumn) -> bool:
+        return found.type in _JSON_TYPES or found.type.startswith("character varying")
 
     def _alter(self, spec: TableSpec, found: FoundColumn, change: str) -> str:
         return f"ALTER TABLE {self.table(spec)} ALTER COLUMN {self.quoted(found.name)} {change}"

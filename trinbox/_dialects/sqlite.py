@@ -43,7 +43,7 @@ _BEGIN: dict[type[Isolation], str] = {
 }
 
 
-_TYPES: dict[Retype, str] = {"time": "TEXT", "count": "INTEGER", "bytes": "BLOB"}
+_TYPES: dict[Retype, str] = {"time": "TEXT", "count": "INTEGER", "bytes": "BLOB", "json": "TEXT"}
 
 # Times are the UTC text trinbox writes ("YYYY-MM-DD HH:MM:SS.ffffff"); the default of a
 # generated RetryAfter writes the same shape (SQLite's %f has milliseconds).
@@ -123,6 +123,7 @@ class SqliteDialect(Dialect):
         "INT, INTEGER or ANY)"
     )
     bytes_rule: ClassVar[str] = "in a STRICT SQLite table BLOB or ANY"
+    json_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY"
 
     def driver_value(self, value: object) -> object:
         # Times are UTC text that sorts as time ("2026-11-29 20:37:00.000000"), as trinbox's
@@ -335,6 +336,9 @@ class SqliteDialect(Dialect):
 
     def holds_bytes(self, found: FoundColumn) -> bool:
         return not found.strict or self._declared(found) in ("BLOB", "ANY")
+
+    def holds_json(self, found: FoundColumn) -> bool:
+        return not found.strict or self._declared(found) in ("TEXT", "ANY")
 
     def retype(self, spec: TableSpec, found: FoundColumn, to: Retype) -> str:
         return f"declare {self.quoted(found.name)} {_TYPES.get(to, found.type)} {_RECREATE}"

@@ -33,6 +33,7 @@ from .._api.events import (
 )
 from .._api.handler import HandlerPlan, decode_message, row_id
 from .._api.handles import Attempt, Out, Tx
+from .._api.headers import Headers, decode_headers
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._api.queue import Subscriber
 from .._api.routes import Reply
@@ -205,6 +206,8 @@ class DeliveryRunner:
         policy = self._queue.failure
         ready: list[Delivery] = []
         messages: list[object] = []
+        headers: list[Headers] = []  # each ready row's, where the table has a Headers field
+        column = self._spec.headers
         for delivery in deliveries:
             if not delivery.found:
                 # A custom claim's id whose fetch read no row: settled as a row that does
@@ -224,9 +227,12 @@ class DeliveryRunner:
                 await self._settle(delivery, spent)
                 continue
             try:
-                messages.append(
-                    decode_message(self._plan, self._spec, delivery.values, self._queue.codec_used)
+                message = decode_message(
+                    self._plan, self._spec, delivery.values, self._queue.codec_used
                 )
+                if column is not None:
+                    headers.append(decode_headers(delivery.values[column.column]))
+                messages.append(message)
                 ready.append(delivery)
             except Exception as exc:
                 # Whatever a codec or a row class raises (a KeyError of a schema registry, a
@@ -250,13 +256,13 @@ class DeliveryRunner:
         events = self._events
         started: tuple[HandleEvent, list[object], float] | None = None
         if events is not None:
-            started = self._handle_started(events, ready)
+            started = self._handle_started(events, ready, headers)
         args: list[object] = []
         failure: BaseException | None = None
         outcomes: list[HandlerOutcome]  # set when the handler returned
         try:
             try:
-                args = await self._arguments(ready, messages)
+                args = await self._arguments(ready, messages, headers)
                 result = await self._handler(*args)
                 outcomes = self._rules.outcomes(result, len(ready))
             except BaseException as exc:
@@ -290,9 +296,11 @@ class DeliveryRunner:
                     arg.take()  # and a kept Out raises TransactionHeld, never replies
 
     def _handle_started(
-        self, events: EventBus, ready: list[Delivery]
+        self, events: EventBus, ready: list[Delivery], headers: list[Headers]
     ) -> tuple[HandleEvent, list[object], float]:
-        event = HandleEvent(self._source, tuple(d.id for d in ready), ready[0].attempt, now_ns())
+        event = HandleEvent(
+            self._source, tuple(d.id for d in ready), ready[0].attempt, now_ns(), tuple(headers)
+        )
         states = events.handle_started(event)
         return event, states, time.perf_counter()
 
@@ -416,13 +424,17 @@ class DeliveryRunner:
             and not self.stopping
         )
 
-    async def _arguments(self, ready: list[Delivery], messages: list[object]) -> list[object]:
+    async def _arguments(
+        self, ready: list[Delivery], messages: list[object], headers: list[Headers]
+    ) -> list[object]:
         args: list[object] = [messages if self._plan.batch else messages[0]]
         for key in self._plan.keys:
             if key == "attempt":
                 args.append(Attempt(ready[0].attempt or 1))
             elif key == "row_id":
                 args.append(row_id(self._spec, ready[0].id))
+            elif key == "headers":
+                args.append(headers[0])
             elif key == "pool":
                 args.append(self._broker.database)
             elif key == "out":
