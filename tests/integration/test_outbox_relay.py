@@ -23,6 +23,7 @@ from trinbox import (
     Attempt,
     Backoff,
     Group,
+    Headers,
     Id,
     InboxQueue,
     LockedUntil,
@@ -245,3 +246,37 @@ async def test_a_spent_record_moves_to_its_dead_letter_group_which_the_relay_pas
     assert tries.names == ["bad", "bad", "good"]
     assert stats.dead_lettered == 1
     assert stand.rows("SELECT name, dead_from FROM spendable_outbox") == [("outbox.dead", "bad")]
+
+
+class TaggedEvents(Outbox, table="tagged_outbox"):
+    """A record table with a Headers field: the record's own headers travel with it."""
+
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
+async def test_a_records_own_headers_are_sent_beside_its_id(stand: Stand) -> None:
+    async with receiver() as http:
+        to_http = relay(InboxQueue(TaggedEvents, "webhook"))(post_to(http.url))
+        async with relaying(stand, to_http, TaggedEvents) as (app, broker):
+            async with broker.transaction() as tx:
+                await tx.publish(
+                    TaggedEvents,
+                    OrderPlaced(1, "sku-1"),
+                    name="orders.placed",
+                    headers={"tenant": "acme", "request": "r-17"},
+                )
+                await tx.publish(TaggedEvents, OrderPlaced(2, "sku-2"), name="orders.placed")
+            with trio.fail_after(20):
+                await settled(app, to_http, 2)
+    assert stand.rows("SELECT id FROM tagged_outbox") == []  # no ProcessedAt: sent, deleted
+    sent = sorted(http.received, key=lambda body: json.loads(body["payload"])["order"])
+    first, second = (body["headers"] for body in sent)
+    assert first == {"tenant": "acme", "request": "r-17", ID_HEADER: first[ID_HEADER]}
+    assert second == {ID_HEADER: second[ID_HEADER]}  # a record published without headers
+    assert first[ID_HEADER] != second[ID_HEADER]
+    assert sent[0]["http_headers"]["tenant"] == "acme"

@@ -72,9 +72,11 @@ def plan_handler(
     whole_rows: bool = False,
 ) -> HandlerPlan:
     """Check a handler against its table and mode, or raise ``DeclarationError``.
-    ``whole_rows``: trinbox's own handler of a relay, which takes the row alone."""
+    ``whole_rows``: trinbox's own handler of a relay, which takes the row, and its headers
+    where the record table has a Headers field."""
     if whole_rows:
-        return HandlerPlan(message_type=spec.row_type, row_mode=True, batch=False, keys=())
+        own = ("headers",) if spec.headers is not None else ()
+        return HandlerPlan(message_type=spec.row_type, row_mode=True, batch=False, keys=own)
     try:
         hints = typing.get_type_hints(fn, include_extras=False)
     except NameError as exc:

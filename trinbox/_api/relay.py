@@ -51,7 +51,8 @@ class Record:
     """One outbox record, as its sink receives it: its ``id``, typed as the row class types
     its ``Id`` field; its ``name`` (the Group field); its ``payload``, the bytes the publish
     wrote (the codec's encoding of the message); ``headers``, what the receiver should get
-    with it: the record's id under ``ID_HEADER``; and ``attempt``, 1 on the record's first
+    with it: the record's own (its ``Headers`` field, where the table has one) and its id
+    under ``ID_HEADER``; and ``attempt``, 1 on the record's first
     delivery (always 1 on a table without an ``Attempt`` field)."""
 
     id: object
@@ -155,6 +156,9 @@ def _check_sink(sink: object, queue: InboxQueue[Any, Any, Any]) -> None:
         raise TypeError(msg)
 
 
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+
 def _relaying(spec: TableSpec, sink: Sink) -> RelayHandler[Any]:
     """trinbox's handler of a relay: the claimed row as a ``Record``, handed to the sink; what
     the sink returns is the delivery's outcome. It names itself as the sink does, so logs,
@@ -163,13 +167,16 @@ def _relaying(spec: TableSpec, sink: Sink) -> RelayHandler[Any]:
     assert name is not None and payload is not None  # check_record
     attempt = spec.attempt.field if spec.attempt is not None else None
 
-    async def relay_record(row: Any) -> HandlerOutcome | None:
+    async def relay_record(row: Any, own: Mapping[str, str] = _NONE) -> HandlerOutcome | None:
         record_id = getattr(row, ident)
+        # The record's own headers (its Headers field, read as keys.Headers reads them), then
+        # its id: a publish refuses the reserved trinbox- prefix, so no header of its is that.
+        headers = {**own, ID_HEADER: str(record_id)}
         record = Record(
             id=record_id,
             name=getattr(row, name.field),
             payload=getattr(row, payload.field) or b"",
-            headers=MappingProxyType({ID_HEADER: str(record_id)}),
+            headers=MappingProxyType(headers),
             attempt=getattr(row, attempt) if attempt is not None else 1,
         )
         return await sink(record)
