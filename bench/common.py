@@ -3,7 +3,9 @@ claim form), filling it, and the one-line JSON result a bench subprocess prints 
 
 The table is the same on every database: a group (``name``), an advisory key source
 (``tenant``: ten values), a ``priority`` (five values), ``retry_after``, ``attempt``,
-``locked_until`` and a JSON payload ``{"n": i}``. The claim order is indexed: ``(name,
+``locked_until``, a JSON payload ``{"n": i}`` and a ``headers`` column (NULL, or with
+``fill(..., headers=True)`` the ``HEADERS`` the forms with a Headers field read, ``--headers``
+in ``drain.py`` and ``publish.py``). The claim order is indexed: ``(name,
 retry_after, id)``, as the README says; for the forms that declare ``Priority()``
 (``lease-prio``, ``rowlock-prio``) ``(name, priority, retry_after, id)``, as
 ``trinbox.schema.ddl`` renders it, in place of it.
@@ -28,6 +30,7 @@ from trinbox import (
     Advisory,
     Attempt,
     Group,
+    Headers,
     Id,
     Inbox,
     Lease,
@@ -121,6 +124,39 @@ class TenantKeyJob(Inbox[Advisory], table=TABLE, advisory_lock="bench-{tenant}")
     payload: Annotated[bytes, Payload()]
 
 
+class RowLockHeadersJob(Inbox[RowLock], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
+class LeaseHeadersJob(Inbox[Lease], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
+# The rows of each form read with their Headers field (``--headers``).
+WITH_HEADERS: dict[str, type[Inbox[Any, Any]]] = {
+    "rowlock": RowLockHeadersJob,
+    "lease": LeaseHeadersJob,
+}
+# What a row of the bench carries with --headers: a tenant and a W3C trace context.
+HEADERS = {
+    "tenant": "acme",
+    "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+}
+HEADERS_JSON = json.dumps(HEADERS, sort_keys=True, separators=(",", ":"))
+
 ROWS: dict[str, type[Inbox[Any, Any]]] = {
     "rowlock": RowLockJob,
     "lease": LeaseJob,
@@ -144,7 +180,8 @@ DDL = {
             retry_after TIMESTAMPTZ NOT NULL,
             attempt INT NOT NULL DEFAULT 1,
             locked_until TIMESTAMPTZ,
-            payload BYTEA NOT NULL
+            payload BYTEA NOT NULL,
+            headers JSONB
         )
     """,
     # locked_until without fractions: the lease token is whole seconds.
@@ -158,7 +195,8 @@ DDL = {
             retry_after DATETIME(6) NOT NULL,
             attempt INT NOT NULL DEFAULT 1,
             locked_until DATETIME,
-            payload LONGBLOB NOT NULL
+            payload LONGBLOB NOT NULL,
+            headers JSON
         ) ENGINE=InnoDB
     """,
     "sqlite": f"""
@@ -171,7 +209,8 @@ DDL = {
             retry_after TEXT NOT NULL,
             attempt INTEGER NOT NULL DEFAULT 1,
             locked_until TEXT,
-            payload BLOB NOT NULL
+            payload BLOB NOT NULL,
+            headers TEXT
         )
     """,
 }
@@ -244,11 +283,20 @@ def script(db: str, conn: Any, text: str) -> None:
             run_sql(db, conn, part)
 
 
-def fill(db: str, url: str, n: int, *, index: bool = True, form: str | None = None) -> None:
+def fill(
+    db: str,
+    url: str,
+    n: int,
+    *,
+    index: bool = True,
+    form: str | None = None,
+    headers: bool = False,
+) -> None:
     """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9, priorities
-    0..4), index the claim order of ``form``, and leave the server settled (statistics, a
-    checkpoint)."""
+    0..4; ``headers``: each with ``HEADERS``), index the claim order of ``form``, and leave
+    the server settled (statistics, a checkpoint)."""
     due = due_time()
+    with_headers = HEADERS_JSON if headers else None
     claim_index = PRIORITY_INDEX if form in PRIORITY_FORMS else INDEX
     with connect(db, url) as conn:
         script(db, conn, DDL[db])
@@ -256,10 +304,11 @@ def fill(db: str, url: str, n: int, *, index: bool = True, form: str | None = No
             run_sql(
                 db,
                 conn,
-                f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload) "
+                f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload, headers) "
                 f"SELECT %s, 't' || (g %% {TENANTS}), g %% {PRIORITIES}, %s, "
-                f"convert_to('{{\"n\":' || g || '}}', 'UTF8') FROM generate_series(1, %s) g",
-                (GROUP, due, n),
+                f"convert_to('{{\"n\":' || g || '}}', 'UTF8'), %s::jsonb "
+                f"FROM generate_series(1, %s) g",
+                (GROUP, due, with_headers, n),
             )
             if index:
                 run_sql(db, conn, claim_index)
@@ -274,10 +323,10 @@ def fill(db: str, url: str, n: int, *, index: bool = True, form: str | None = No
                 run_sql(
                     db,
                     conn,
-                    f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload) "
+                    f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload, headers) "
                     f"SELECT %s, CONCAT('t', seq %% {TENANTS}), seq %% {PRIORITIES}, %s, "
-                    f"CONCAT('{{\"n\":', seq, '}}') FROM seq_{done + 1}_to_{done + step}",
-                    (GROUP, naive),
+                    f"CONCAT('{{\"n\":', seq, '}}'), %s FROM seq_{done + 1}_to_{done + step}",
+                    (GROUP, naive, with_headers),
                 )
                 done += step
             if index:
@@ -288,10 +337,10 @@ def fill(db: str, url: str, n: int, *, index: bool = True, form: str | None = No
             conn.execute("BEGIN")
             conn.execute(  # (the recursive select yields 1 even for n = 0: LIMIT it)
                 f"WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?) "
-                f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload) "
+                f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload, headers) "
                 f"SELECT ?, 't' || (x % {TENANTS}), x % {PRIORITIES}, ?, "
-                f"CAST('{{\"n\":' || x || '}}' AS BLOB) FROM g LIMIT ?",
-                (n, GROUP, text, n),
+                f"CAST('{{\"n\":' || x || '}}' AS BLOB), ? FROM g LIMIT ?",
+                (n, GROUP, text, with_headers, n),
             )
             conn.execute("COMMIT")
             if index:

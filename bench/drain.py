@@ -6,12 +6,15 @@ pre-insert is not timed.
 
     python -m bench.drain DB URL FORM N [--batch K] [--no-fill] [--max-seconds S]
                           [--events none|noop|prometheus] [--clock default|system|database]
+                          [--headers]
 
 ``--events`` installs an event hook: ``noop`` an ``Events`` subclass that overrides nothing
 (every event is made and dispatched), ``prometheus`` the Prometheus adapter on a registry of
 its own (the hook's cost, measured in bench/RESULTS.md). ``--clock`` picks the broker's clock:
 ``system`` (``SystemClock()``, the host's) or ``database`` (``DatabaseClock()``); ``default``
-is the database's own default (the server's clock on PostgreSQL and MySQL).
+is the database's own default (the server's clock on PostgreSQL and MySQL). ``--headers``
+(lease and row lock): every row carries ``common.HEADERS``, read through a row class with a
+Headers field, and the handler takes them (``keys.Headers``).
 
 Prints one JSON line: jobs/s, seconds, and the process's peak RSS.
 """
@@ -25,11 +28,20 @@ from typing import Any
 
 import trio
 
-from trinbox import App, AppInfo, DatabaseClock, InboxQueue, SqlBroker, SystemClock, subscriber
+from trinbox import (
+    App,
+    AppInfo,
+    DatabaseClock,
+    InboxQueue,
+    SqlBroker,
+    SystemClock,
+    keys,
+    subscriber,
+)
 from trinbox.events import Events
 from trinbox.testing import settled
 
-from .common import GROUP, ROWS, WORKERS, Job, emit, fill, remaining
+from .common import GROUP, ROWS, WITH_HEADERS, WORKERS, Job, emit, fill, remaining
 
 SHUTDOWN_TIMEOUT = 30.0
 EVENTS = ("none", "noop", "prometheus")
@@ -68,17 +80,29 @@ async def drain(
     max_seconds: float,
     events: str = "none",
     clock: str = "default",
+    headers: bool = False,
 ) -> dict[str, Any]:
-    queue = InboxQueue(ROWS[form], GROUP).workers(WORKERS).poll_interval(1.0)
+    row = WITH_HEADERS[form] if headers else ROWS[form]
+    queue = InboxQueue(row, GROUP).workers(WORKERS).poll_interval(1.0)
     handled = 0
-    if batch is not None:
+    sub: Any
+    if headers:
+
+        @subscriber(queue)
+        async def handler_headers(job: Job, found: keys.Headers) -> None:
+            nonlocal handled
+            assert found["tenant"] == "acme"
+            handled += 1
+
+        sub = handler_headers
+    elif batch is not None:
 
         @subscriber(queue.batch(batch))
         async def handler_batch(jobs: list[Job]) -> None:
             nonlocal handled
             handled += len(jobs)
 
-        sub: Any = handler_batch
+        sub = handler_batch
     else:
 
         @subscriber(queue)
@@ -126,9 +150,12 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop undrained then")
     parser.add_argument("--events", choices=EVENTS, default="none", help="an event hook to install")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="default", help="whose clock")
+    parser.add_argument("--headers", action="store_true", help="rows carry headers, read")
     args = parser.parse_args()
+    if args.headers and (args.form not in WITH_HEADERS or args.batch is not None):
+        parser.error("--headers drains the lease and row lock forms, single deliveries")
     if not args.no_fill:
-        fill(args.db, args.url, args.n, form=args.form)
+        fill(args.db, args.url, args.n, form=args.form, headers=args.headers)
     result = trio.run(
         drain,
         args.db,
@@ -139,6 +166,7 @@ def main() -> None:
         args.max_seconds,
         args.events,
         args.clock,
+        args.headers,
     )
     left = remaining(args.db, args.url)
     result["left"] = left

@@ -5,12 +5,17 @@ the table gives the median of the per-round ratios and their range.
     python -m bench.ratios advisory [--rounds 5] [--n 2000] [--batch K] [--sqlite URL]
     python -m bench.ratios priority [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
                                     [--mysql URL]
+    python -m bench.ratios headers [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
+                                   [--mysql URL]
 
 ``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its
 raw loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a
 table whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``: claim index
 ``(name, priority, retry_after, id)``) over the same table without it (``lease``,
 ``rowlock``: index ``(name, retry_after, id)``), trinbox on both sides, per database given.
+``headers``: the lease form's publishes (``bench.publish``, four publishing tasks) and drain
+(``bench.drain``, the handler taking ``keys.Headers``) of rows that carry two headers over the
+same without them (``--headers`` against none), per database given.
 Each run is a subprocess that fills the table first (not timed).
 """
 
@@ -31,8 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Side:
-    module: str  # bench.drain or bench.raw
+    module: str  # bench.drain, bench.raw or bench.publish
     form: str
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class Pair:
 
 def run(side: Side, db: str, url: str, n: int, window: float, batch: int | None) -> float:
     command = [sys.executable, "-m", f"bench.{side.module}", db, url, side.form, str(n)]
-    command += ["--max-seconds", str(window)]
+    command += ["--max-seconds", str(window), *side.flags]
     if batch is not None:
         command += ["--batch", str(batch)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -76,6 +82,18 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
     for db, url in (("sqlite", args.sqlite), ("postgres", args.postgres), ("mysql", args.mysql)):
         if url is None:
             continue
+        if args.what == "headers":
+            for module, what in (("publish", "publish"), ("drain", "drain")):
+                found.append(
+                    Pair(
+                        f"{DB_LABEL[db]} · lease · {what}",
+                        db,
+                        url,
+                        Side(module, "lease", ("--headers",)),
+                        Side(module, "lease"),
+                    )
+                )
+            continue
         forms = ("lease",) if db == "sqlite" else ("lease", "rowlock")
         for form in forms:
             found.append(
@@ -92,7 +110,7 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["advisory", "priority"])
+    parser.add_argument("what", choices=["advisory", "priority", "headers"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--window", type=float, default=60.0, help="seconds per run at most")
@@ -120,9 +138,14 @@ def main() -> None:
                 file=sys.stderr,
                 flush=True,
             )
-    top, bottom = ("trinbox", "raw") if args.what == "advisory" else ("Priority()", "without")
+    top, bottom = {
+        "advisory": ("trinbox", "raw"),
+        "priority": ("Priority()", "without"),
+        "headers": ("with headers", "without"),
+    }[args.what]
     print(
-        f"| drain | {top} median jobs/s | {bottom} median jobs/s | ratio median | "
+        f"| {'run' if args.what == 'headers' else 'drain'} | {top} median jobs/s | "
+        f"{bottom} median jobs/s | ratio median | "
         f"ratio range | rounds |"
     )
     print("|---|---|---|---|---|---|")

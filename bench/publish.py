@@ -1,0 +1,102 @@
+"""Publish throughput through trinbox: N messages written by ``broker.publish``, from
+``--tasks`` publishing tasks at once (4 by default), into the empty bench table, by a process
+that only publishes (``app.add_broker``). Timed from the first publish to the last; the table
+is recreated first (not timed). ``--headers`` (lease and row lock): each publish gives
+``common.HEADERS``, written into the table's Headers field, so a pair of runs with and without
+it is the publish cost of headers (``python -m bench.ratios headers``).
+
+    python -m bench.publish DB URL FORM N [--tasks K] [--max-seconds S] [--headers]
+
+Prints one JSON line: publishes/s (``jobs_per_s``), seconds, and whether every row was
+written with the headers asked for (``ok``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+import trio
+
+from trinbox import App, AppInfo
+
+from .common import (
+    GROUP,
+    HEADERS,
+    ROWS,
+    TABLE,
+    WITH_HEADERS,
+    Job,
+    connect,
+    emit,
+    fill,
+    run_sql,
+)
+from .drain import make_broker
+
+TASKS = 4
+
+
+async def publish(
+    db: str, url: str, form: str, n: int, tasks: int, max_seconds: float, headers: bool
+) -> dict[str, Any]:
+    row = WITH_HEADERS[form] if headers else ROWS[form]
+    given = HEADERS if headers else None
+    broker = make_broker(db, url, pool_size=tasks + 2)
+    app = App(AppInfo("bench-publish"))
+    app.add_broker(broker)
+    sent = 0
+
+    async def publisher(first: int) -> None:
+        nonlocal sent
+        for i in range(first, n, tasks):
+            await broker.publish(row, Job(i), name=GROUP, tenant=f"t{i % 10}", headers=given)
+            sent += 1
+
+    with trio.fail_after(max_seconds + 30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.serve)
+            started = time.perf_counter()
+            with trio.move_on_after(max_seconds):
+                async with trio.open_nursery() as publishers:
+                    for first in range(tasks):
+                        publishers.start_soon(publisher, first)
+            seconds = time.perf_counter() - started
+            app.shutdown()
+    return {"jobs_per_s": sent / seconds, "seconds": seconds, "sent": sent}
+
+
+def written(db: str, url: str, headers: bool) -> tuple[int, int]:
+    """The rows in the bench table, and how many of them carry ``HEADERS``."""
+    with connect(db, url) as conn:
+        rows = run_sql(db, conn, f"SELECT headers FROM {TABLE}")
+    carried = 0
+    for (raw,) in rows:
+        value = raw if raw is None or isinstance(raw, dict) else json.loads(raw)
+        carried += value == HEADERS
+    return len(rows), carried
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("db", choices=["postgres", "mysql", "sqlite"])
+    parser.add_argument("url")
+    parser.add_argument("form", choices=sorted(WITH_HEADERS))
+    parser.add_argument("n", type=int)
+    parser.add_argument("--tasks", type=int, default=TASKS, help="publishing tasks at once")
+    parser.add_argument("--max-seconds", type=float, default=600.0, help="stop then")
+    parser.add_argument("--headers", action="store_true", help="each publish gives headers")
+    args = parser.parse_args()
+    fill(args.db, args.url, 0, form=args.form)
+    result = trio.run(
+        publish, args.db, args.url, args.form, args.n, args.tasks, args.max_seconds, args.headers
+    )
+    rows, carried = written(args.db, args.url, args.headers)
+    result["ok"] = rows == result["sent"] and carried == (rows if args.headers else 0)
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
