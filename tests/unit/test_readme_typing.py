@@ -31,6 +31,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_testing": None,  # mailer.py, test_mailer.py
     "readme_clock": "clock.py",
     "readme_headers": "mail.py",
+    "readme_trace": "traced.py",  # imports mail.py
 }
 
 # What each fragment assumes, written before it.
