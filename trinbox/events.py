@@ -11,6 +11,7 @@ from ._api.events import HandleEnd as HandleEnd
 from ._api.events import HandleEvent as HandleEvent
 from ._api.events import LeaseEvent as LeaseEvent
 from ._api.events import PublishEvent as PublishEvent
+from ._api.events import PublishStart as PublishStart
 from ._api.events import ReleaseEvent as ReleaseEvent
 from ._api.events import SettleEvent as SettleEvent
 from ._engine.statistics import SharedStatistics as SharedStatistics
@@ -24,6 +25,7 @@ __all__ = [
     "HandleEvent",
     "LeaseEvent",
     "PublishEvent",
+    "PublishStart",
     "ReleaseEvent",
     "SettleEvent",
     "SharedStatistics",

@@ -23,6 +23,7 @@ __all__ = [
     "HandleEvent",
     "LeaseEvent",
     "PublishEvent",
+    "PublishStart",
     "ReleaseEvent",
     "SettleEvent",
     "EventSource",
@@ -46,6 +47,21 @@ class EventSource:
     table: str
     group: str | None
     system: str
+
+
+@dataclass(frozen=True, slots=True)
+class PublishStart:
+    """A publish about to write its row into a table with a Headers field, by
+    ``broker.publish`` (``transactional=False``) or ``tx.publish`` (``True``): a hook may give
+    headers to write with it (``Events.publishing``). ``headers``: the publish's own (which
+    win over a hook's). ``start_ns`` is the ``PublishEvent``'s."""
+
+    table: str
+    group: str | None
+    system: str
+    transactional: bool
+    start_ns: int
+    headers: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +164,13 @@ class Events:
     traceback the first time) and ignored.
     """
 
+    def publishing(self, event: PublishStart) -> Mapping[str, str] | None:
+        """A publish into a table with a Headers field is about to write its row (in the
+        publishing task; ``published`` follows, whatever happens): the headers this returns
+        are written with the publish's own, which win over them (the OpenTelemetry adapter
+        gives the trace context here). They follow the publish's rule for headers."""
+        return None
+
     def published(self, event: PublishEvent) -> None:
         """A publish wrote its row (or failed)."""
 
@@ -195,6 +218,18 @@ class EventBus:
             method,
             exc_info=True,
         )
+
+    def publishing(self, event: PublishStart) -> dict[str, str]:
+        """The headers every hook gives, a later hook's over an earlier one's."""
+        found: dict[str, str] = {}
+        for hook in self.hooks:
+            try:
+                given = hook.publishing(event)
+                if given:
+                    found.update(given)
+            except Exception:
+                self._failed(hook, "publishing")
+        return found
 
     def published(self, event: PublishEvent) -> None:
         for hook in self.hooks:

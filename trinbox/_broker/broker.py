@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .._api.codecs import Codec, JsonCodec
-from .._api.events import EventBus, PublishEvent, now_ns
+from .._api.events import EventBus, PublishEvent, PublishStart, now_ns
 from .._api.handles import BLOCK as TX_BLOCK
 from .._api.handles import DELIVERY as TX_DELIVERY
 from .._api.handles import Pool as HandlerPool
@@ -47,7 +47,7 @@ from ..errors import Closed, DatabaseError, DeclarationError
 from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
-from .publishing import aborted_by_notify, group_of, row_values
+from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -649,7 +649,7 @@ class SqlBroker(Generic[D]):
         message: object,
         columns: dict[str, object],
         delay: timedelta | None,
-        headers: Mapping[str, str] | None,
+        headers: object,
     ) -> dict[str, object]:
         return row_values(
             self.dialect, spec, message, columns, delay, self.clock(), self.codec, headers
@@ -661,7 +661,7 @@ class SqlBroker(Generic[D]):
         message: object,
         delay: timedelta | None,
         columns: dict[str, object],
-        headers: Mapping[str, str] | None,
+        headers: object,
         conn: Connection | None = None,
     ) -> None:
         """Write the row on ``conn`` (inside a transaction), else on a pooled connection given
@@ -673,6 +673,18 @@ class SqlBroker(Generic[D]):
         start, t0 = now_ns(), time.perf_counter()
         error: BaseException | None = None
         try:
+            if spec.headers is not None:
+                added = events.publishing(
+                    PublishStart(
+                        spec.qualified_name,
+                        group_of(spec, columns),
+                        self.backend.system,
+                        conn is not None,
+                        start,
+                        own_headers(headers),
+                    )
+                )
+                headers = with_added(added, headers)
             await self._write_on(conn, spec, message, delay, columns, headers)
         except BaseException as exc:
             error = exc
@@ -697,7 +709,7 @@ class SqlBroker(Generic[D]):
         message: object,
         delay: timedelta | None,
         columns: dict[str, object],
-        headers: Mapping[str, str] | None,
+        headers: object,
     ) -> None:
         if conn is not None:
             await self._insert(conn, spec, message, delay, columns, headers)
@@ -715,7 +727,7 @@ class SqlBroker(Generic[D]):
         message: object,
         delay: timedelta | None,
         columns: dict[str, object],
-        headers: Mapping[str, str] | None,
+        headers: object,
     ) -> None:
         """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes."""
         statement = self.dialect.insert(spec)

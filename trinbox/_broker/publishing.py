@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import logging
 import typing
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import cast
 
 from .._api.codecs import Codec
 from .._api.headers import checked_headers, within_limit
@@ -14,7 +16,14 @@ from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
 from ..errors import DatabaseError, DeclarationError
 
-__all__ = ["aborted_by_notify", "group_of", "insert_values", "row_values"]
+__all__ = [
+    "aborted_by_notify",
+    "group_of",
+    "insert_values",
+    "own_headers",
+    "row_values",
+    "with_added",
+]
 
 logger = logging.getLogger("trinbox.publish")
 
@@ -62,6 +71,25 @@ def row_values(
         if not given:
             raw[due.column] = None
     return {slot: dialect.driver_value(value) for slot, value in raw.items()}
+
+
+def own_headers(given: object) -> Mapping[str, str]:
+    """The headers a publish gives, as its event hooks see them (none when they are not a
+    mapping: the publish's rule refuses them after)."""
+    return cast("Mapping[str, str]", given) if isinstance(given, Mapping) else {}
+
+
+def with_added(added: Mapping[str, str], given: object) -> object:
+    """The headers a publish writes: what its event hooks added (a trace context), under
+    those it was given, which win. Headers given as something other than a mapping stay as
+    they are, for the publish's rule to refuse."""
+    if not added:
+        return given
+    if given is None:
+        return dict(added)
+    if not isinstance(given, Mapping):
+        return given
+    return {**added, **cast("Mapping[str, str]", given)}
 
 
 def group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:

@@ -2,7 +2,8 @@
 ``trinbox run mail:app`` in a process of its own and prints what the README shows (the headers
 the handler read through ``keys.Headers``); the stored column is the JSON the README says
 ``insert_statement`` binds; and the refusal it shows is the one a publish into the first
-example's table raises."""
+example's table raises. README "Trace context across the queue": ``traced.py`` beside it
+prints what the README shows."""
 
 from __future__ import annotations
 
@@ -81,3 +82,18 @@ def test_the_refusal_is_the_one_the_readme_shows(monkeypatch: pytest.MonkeyPatch
             headers={"tenant": "acme"},
         )  # fmt: skip
     assert f"trinbox.errors.HeaderRefused: {info.value}" == _shown("readme_headers_refused")
+
+
+async def test_the_trace_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    (tmp_path / "mail.py").write_text(block("readme_headers"))
+    (tmp_path / "traced.py").write_text(block("readme_trace"))
+    done = await trio.run_process(
+        [sys.executable, "traced.py"],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().rstrip("\n") == _shown("readme_trace_output")
