@@ -162,11 +162,23 @@ class Tx(_Runs, Generic[D]):
 
     @overload
     async def publish_named(
-        self, to: Route[T], message: T, *, delay: timedelta | None = ..., **columns: object
+        self,
+        to: Route[T],
+        message: T,
+        *,
+        delay: timedelta | None = ...,
+        headers: Mapping[str, str] | None = ...,
+        **columns: object,
     ) -> None: ...
     @overload
     async def publish_named(
-        self, to: str, message: object, *, delay: timedelta | None = ..., **columns: object
+        self,
+        to: str,
+        message: object,
+        *,
+        delay: timedelta | None = ...,
+        headers: Mapping[str, str] | None = ...,
+        **columns: object,
     ) -> None: ...
     async def publish_named(
         self,
@@ -174,6 +186,7 @@ class Tx(_Runs, Generic[D]):
         message: object,
         *,
         delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
         **columns: object,
     ) -> None:
         """Write ``message`` by name inside this transaction, where the broker's routes lead
@@ -181,7 +194,9 @@ class Tx(_Runs, Generic[D]):
         if self._write_named is None:
             msg = "this transaction publishes no names: its broker has no routes to lead them"
             raise TypeError(msg)
-        written = await self._write_named(self._conn, to, message, delay=delay, **columns)
+        written = await self._write_named(
+            self._conn, to, message, delay=delay, headers=headers, **columns
+        )
         self.published.append(written)
 
     @overload

@@ -163,8 +163,12 @@ async def test_every_way_to_publish_hands_the_headers_to_the_handler(case: Case)
     app.include(broker, send)
     _tables(app, broker, (row, None))
     mails = Publisher(queue, Email)
+    broker.route(row, "mail")  # publishes by name carry headers too
     async with serving(app):
         await broker.publish(row, Email("publish"), queue="mail", headers=TENANT)
+        await broker.publish_named("mail", Email("named"), headers={"by": "name"})
+        async with broker.transaction() as tx:
+            await tx.publish_named("mail", Email("tx named"), headers={"in": "tx named"})
         async with broker.transaction() as tx:
             await tx.publish(row, Email("tx"), queue="mail", headers={"in": "tx"})
         await mails.publish(broker, Email("publisher"), headers={"by": "publisher"})
@@ -179,13 +183,15 @@ async def test_every_way_to_publish_hands_the_headers_to_the_handler(case: Case)
         await broker.publish_row(made)
         await broker.publish(row, Email("none"), queue="mail")
         with trio.fail_after(10):
-            await settled(app, send, 5)
+            await settled(app, send, 7)
     assert sorted(seen) == [
+        ("named", {"by": "name"}),
         ("none", {}),
         ("publish", TENANT),
         ("publisher", {"by": "publisher"}),
         ("row", {"from": "row"}),
         ("tx", {"in": "tx"}),
+        ("tx named", {"in": "tx named"}),
     ]
 
 
