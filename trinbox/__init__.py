@@ -59,6 +59,7 @@ from ._declare._roles import Payload as Payload
 from ._declare._roles import Priority as Priority
 from ._declare._roles import ProcessedAt as ProcessedAt
 from ._declare._roles import RetryAfter as RetryAfter
+from ._declare._roles import Unique as Unique
 from ._declare._sqltype import SqlType as SqlType
 from ._engine.app import App as App
 from ._engine.app import AppInfo as AppInfo
@@ -78,6 +79,7 @@ __all__ = [
     "ProcessedAt",
     "Payload",
     "Headers",
+    "Unique",
     "Generated",
     "Column",
     "SqlType",

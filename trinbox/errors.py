@@ -24,6 +24,8 @@
     │   └── BatchRolledBack     an earlier settlement of the row lock batch failed
     ├── ClaimFailed             a queue's custom claim or fetch raised, or returned what no
     │                           claim can take
+    ├── Duplicate               a publish's dedup key is held by an unfinished row
+    │                           (on_duplicate="raise")
     ├── TransactionHeld         a transaction or connection used after its block ended
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
     ├── Closed                  the broker is shut down
@@ -43,6 +45,7 @@ __all__ = [
     "ConnectionLost",
     "DatabaseError",
     "DeclarationError",
+    "Duplicate",
     "FifoAtSerializable",
     "HandlerFailed",
     "HeaderRefused",
@@ -199,6 +202,25 @@ class ClaimFailed(TrinboxError):
     """A queue's custom claim or fetch (``InboxQueue.custom_claim``) raised, or returned what
     no claim can take (more ids than asked for, a row of another shape). The claim's
     transaction rolled back; the next claim runs after the usual wait."""
+
+
+class Duplicate(TrinboxError):
+    """A publish with ``on_duplicate="raise"`` found its dedup key held by an unfinished row
+    of the table, and wrote nothing. ``id`` is that row's id, ``key`` the key as the column
+    holds it, ``table`` the table."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        id: object,
+        key: str,
+        table: str,
+    ) -> None:
+        super().__init__(message)
+        self.id = id
+        self.key = key
+        self.table = table
 
 
 class TransactionHeld(TrinboxError):

@@ -6,6 +6,7 @@ types, and the refusals a broken rule turns a queue argument or a handler into (
 from __future__ import annotations
 
 from ._api.handles import Held as Held
+from ._api.published import Published as Published
 from ._api.queue import Batched as Batched
 from ._api.queue import BatchesNeverTransactional as BatchesNeverTransactional
 from ._api.queue import ClaimIds as ClaimIds
@@ -82,6 +83,8 @@ __all__ = [
     "Needs",
     "Mount",
     "ShutdownReport",
+    # what a publish returns (with a dedup key, the row that holds it)
+    "Published",
     # routes by name, and the subscriptions by name they lead to
     "Route",
     "RoutedSubscriber",

@@ -30,7 +30,7 @@ from trinbox import (
     keys,
 )
 from trinbox._api.handles import Tx  # the class broker.transaction() yields
-from trinbox.typing import MySql, Postgres, Serves, Sqlite
+from trinbox.typing import MySql, Postgres, Published, Serves, Sqlite
 
 
 @dataclass
@@ -71,7 +71,7 @@ class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{id}"):
 async def publish_rows(
     sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres], my: SqlBroker[MySql]
 ) -> None:
-    assert_type(await sqlite.publish(Outbox, Email("a"), queue="emails"), None)
+    assert_type(await sqlite.publish(Outbox, Email("a"), queue="emails"), Published)
     await sqlite.publish(Keyed, channel="c1")
     await pg.publish(Locked, Email("a"))
     await my.publish(Locked, Email("a"), delay=None)
@@ -198,7 +198,7 @@ async def publisher_row_lock_on_sqlite(sqlite: SqlBroker[Sqlite]) -> None:
 
 
 async def publish_instances(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) -> None:
-    assert_type(await sqlite.publish_row(Keyed(channel="c1")), None)
+    assert_type(await sqlite.publish_row(Keyed(channel="c1")), Published)
     await pg.publish_row(Keyed(channel="c2"), delay=None)
     async with sqlite.transaction() as tx:
         await tx.publish_row(Keyed(channel="c3"))

@@ -40,6 +40,7 @@ from trinbox.typing import (
     Mount,
     NotAHandler,
     Postgres,
+    Published,
     Route,
     RoutedSubscriber,
     Sqlite,
@@ -78,7 +79,7 @@ async def routes_and_publishes(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres
     assert_type(placed, Route[Placed])
     assert_type(sqlite.route(Order, "orders.*"), Route[object])
     assert_type(pg.route(Locked, "locked.*", Packed), Route[Packed])
-    assert_type(await sqlite.publish_named(placed, Placed(1)), None)
+    assert_type(await sqlite.publish_named(placed, Placed(1)), Published)
     await sqlite.publish_named("orders.paid", {"any": "message"}, delay=None)
     async with sqlite.transaction() as tx:
         await tx.publish_named(placed, Placed(2))

@@ -11,7 +11,7 @@ from typing import Any, Generic, NewType, TypeAlias, cast, final, overload
 from typing_extensions import TypeVar
 
 from .._declare._capabilities import RowOf, Serves
-from .._declare._inbox import Inbox, row_fields, row_headers
+from .._declare._inbox import Inbox, row_fields, row_headers, row_unique
 from .._declare._markers import Form
 from .._dialects._portable import bind_portable
 from .._dialects._statement import ParamStyle
@@ -19,6 +19,7 @@ from .._drivers._base import Connection, Record
 from .._drivers._base import Pool as DriverPool
 from .._holders.connections import give_back, rollback_quietly
 from ..errors import TransactionHeld
+from .published import OnDuplicate, Published
 from .routes import Reply, Route, Routes
 
 __all__ = ["Attempt", "Held", "Out", "Pool", "RowId", "Tx"]
@@ -30,10 +31,11 @@ RowId = NewType("RowId", object)
 """The delivery's row id, the value of the row's ``Id`` field as the row class types it (an
 ``int`` for a generated id): an ``object`` to mypy, since each table has its own id type."""
 
-WriteRow = Callable[..., Awaitable[tuple[str, str | None]]]
+WriteRow = Callable[..., Awaitable[tuple[str, str | None, Published]]]
 """How a ``Tx`` publishes: its broker writes the row on the given connection, and says where
-it went (the table and group to wake once the transaction commits). The same for a publish by
-name, where the broker's routes lead it."""
+it went (the table and group to wake once the transaction commits) and what the publish
+returns (the row holding its dedup key). The same for a publish by name, where the broker's
+routes lead it."""
 
 D = TypeVar("D", bound=Serves[Any], covariant=True, default=Any)
 F = TypeVar("F", bound=Form)
@@ -136,8 +138,10 @@ class Tx(_Runs, Generic[D]):
         message: object = ...,
         *,
         headers: Mapping[str, str] | None = ...,
+        unique: str | None = ...,
+        on_duplicate: OnDuplicate = ...,
         **columns: object,
-    ) -> None: ...
+    ) -> Published: ...
     @overload
     async def publish(
         self: Tx[Serves[tuple[F, Any]]],
@@ -145,20 +149,36 @@ class Tx(_Runs, Generic[D]):
         message: object = ...,
         *,
         headers: Mapping[str, str] | None = ...,
+        unique: str | None = ...,
+        on_duplicate: OnDuplicate = ...,
         **columns: object,
-    ) -> None: ...
+    ) -> Published: ...
     async def publish(
         self,
         row_type: Any,
         message: object = None,
         *,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None:
+    ) -> Published:
         """Write a row into a queue table inside this transaction; it commits with it
-        (``headers`` and the rest as ``broker.publish`` takes them)."""
-        written = await self._write(self._conn, row_type, message, headers=headers, **columns)
-        self.published.append(written)
+        (``headers``, ``unique`` and the rest as ``broker.publish`` takes them). A duplicate
+        of a dedup key held by a row of another transaction not committed yet waits for it
+        to commit or roll back."""
+        table, group, found = await self._write(
+            self._conn,
+            row_type,
+            message,
+            headers=headers,
+            unique=unique,
+            on_duplicate=on_duplicate,
+            **columns,
+        )
+        if not found.duplicate:
+            self.published.append((table, group))
+        return found
 
     @overload
     async def publish_named(
@@ -168,8 +188,10 @@ class Tx(_Runs, Generic[D]):
         *,
         delay: timedelta | None = ...,
         headers: Mapping[str, str] | None = ...,
+        unique: str | None = ...,
+        on_duplicate: OnDuplicate = ...,
         **columns: object,
-    ) -> None: ...
+    ) -> Published: ...
     @overload
     async def publish_named(
         self,
@@ -178,8 +200,10 @@ class Tx(_Runs, Generic[D]):
         *,
         delay: timedelta | None = ...,
         headers: Mapping[str, str] | None = ...,
+        unique: str | None = ...,
+        on_duplicate: OnDuplicate = ...,
         **columns: object,
-    ) -> None: ...
+    ) -> Published: ...
     async def publish_named(
         self,
         to: str | Route[Any],
@@ -187,35 +211,64 @@ class Tx(_Runs, Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None:
+    ) -> Published:
         """Write ``message`` by name inside this transaction, where the broker's routes lead
         it (see ``SqlBroker.publish_named``); it commits with the transaction."""
         if self._write_named is None:
             msg = "this transaction publishes no names: its broker has no routes to lead them"
             raise TypeError(msg)
-        written = await self._write_named(
-            self._conn, to, message, delay=delay, headers=headers, **columns
+        table, group, found = await self._write_named(
+            self._conn,
+            to,
+            message,
+            delay=delay,
+            headers=headers,
+            unique=unique,
+            on_duplicate=on_duplicate,
+            **columns,
         )
-        self.published.append(written)
+        if not found.duplicate:
+            self.published.append((table, group))
+        return found
 
     @overload
     async def publish_row(
-        self: AnyTx, row: RowOf[Any, Any], *, delay: timedelta | None = ...
-    ) -> None: ...
+        self: AnyTx,
+        row: RowOf[Any, Any],
+        *,
+        delay: timedelta | None = ...,
+        on_duplicate: OnDuplicate = ...,
+    ) -> Published: ...
     @overload
     async def publish_row(
-        self: Tx[Serves[tuple[F, Any]]], row: RowOf[F, Any], *, delay: timedelta | None = ...
-    ) -> None: ...
-    async def publish_row(self, row: Any, *, delay: timedelta | None = None) -> None:
+        self: Tx[Serves[tuple[F, Any]]],
+        row: RowOf[F, Any],
+        *,
+        delay: timedelta | None = ...,
+        on_duplicate: OnDuplicate = ...,
+    ) -> Published: ...
+    async def publish_row(
+        self, row: Any, *, delay: timedelta | None = None, on_duplicate: OnDuplicate = "return"
+    ) -> Published:
         """Write ``row``, an instance of a row class, inside this transaction (see
         ``SqlBroker.publish_row``)."""
         fields = row_fields(row, delay=delay is not None)
-        headers = row_headers(row)
-        written = await self._write(
-            self._conn, type(row), None, delay=delay, headers=headers, **fields
+        table, group, found = await self._write(
+            self._conn,
+            type(row),
+            None,
+            delay=delay,
+            headers=row_headers(row),
+            unique=row_unique(row),
+            on_duplicate=on_duplicate,
+            **fields,
         )
-        self.published.append(written)
+        if not found.duplicate:
+            self.published.append((table, group))
+        return found
 
 
 AnyTx: TypeAlias = Tx[Serves[object]]

@@ -23,9 +23,10 @@ from .._api.handles import BLOCK as TX_BLOCK
 from .._api.handles import DELIVERY as TX_DELIVERY
 from .._api.handles import Pool as HandlerPool
 from .._api.handles import Tx
+from .._api.published import NOT_READ, OnDuplicate, Published
 from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
-from .._declare._inbox import Inbox, row_fields, row_headers, spec_of
+from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
@@ -38,12 +39,19 @@ from .._dialects._paramstyle import (
 )
 from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
-from .._drivers._base import Connection, Pool
+from .._drivers._base import Connection, Op, Pool
 from .._drivers._urls import Kind, redacted
 from .._holders._base import whole_seconds
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
-from ..errors import Closed, DatabaseError, DeclarationError
+from ..errors import (
+    Closed,
+    DatabaseError,
+    DeclarationError,
+    Duplicate,
+    IntegrityError,
+    LockNotAvailable,
+)
 from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
@@ -53,6 +61,15 @@ from .wake import WakeBoard
 __all__ = ["SqlBroker"]
 
 publish_log = logging.getLogger("trinbox.publish")
+
+# A publish with a dedup key writes its row or reads the key's holder; the holder may finish
+# between the two (the key is free again), and the publish then writes again, this many
+# times at most. A deadlock on the unique index (MySQL) is retried as often.
+UNIQUE_TRIES = 3
+
+Written = tuple[str, str | None, Published]
+"""Where a ``Tx``'s publish went (the table and group to wake once it commits) and what it
+returns."""
 
 D = TypeVar("D", bound=Serves[Any], covariant=True)
 F = TypeVar("F", bound=Form)
@@ -394,16 +411,26 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None:
+    ) -> Published:
         """Write a row into ``row_type``'s table and wake the local subscription of its group.
 
         ``message`` is encoded into the payload column (payload mode; leave it out in row
         mode); ``columns`` give the other fields by name (the group field names the queue);
         ``delay`` makes the row due later (needs a ``RetryAfter`` field); ``headers`` go into
         the ``Headers`` field (a table without one refuses them: ``HeaderRefused``).
+
+        ``unique`` is the row's dedup key, written into the ``Unique`` field: when an
+        unfinished row of the table holds it already, nothing is written and that row is
+        returned (``Published.duplicate``), or ``Duplicate`` raised with
+        ``on_duplicate="raise"``. A publish with a key returns the row that holds it; one
+        without returns ``None`` (the plain insert, which reads nothing back).
         """
-        await self._publish(spec_of(row_type), message, delay, headers, columns)
+        return await self._publish(
+            spec_of(row_type), message, delay, headers, columns, unique, on_duplicate
+        )
 
     async def _publish(
         self,
@@ -412,11 +439,17 @@ class SqlBroker(Generic[D]):
         delay: timedelta | None,
         headers: Mapping[str, str] | None,
         columns: dict[str, object],
-    ) -> None:
+        unique: object = None,
+        on_duplicate: OnDuplicate = "return",
+    ) -> Published:
         if self._closed:
             raise Closed("the broker is shut down; publish before shutdown")
-        await self._write(spec, message, delay, columns, headers)
-        self.wakes.wake(spec.qualified_name, group_of(spec, columns))
+        found = await self._write(
+            spec, message, delay, columns, headers, None, unique, on_duplicate
+        )
+        if not found.duplicate:
+            self.wakes.wake(spec.qualified_name, group_of(spec, columns))
+        return found
 
     @overload
     async def publish_named(
@@ -426,8 +459,10 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None: ...
+    ) -> Published: ...
     @overload
     async def publish_named(
         self,
@@ -436,8 +471,10 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None: ...
+    ) -> Published: ...
     async def publish_named(
         self,
         to: str | Route[Any],
@@ -445,17 +482,18 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None:
+    ) -> Published:
         """Publish ``message`` by name: into the table the broker's routes lead ``to`` (a
         name, or an exact route), the name into its ``Group`` field, and wake the local
-        subscription of that group. ``NoRoute`` when no route leads the name; ``headers``
-        as ``publish`` takes them."""
+        subscription of that group. ``NoRoute`` when no route leads the name; ``headers``,
+        ``unique`` and ``on_duplicate`` as ``publish`` takes them."""
         if self._closed:
             raise Closed("the broker is shut down; publish before shutdown")
         spec, fields = self._routed(to, columns, where="publish_named")
-        await self._write(spec, message, delay, fields, headers)
-        self.wakes.wake(spec.qualified_name, group_of(spec, fields))
+        return await self._publish(spec, message, delay, headers, fields, unique, on_duplicate)
 
     async def write_reply(
         self, reply: Reply, conn: Connection | None, *, where: str
@@ -498,17 +536,26 @@ class SqlBroker(Generic[D]):
         row: RowOf[F, Any],
         *,
         delay: timedelta | None = None,
-    ) -> None:
+        on_duplicate: OnDuplicate = "return",
+    ) -> Published:
         """Write ``row``, an instance of a row class, into its table: ``publish`` with the
         row's fields as its columns, which the row's constructor has checked (names and
         types) where ``publish(Row, **columns)`` takes any keyword. Generated fields are left
         to the database; a Payload field is written as it is (bytes, not encoded); ``delay``
         sets the RetryAfter field over the row's value; a Headers field's value is the row's
-        headers."""
+        headers, a Unique field's its dedup key (``None``: none, and ``None`` returned)."""
         # RowOf in the signature: a dialect serves a union of forms, and Inbox's form is one.
         inbox = cast("Inbox[Any, Any]", row)
         fields = row_fields(inbox, delay=delay is not None)
-        await self._publish(spec_of(type(inbox)), None, delay, row_headers(inbox), fields)
+        return await self._publish(
+            spec_of(type(inbox)),
+            None,
+            delay,
+            row_headers(inbox),
+            fields,
+            row_unique(inbox),
+            on_duplicate,
+        )
 
     @asynccontextmanager
     async def transaction(self) -> AsyncGenerator[Tx[D], None]:
@@ -543,6 +590,7 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
         paramstyle: PositionalStyle | None = None,
         **columns: object,
     ) -> tuple[LiteralString, tuple[object, ...]]: ...
@@ -555,6 +603,7 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
         paramstyle: NamedStyle,
         **columns: object,
     ) -> tuple[LiteralString, dict[str, object]]: ...
@@ -566,6 +615,7 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
         paramstyle: Paramstyle | None = None,
         **columns: object,
     ) -> tuple[LiteralString, tuple[object, ...]] | tuple[LiteralString, dict[str, object]]:
@@ -592,17 +642,28 @@ class SqlBroker(Generic[D]):
         under ``delay_us`` (the text reads the server's clock). Rows
         written this way wake no subscription: they are seen at the next poll (or, on
         PostgreSQL, announce them with ``SELECT pg_notify('<table>', '<group>')``).
+
+        With ``unique`` (the dedup key of a table with a ``Unique`` field) the insert writes
+        nothing when an unfinished row holds the key: ``ON CONFLICT ... DO NOTHING RETURNING
+        id`` on PostgreSQL and SQLite (a row back with the new id, none for a duplicate),
+        ``ON DUPLICATE KEY UPDATE id = id`` on MySQL (0 rows affected for a duplicate, 1 for
+        a new row, where the driver counts changed rows, as PyMySQL and mysqlclient do).
         """
         spec = spec_of(row_type)
         style = None if paramstyle is None else check_paramstyle(paramstyle)
-        values = self._values(spec, message, columns, delay, headers)
+        values = self._values(spec, message, columns, delay, headers, unique)
+        sql = (
+            self.dialect.insert_sql(spec)
+            if unique is None
+            else self.dialect.unique_insert_sql(spec)
+        )
         # The text is made of the declaration's names and the dialect's own text, never of a
         # value (those are the parameters): a LiteralString, as psycopg's typing asks of SQL.
         if style is None:
-            statement = self.dialect.insert(spec)
+            statement = self.dialect.render("insert", sql)
             return _literal(statement.sql), statement.bind(values)
-        sql, params = render_for_driver(self.dialect.insert_sql(spec), values, style)
-        return _literal(sql), params  # type: ignore[return-value]
+        text, params = render_for_driver(sql, values, style)
+        return _literal(text), params  # type: ignore[return-value]
 
     def tx_on(self, conn: Connection, *, ended: str = TX_DELIVERY) -> Tx[D]:
         """The ``Tx`` of a transaction open on ``conn`` (a delivery's, unless ``ended`` says
@@ -619,12 +680,17 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: object = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> tuple[str, str | None]:
-        """A ``Tx``'s publish: the row written in its transaction, and where it went."""
+    ) -> Written:
+        """A ``Tx``'s publish: the row written in its transaction, where it went, and what
+        the publish returns."""
         spec = spec_of(row_type)
-        await self._write(spec, message, delay, columns, headers, conn)
-        return spec.qualified_name, group_of(spec, columns)
+        found = await self._write(
+            spec, message, delay, columns, headers, conn, unique, on_duplicate
+        )
+        return spec.qualified_name, group_of(spec, columns), found
 
     async def _write_named_in(
         self,
@@ -634,12 +700,15 @@ class SqlBroker(Generic[D]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: object = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> tuple[str, str | None]:
-        """A ``Tx``'s publish by name: the row written in its transaction, and where it went."""
+    ) -> Written:
+        """A ``Tx``'s publish by name: the row written in its transaction, where it went, and
+        what the publish returns."""
         spec, fields = self._routed(to, columns, where="tx.publish_named")
-        await self._write(spec, message, delay, fields, headers, conn)
-        return spec.qualified_name, group_of(spec, fields)
+        found = await self._write(spec, message, delay, fields, headers, conn, unique, on_duplicate)
+        return spec.qualified_name, group_of(spec, fields), found
 
     # -- writing a published row -----------------------------------------------------------------
 
@@ -650,9 +719,10 @@ class SqlBroker(Generic[D]):
         columns: dict[str, object],
         delay: timedelta | None,
         headers: object,
+        unique: object = None,
     ) -> dict[str, object]:
         return row_values(
-            self.dialect, spec, message, columns, delay, self.clock(), self.codec, headers
+            self.dialect, spec, message, columns, delay, self.clock(), self.codec, headers, unique
         )
 
     async def _write(
@@ -663,13 +733,16 @@ class SqlBroker(Generic[D]):
         columns: dict[str, object],
         headers: object,
         conn: Connection | None = None,
-    ) -> None:
+        unique: object = None,
+        on_duplicate: OnDuplicate = "return",
+    ) -> Published:
         """Write the row on ``conn`` (inside a transaction), else on a pooled connection given
-        back after; with hooks, reported to them with its time and error."""
+        back after; with hooks, reported to them with its time and error. With a dedup key,
+        the row that holds it (``Duplicate`` for a held one with ``on_duplicate="raise"``)."""
+        row = _Row(spec, message, delay, columns, headers, unique, on_duplicate)
         events = self.events
         if events is None:
-            await self._write_on(conn, spec, message, delay, columns, headers)
-            return
+            return await self._write_on(conn, row)
         start, t0 = now_ns(), time.perf_counter()
         error: BaseException | None = None
         try:
@@ -684,8 +757,8 @@ class SqlBroker(Generic[D]):
                         own_headers(headers),
                     )
                 )
-                headers = with_added(added, headers)
-            await self._write_on(conn, spec, message, delay, columns, headers)
+                row.headers = with_added(added, headers)
+            return await self._write_on(conn, row)
         except BaseException as exc:
             error = exc
             raise
@@ -702,41 +775,71 @@ class SqlBroker(Generic[D]):
                 )
             )
 
-    async def _write_on(
-        self,
-        conn: Connection | None,
-        spec: TableSpec,
-        message: object,
-        delay: timedelta | None,
-        columns: dict[str, object],
-        headers: object,
-    ) -> None:
+    async def _write_on(self, conn: Connection | None, row: _Row) -> Published:
         if conn is not None:
-            await self._insert(conn, spec, message, delay, columns, headers)
-            return
-        conn = await self.pool.acquire("publish")
-        try:
-            await self._insert(conn, spec, message, delay, columns, headers)
-        finally:
-            await give_back(self.pool, conn)
+            try:
+                return await self._insert(conn, row)
+            except LockNotAvailable as exc:
+                if row.unique is None or exc.code not in self.dialect.unique_deadlocks:
+                    raise
+                msg = (
+                    f"publish into {row.spec.label}: a deadlock on the unique index of the "
+                    f"Unique field {_field(row.spec)} ({exc}) ended the caller's transaction "
+                    f"(the database rolled it back whole), so the publish cannot be retried "
+                    f"inside it; retry the whole transaction"
+                )
+                raise LockNotAvailable(msg, statement=exc.statement, code=exc.code) from exc
+        for tries in range(1, UNIQUE_TRIES + 1):
+            conn = await self.pool.acquire("publish")
+            try:
+                return await self._insert(conn, row)
+            except LockNotAvailable as exc:
+                # A deadlock on the unique index rolled the one statement back: write again.
+                if row.unique is None or exc.code not in self.dialect.unique_deadlocks:
+                    raise
+                if tries == UNIQUE_TRIES:
+                    msg = (
+                        f"publish into {row.spec.label}: a publish with a dedup key retries a "
+                        f"deadlock on the unique index of the Unique field {_field(row.spec)} "
+                        f"{UNIQUE_TRIES} times, found one at each try ({exc}); publish again, "
+                        f"or publish the key from fewer writers at once"
+                    )
+                    raise LockNotAvailable(msg, statement=exc.statement, code=exc.code) from exc
+                publish_log.info(
+                    "publish into %s: a deadlock on the unique index, writing again (try %d)",
+                    row.spec.label,
+                    tries + 1,
+                )
+            finally:
+                await give_back(self.pool, conn)
+        raise AssertionError("unreachable: the last try returns or raises")
 
-    async def _insert(
-        self,
-        conn: Connection,
-        spec: TableSpec,
-        message: object,
-        delay: timedelta | None,
-        columns: dict[str, object],
-        headers: object,
-    ) -> None:
-        """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes."""
-        statement = self.dialect.insert(spec)
-        values = self._values(spec, message, columns, delay, headers)
-        await conn.execute(statement.sql, statement.bind(values))
+    async def _insert(self, conn: Connection, row: _Row) -> Published:
+        """Insert the row on ``conn``; with ``listen_notify``, announce it to other processes
+        (a duplicate wrote nothing, and announces nothing)."""
+        spec = row.spec
+        values = self._values(spec, row.message, row.columns, row.delay, row.headers, row.unique)
+        found = NOT_READ
+        if row.unique is None:
+            statement = self.dialect.insert(spec)
+            await conn.execute(statement.sql, statement.bind(values))
+        else:
+            found = await self._insert_unique(conn, row, values)
+            if found.duplicate:
+                if row.on_duplicate == "raise":
+                    msg = (
+                        f"publish into {spec.label}: a dedup key is held by one unfinished "
+                        f"row at a time, found {found.key!r} held by the row {found.id!r} "
+                        f"and nothing written; leave the message to that row, or publish "
+                        f'with on_duplicate="return" to get it back'
+                    )
+                    key = str(found.key)
+                    raise Duplicate(msg, id=found.id, key=key, table=spec.qualified_name)
+                return found
         notify = self.dialect.notify_statement()
         if not self.listen_notify or notify is None:
-            return
-        group = group_of(spec, columns) or ""
+            return found
+        group = group_of(spec, row.columns) or ""
         # Read before the NOTIFY: a failed statement may end what it ran in.
         in_transaction = conn.in_transaction
         try:
@@ -753,6 +856,84 @@ class SqlBroker(Generic[D]):
                 spec.label,
                 exc_info=True,
             )
+        return found
+
+    async def _insert_unique(
+        self, conn: Connection, row: _Row, values: dict[str, object]
+    ) -> Published:
+        """Write the row unless an unfinished row holds its key, else read that row's id. The
+        holder may finish in between (the key is free again): then write again, at most
+        ``UNIQUE_TRIES`` times."""
+        spec = row.spec
+        plan = self.dialect.unique_insert(spec)
+        key_column = spec.unique
+        assert key_column is not None
+        key = str(values[self.dialect.slot_of(key_column)])
+        given_id = None if spec.id.generated else row.columns.get(spec.id.field)
+        refused: IntegrityError | None = None
+        for _ in range(UNIQUE_TRIES):
+            insert = plan.insert
+            if plan.returns_id:
+                rows = await conn.fetch(insert.sql, insert.bind(values))
+                if rows:
+                    return Published(rows[0][0], False, key)
+            else:
+                # A held key fails the insert with a duplicate key error, and so does another
+                # unique constraint's: the read of the key's holder tells them apart.
+                try:
+                    if plan.last_id is None or not spec.id.generated:
+                        await conn.execute(insert.sql, insert.bind(values))
+                        return Published(given_id, False, key)
+                    results = await conn.script(
+                        [
+                            Op("execute", insert.sql, insert.bind(values)),
+                            Op("fetch", plan.last_id.sql, ()),
+                        ]
+                    )
+                    last = results[1]
+                    assert isinstance(last, list)
+                    return Published(last[0][0], False, key)
+                except IntegrityError as exc:
+                    refused = exc
+            held = await conn.fetch(plan.holder.sql, plan.holder.bind(values))
+            if held:
+                return Published(held[0][0], True, key)
+        if refused is not None:
+            raise refused
+        msg = (
+            f"publish into {spec.label}: a publish with a dedup key writes its row or reads "
+            f"the row holding the key, found {key!r} held at each of {UNIQUE_TRIES} writes "
+            f"and free at each read (its holders finished in between); publish again"
+        )
+        raise DatabaseError(msg, statement=plan.insert.sql)
+
+
+class _Row:
+    """A publish's row, as the write passes it down (the headers with what hooks added)."""
+
+    __slots__ = ("columns", "delay", "headers", "message", "on_duplicate", "spec", "unique")
+
+    def __init__(
+        self,
+        spec: TableSpec,
+        message: object,
+        delay: timedelta | None,
+        columns: dict[str, object],
+        headers: object,
+        unique: object,
+        on_duplicate: OnDuplicate,
+    ) -> None:
+        self.spec = spec
+        self.message = message
+        self.delay = delay
+        self.columns = columns
+        self.headers = headers
+        self.unique = unique
+        self.on_duplicate = on_duplicate
+
+
+def _field(spec: TableSpec) -> str:
+    return "" if spec.unique is None else spec.unique.field
 
 
 def _literal(sql: str) -> LiteralString:

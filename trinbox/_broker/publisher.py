@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar, final, is_typeddict
 
 from .._api.handles import Tx
+from .._api.published import OnDuplicate, Published
 from .._api.queue import InboxQueue
 from .._declare._capabilities import RowOf, Serves
 from .._declare._inbox import spec_of
@@ -63,17 +64,35 @@ class Publisher(Generic[R, T]):
         *,
         delay: timedelta | None = None,
         headers: Mapping[str, str] | None = None,
+        unique: str | None = None,
+        on_duplicate: OnDuplicate = "return",
         **columns: object,
-    ) -> None:
+    ) -> Published:
         """Write ``message`` into the queue, through ``broker.publish`` or, inside a
-        transaction, ``tx.publish``; ``columns`` give the row's other fields by name, and
-        ``headers`` go into its Headers field."""
+        transaction, ``tx.publish``; ``columns`` give the row's other fields by name,
+        ``headers`` go into its Headers field, ``unique`` into its Unique field (the row
+        holding the key comes back, as ``publish`` returns it)."""
         self._check_message(message)
         fields = self._columns(columns)
         if isinstance(to, Tx):
-            await to.publish(self.queue.row, message, delay=delay, headers=headers, **fields)
-        else:
-            await to.publish(self.queue.row, message, delay=delay, headers=headers, **fields)
+            return await to.publish(
+                self.queue.row,
+                message,
+                delay=delay,
+                headers=headers,
+                unique=unique,
+                on_duplicate=on_duplicate,
+                **fields,
+            )
+        return await to.publish(
+            self.queue.row,
+            message,
+            delay=delay,
+            headers=headers,
+            unique=unique,
+            on_duplicate=on_duplicate,
+            **fields,
+        )
 
     def _check_message(self, message: object) -> None:
         """What type checkers check, checked at runtime too where ``isinstance`` can (not for a

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import typing
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from .._api.codecs import Codec
@@ -22,6 +22,7 @@ __all__ = [
     "insert_values",
     "own_headers",
     "row_values",
+    "stored_key",
     "with_added",
 ]
 
@@ -52,16 +53,25 @@ def row_values(
     now: datetime,
     codec: Codec,
     headers: object = None,
+    unique: object = None,
 ) -> dict[str, object]:
     """The insert's values by slot, as the dialect's driver binds them (``now``: the host's).
     On the database clock a RetryAfter field the publish leaves out is the server's now plus
     the delay (bound in microseconds; the host's now only bounds it, as a retry's). The
-    headers go into the Headers field as the dialect's JSON text (NULL for none)."""
+    headers go into the Headers field as the dialect's JSON text (NULL for none), the dedup
+    key into the Unique field (with a window, the key and the start of the period holding
+    the row's due time as the host reckons it: the RetryAfter given, else now plus the
+    delay)."""
     where = f"publish into {spec.label}"
     found = checked_headers(where, spec, headers)
     text = None if found is None else within_limit(where, dialect.headers_json(found))
-    raw = insert_values(spec, message, columns, now, delay, codec, text)
+    raw = insert_values(spec, message, columns, now, delay, codec, text, unique)
     due = spec.retry_after
+    key = None if spec.unique is None else raw[spec.unique.column]
+    if isinstance(key, str) and spec.unique is not None and spec.unique_window is not None:
+        at = raw.get(due.column) if due is not None and not due.generated else None
+        when = at if isinstance(at, datetime) else _due(where, "", now, delay)
+        raw[spec.unique.column] = stored_key(key, spec.unique_window, when)
     if dialect.database_clock and due is not None and not due.generated:
         given = due.field in columns
         at = raw[due.column]
@@ -92,6 +102,49 @@ def with_added(added: Mapping[str, str], given: object) -> object:
     return {**added, **cast("Mapping[str, str]", given)}
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def stored_key(key: str, window: timedelta, due: datetime) -> str:
+    """The key as a windowed Unique column holds it: the key, ``@``, and the UTC start of the
+    period of ``window`` (counted from the Unix epoch) that holds ``due`` (naive: UTC), to
+    the second, like ``report-7@2026-12-01T10:00:00Z``."""
+    at = due if due.tzinfo is not None else due.replace(tzinfo=UTC)
+    start = _EPOCH + ((at - _EPOCH) // window) * window
+    return f"{key}@{start:%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _check_key(where: str, spec: TableSpec, key: object) -> str:
+    """A dedup key is text a database holds (no NUL, no lone surrogate), given to a table
+    with a Unique field."""
+    field = spec.unique
+    if field is None:
+        msg = (
+            f"{where}: a dedup key goes into the table's Unique field, found unique={key!r} "
+            f"and a table without one; add one, like dedup: Annotated[str | None, Unique()] = "
+            f"None, or publish without unique="
+        )
+        raise DeclarationError(msg)
+    if not isinstance(key, str):
+        msg = (
+            f"{where}: a dedup key is a str (written into the Unique field {field.field}), "
+            f"found {type(key).__name__} {key!r}; pass unique=str(...)"
+        )
+        raise DeclarationError(msg)
+    bad = "\x00" in key
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        bad = True
+    if bad:
+        msg = (
+            f"{where}: a dedup key is text every database holds, found {key!r} with a NUL "
+            f"character or a lone surrogate; remove it"
+        )
+        raise DeclarationError(msg)
+    return key
+
+
 def group_of(spec: TableSpec, columns: dict[str, object]) -> str | None:
     group = spec.group
     if group is None:
@@ -113,9 +166,11 @@ def insert_values(
     delay: timedelta | None,
     codec: Codec,
     headers: str | None = None,
+    unique: object = None,
 ) -> dict[str, object]:
     """The insert's values by column, or ``DeclarationError`` naming what is missing or extra;
-    ``headers``: the Headers field's JSON text (``None`` for none)."""
+    ``headers``: the Headers field's JSON text (``None`` for none); ``unique``: the dedup key
+    (``None`` for none)."""
     where = f"publish into {spec.label}"
     writable = {c.field: c for c in spec.insert_columns}
     unknown = sorted(set(columns) - set(writable))
@@ -141,6 +196,14 @@ def insert_values(
             f"field {field}), found {field}= among the columns; pass headers={{...}}"
         )
         raise DeclarationError(msg)
+    if spec.unique is not None and spec.unique.field in columns:
+        field = spec.unique.field
+        msg = (
+            f"{where}: a dedup key is given as unique= (checked, then written into the Unique "
+            f"field {field}), found {field}= among the columns; pass unique=..."
+        )
+        raise DeclarationError(msg)
+    key = None if unique is None else _check_key(where, spec, unique)
     values: dict[str, object] = {}
     missing: list[str] = []
     for col in spec.insert_columns:
@@ -158,6 +221,8 @@ def insert_values(
             values[col.column] = 0
         elif col.role == "headers":
             values[col.column] = headers
+        elif col.role == "unique":
+            values[col.column] = key
         elif col.role in ("locked_until", "processed_at") or _optional(col.python_type):
             values[col.column] = None
         else:

@@ -33,10 +33,18 @@ from ._markers import (
     RowLock,
     Serializable,
 )
-from ._roles import ROLE_CLASSES, Column, Group, Role
+from ._roles import ROLE_CLASSES, Column, Group, Role, Unique
 from ._spec import FieldDecl, TableSpec, check_form, compile_spec, unknown_keywords
 
-__all__ = ["GENERATED", "Inbox", "declared_roles", "row_fields", "row_headers", "spec_of"]
+__all__ = [
+    "GENERATED",
+    "Inbox",
+    "declared_roles",
+    "row_fields",
+    "row_headers",
+    "row_unique",
+    "spec_of",
+]
 
 # Constrained: a table has one claim form and one isolation level, so ``Inbox[Lease | Advisory]``
 # and
@@ -189,8 +197,9 @@ def row_fields(row: Inbox[Any, Any], *, delay: bool = False) -> dict[str, object
     fields = {c.field: getattr(row, c.field) for c in spec.insert_columns}
     if delay and spec.retry_after is not None:
         fields.pop(spec.retry_after.field, None)
-    if spec.headers is not None:
-        fields.pop(spec.headers.field, None)
+    for taken in (spec.headers, spec.unique):
+        if taken is not None:
+            fields.pop(taken.field, None)
     return {name: value for name, value in fields.items() if value is not GENERATED}
 
 
@@ -204,6 +213,13 @@ def row_headers(row: Inbox[Any, Any]) -> Any:
     """The headers a row instance publishes with: its ``Headers`` field's value, or ``None``."""
     found = spec_of(type(row)).headers
     return None if found is None else getattr(row, found.field)
+
+
+def row_unique(row: Inbox[Any, Any]) -> object:
+    """The dedup key a row instance publishes with: its ``Unique`` field's value, or ``None``
+    (the key as given: a window's period is added by the publish)."""
+    found = spec_of(type(row)).unique
+    return None if found is None else cast("object", getattr(row, found.field))
 
 
 def _type_arguments(cls: type, where: str) -> tuple[object, object]:
@@ -238,6 +254,7 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
             continue
         roles, generated, column, python_type, is_classvar = _read_annotation(hint, where, name)
         group = _group_of(hint)
+        unique = _unique_of(hint)
         if is_classvar:
             if roles or generated or column is not None:
                 msg = (
@@ -255,6 +272,7 @@ def _field_decls(cls: type, where: str) -> list[FieldDecl]:
                 python_type=python_type,
                 fifo=group is not None and group.fifo,
                 delayed_rows_move_behind=group is not None and group.delayed_rows_move_behind,
+                window=None if unique is None else unique.window,
             )
         )
     return decls
@@ -265,6 +283,13 @@ def _group_of(hint: object) -> Group | None:
     if get_origin(hint) is not typing.Annotated:
         return None
     return next((meta for meta in get_args(hint)[1:] if isinstance(meta, Group)), None)
+
+
+def _unique_of(hint: object) -> Unique | None:
+    """The field's ``Unique``, if it has one."""
+    if get_origin(hint) is not typing.Annotated:
+        return None
+    return next((meta for meta in get_args(hint)[1:] if isinstance(meta, Unique)), None)
 
 
 def _own_annotation_names(cls: type) -> set[str]:

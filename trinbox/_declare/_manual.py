@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
@@ -44,6 +45,7 @@ class _RoleColumn:
     generated: bool
     fifo: bool = False
     delayed_rows_move_behind: bool = False
+    window: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -115,6 +117,16 @@ class InboxSpec(Generic[F]):
         """The column of the message's headers (``Headers()``)."""
         return self._role("headers", column, field, generated=False)
 
+    def unique(
+        self, column: str, *, window: timedelta | None = None, field: str | None = None
+    ) -> InboxSpec[F]:
+        """The column of the dedup key (``Unique()``, ``Unique(window=...)``)."""
+        spec = self._role("unique", column, field, generated=False)
+        if window is None:
+            return spec
+        *rest, unique = spec.roles
+        return evolve(spec, roles=(*rest, evolve(unique, window=window)))
+
     def lease(
         self: InboxSpec[RowLock], column: str, *, field: str | None = None
     ) -> InboxSpec[Lease]:
@@ -181,6 +193,7 @@ class InboxSpec(Generic[F]):
                         python_type=python_type,
                         fifo=rc.fifo,
                         delayed_rows_move_behind=rc.delayed_rows_move_behind,
+                        window=rc.window,
                     )
                 )
         return compile_spec(

@@ -7,6 +7,7 @@ A field without a role is a data column. ``Column("name")`` renames a field's co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import ClassVar
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ProcessedAt",
     "RetryAfter",
     "Role",
+    "Unique",
 ]
 
 
@@ -123,6 +125,25 @@ class Headers(Role):
 
 
 @dataclass(frozen=True, slots=True)
+class Unique(Role):
+    """A dedup key: at most one unfinished row of the table holds each key, from its publish
+    until its ack, its drop or its move into a dead letter (a retry keeps it; a row kept by
+    ``ProcessedAt`` lets it go). ``publish(..., unique="k")`` writes it and returns the row
+    holding it (``Published``, ``duplicate=True`` when that row was there before); NULL, a
+    publish without ``unique=``, dedups nothing. A unique index enforces it, which ``trinbox
+    schema`` writes and startup checks for. Declare it ``Annotated[str | None, Unique()] =
+    None``.
+
+    ``window`` keys the row on the period of that length holding its due time as well: the
+    column holds the key and the period's start (``k@2026-12-01T10:00:00Z``), so one row per
+    key and period. Uniqueness is no concurrency limit: two rows of different keys run side
+    by side, and a key is free again once its row is finished."""
+
+    window: timedelta | None = None
+    role: ClassVar[str] = "unique"
+
+
+@dataclass(frozen=True, slots=True)
 class Generated(Role):
     """A data column the database fills (a default); the generated insert leaves it out."""
 
@@ -148,6 +169,7 @@ ROLE_NAMES = (
     "processed_at",
     "payload",
     "headers",
+    "unique",
 )
 ROLE_CLASSES: dict[str, str] = {
     cls.role: cls.__name__
@@ -162,6 +184,7 @@ ROLE_CLASSES: dict[str, str] = {
         ProcessedAt,
         Payload,
         Headers,
+        Unique,
     )
 }
 """How messages name a role: by the class a declaration writes (``attempt`` -> ``Attempt``)."""

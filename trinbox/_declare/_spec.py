@@ -11,6 +11,7 @@ import types
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from ..errors import DeclarationError
 from ._markers import FORMS, ISOLATIONS, Advisory, Default, Form, Isolation, Lease, RowLock
@@ -69,6 +70,7 @@ class FieldDecl:
     python_type: object = None
     fifo: bool = False  # Group(fifo=True)
     delayed_rows_move_behind: bool = False  # Group(fifo=True, delayed_rows_move_behind=True)
+    window: timedelta | None = None  # Unique(window=...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,8 @@ class TableSpec:
     # then id; with delayed_rows_move_behind, Priority, then RetryAfter, then id.
     fifo: bool = False
     delayed_rows_move_behind: bool = False
+    # Unique(window=...): the key holds the period of the row's due time too.
+    unique_window: timedelta | None = None
     # Columns by role, looked up on every delivery.
     _by_role: dict[str, ColumnSpec] = field(init=False, repr=False, compare=False)
 
@@ -141,6 +145,10 @@ class TableSpec:
     @property
     def headers(self) -> ColumnSpec | None:
         return self.role("headers")
+
+    @property
+    def unique(self) -> ColumnSpec | None:
+        return self.role("unique")
 
     @property
     def data(self) -> tuple[ColumnSpec, ...]:
@@ -264,6 +272,7 @@ def compile_spec(
     columns = _check_fields(where, fields)
     fifo = any(decl.fifo for decl in fields)
     behind = any(decl.delayed_rows_move_behind for decl in fields)
+    window = next((decl.window for decl in fields if decl.window is not None), None)
     spec = TableSpec(
         table=table,
         schema=schema,
@@ -273,6 +282,7 @@ def compile_spec(
         row_type=row_type,
         fifo=fifo,
         delayed_rows_move_behind=behind,
+        unique_window=window,
     )
     _check_form_columns(where, spec, advisory_lock is not None or key is not None)
     _check_fifo_order(where, spec, fields)
@@ -302,6 +312,7 @@ def compile_spec(
         row_type=row_type,
         fifo=fifo,
         delayed_rows_move_behind=behind,
+        unique_window=window,
     )
 
 
@@ -422,6 +433,8 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
             _check_priority(where, decl)
         if role == "headers":
             _check_headers(where, decl)
+        if role == "unique":
+            _check_unique(where, decl)
         if role == "origin_group" and decl.generated:
             msg = (
                 f"{where}: an OriginGroup field is written by the move into a dead letter "
@@ -510,6 +523,49 @@ def _check_headers(where: str, decl: FieldDecl) -> None:
         msg = (
             f"{where}: a Headers field is written by the publish (publish(..., headers=...)), "
             f"found Headers(generated=True) on {decl.field!r}; drop generated=True"
+        )
+        raise DeclarationError(msg)
+
+
+def _check_unique(where: str, decl: FieldDecl) -> None:
+    """A dedup key is text that may be NULL (a row published without one dedups nothing),
+    written by the publish alone (``unique=``); a window is a whole number of seconds."""
+    hint = decl.python_type
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    members = typing.get_args(hint)
+    optional_str = typing.get_origin(hint) in (typing.Union, types.UnionType) and set(members) == {
+        str,
+        type(None),
+    }
+    if not optional_str:
+        found = hint.__qualname__ if isinstance(hint, type) else repr(hint).replace("typing.", "")
+        msg = (
+            f"{where}: a Unique field holds a dedup key of text, NULL for a row that dedups "
+            f"nothing, found {decl.field!r} of type {found}; declare {decl.field}: "
+            f"Annotated[str | None, Unique()] = None"
+        )
+        raise DeclarationError(msg)
+    if decl.generated:
+        msg = (
+            f"{where}: a Unique field is written by the publish (publish(..., unique=...)), "
+            f"found Unique(generated=True) on {decl.field!r}; drop generated=True"
+        )
+        raise DeclarationError(msg)
+    window = decl.window
+    if window is None:
+        return
+    if not isinstance(window, timedelta):  # pyright: ignore[reportUnnecessaryIsInstance]
+        msg = (
+            f"{where}: a Unique window is a timedelta, found {type(window).__name__} "
+            f"{window!r} on {decl.field!r}; write Unique(window=timedelta(hours=1))"
+        )
+        raise DeclarationError(msg)
+    if window <= timedelta(0) or window % timedelta(seconds=1):
+        msg = (
+            f"{where}: a Unique window is a positive whole number of seconds (each key is "
+            f"held once per period of that length), found {window} on {decl.field!r}; "
+            f"write Unique(window=timedelta(seconds=...)) with whole seconds"
         )
         raise DeclarationError(msg)
 

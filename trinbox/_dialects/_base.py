@@ -21,6 +21,7 @@ server's clock (``_clock.py``, the clock's methods below).
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from ._columns import ColumnRules
 from ._ddl_types import DdlRules
 from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join, render
 
-__all__ = ["DeadLetter", "Dialect", "fold"]
+__all__ = ["DeadLetter", "Dialect", "UniqueInsert", "fold"]
 
 _NOW = Param("now")
 _RETRY_AT = Param("retry_at")
@@ -55,6 +56,20 @@ class DeadLetter:
         if self.group is not None:
             return self.group
         return f"{self.schema}.{self.table}" if self.schema else str(self.table)
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueInsert:
+    """A publish with a dedup key (``Dialect.unique_insert``). ``insert`` writes the row
+    unless the key is held: with ``returns_id`` it returns the new row's id (no row: held);
+    else (MySQL) a held key fails it with a duplicate key error, which the broker tells from
+    another constraint's by ``holder``, and ``last_id`` reads a generated id. ``holder``
+    reads the id of the row that holds the key."""
+
+    insert: Statement
+    holder: Statement
+    returns_id: bool = True
+    last_id: Statement | None = None
 
 
 @dataclass(frozen=True)
@@ -395,6 +410,109 @@ class Dialect(ColumnRules):
         names = ", ".join(self.column(c) for c in cols)
         values = join(", ", (self.insert_slot(spec, c) for c in cols))
         return f"INSERT INTO {t} ({names}) VALUES (" + values + ")"
+
+    # -- dedup keys (Unique()) ----------------------------------------------------------------
+    #
+    # A row holds its key while it is unfinished: not marked processed (ProcessedAt NULL) and
+    # not a dead letter in a group of its table (OriginGroup NULL; a dead letter table takes
+    # the row out of the table). PostgreSQL and SQLite enforce it with a partial unique index
+    # on the key over those rows; MySQL and MariaDB, without partial indexes, with a unique
+    # index on a generated column holding the key while the row holds it (NULL after), which
+    # ``unique_held`` names. A table whose rows always hold their key (ack deletes, no dead
+    # letter group) indexes the key column itself.
+
+    def unique_holds(self, spec: TableSpec) -> list[str]:
+        """The conditions of a row that holds its key (none: every row of the table)."""
+        conds: list[str] = []
+        if spec.processed_at is not None:
+            conds.append(f"{self.column(spec.processed_at)} IS NULL")
+        if spec.origin_group is not None:
+            conds.append(f"{self.column(spec.origin_group)} IS NULL")
+        return conds
+
+    def unique_held(self, spec: TableSpec) -> str | None:
+        """The generated column the unique index is on, where there is one (MySQL's, when
+        some rows let their key go); ``None``: the index is on the key column itself."""
+        return None
+
+    def unique_insert(self, spec: TableSpec) -> UniqueInsert:
+        """A publish with a dedup key: the insert that writes the row unless an unfinished
+        row holds the key, and the read of the row that holds it. PostgreSQL and SQLite:
+        ``ON CONFLICT (key) WHERE ... DO NOTHING RETURNING id``, a row back when it wrote one
+        (a conflict on any other constraint, the primary key, raises as a plain insert's)."""
+        return UniqueInsert(
+            self.render("insert", self.unique_insert_sql(spec)), self.unique_holder(spec)
+        )
+
+    def unique_insert_sql(self, spec: TableSpec) -> Frag:
+        """The insert of a publish with a dedup key, before rendering (``insert_statement``
+        renders it for the user's own driver): a row back with its id when it wrote one."""
+        holds = self.unique_holds(spec)
+        target = f" ({self.column(spec.unique)})"
+        if holds:
+            target += " WHERE " + " AND ".join(holds)
+        return (
+            self.insert_sql(spec)
+            + f" ON CONFLICT{target} DO NOTHING RETURNING {self.column(spec.id)}"
+        )
+
+    def unique_holder(self, spec: TableSpec) -> Statement:
+        """The id of the row that holds the publish's key (its value in the key column's
+        slot), through the unique index."""
+        key = self.column(spec.unique)
+        held = self.unique_held(spec)
+        conds: list[Frag]
+        if held is not None:
+            conds = [self.quoted(held) + " = " + P(self.slot_of(spec.unique))]
+        else:
+            conds = [key + " = " + P(self.slot_of(spec.unique)), *self.unique_holds(spec)]
+        return self.render(
+            "holder", f"SELECT {self.column(spec.id)} FROM {self.table(spec)}" + self.where(conds)
+        )
+
+    def slot_of(self, col: ColumnSpec | None) -> str:
+        """The parameter a publish binds ``col``'s value under: its column's name."""
+        assert col is not None
+        return col.column
+
+    def unique_index_query(self, spec: TableSpec) -> Statement:
+        """The catalog read of the table's unique indexes on one column: the column and the
+        index's predicate (MySQL: the column's generation expression), ``NULL`` for none."""
+        raise NotImplementedError
+
+    def unique_index_found(self, spec: TableSpec, records: Sequence[Sequence[object]]) -> bool:
+        """Whether one of the indexes read holds each key once over exactly the rows that
+        hold their key: on the key column with the conditions of ``unique_holds`` as its
+        predicate, or (MySQL) on the generated column holding the key under them. The text
+        compares without quotes, parentheses or case (each server writes it its own way)."""
+        key = spec.unique
+        assert key is not None
+        held = self.unique_held(spec)
+        column = held if held is not None else key.column
+        want = {_normal(c) for c in self.unique_holds(spec)}
+        for name, text in records:
+            found = _str(name)
+            if (
+                (found.casefold() != column.casefold())
+                if self.folds_column_names
+                else (found != column)
+            ):
+                continue
+            normal = _normal(_str(text)) if text else ""
+            if held is not None:
+                # if <conditions>,<key>,null
+                tail = f",{_normal(self.quoted(key.column))},null"
+                if not (normal.startswith("if ") and normal.endswith(tail)):
+                    continue
+                normal = normal[3 : -len(tail)]
+            got: set[str] = {c for c in normal.split(" and ") if c} if normal else set()
+            if got == want:
+                return True
+        return False
+
+    # Error codes of a deadlock a publish with a dedup key retries on a connection of its own
+    # (MySQL's gap locks on the unique index under REPEATABLE READ).
+    unique_deadlocks: ClassVar[tuple[str, ...]] = ()
 
     def driver_value(self, value: object) -> object:
         """``value`` as another driver of this database binds it into the column as trinbox's
@@ -842,6 +960,19 @@ class Dialect(ColumnRules):
         dialects of the row lock form have one."""
         msg = f"{self.name} has no row lock form, so no count at claim"
         raise AssertionError(msg)
+
+
+def _str(value: object) -> str:
+    """A catalog's text (MySQL's drivers may give bytes)."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _normal(text: str) -> str:
+    """SQL text as a comparison key: no quotes or parentheses, one space, no case."""
+    plain = re.sub(r"[\"`]", "", text).casefold()
+    plain = re.sub(r"[()]", " ", plain)
+    plain = re.sub(r"\s*,\s*", ",", plain)
+    return re.sub(r"\s+", " ", plain).strip()
 
 
 def fold(name: str) -> str:

@@ -27,7 +27,9 @@ __all__ = [
     "count_rows",
     "bind_ids",
     "dead_ids",
+    "dead_keys",
     "dead_origins",
+    "live_keys",
     "deliveries_made",
     "depth",
     "list_dead",
@@ -175,6 +177,36 @@ def dead_origins(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int
         f"SELECT {dialect.column(spec.id)}, {dialect.column(spec.origin_group)} FROM {table}"
         + dialect.where([*conds, _in_ids(dialect, spec, count)])
         + f" ORDER BY {dialect.column(spec.id)}",
+    )
+
+
+def dead_keys(dialect: Dialect, spec: TableSpec, dead: DeadLetter, count: int) -> Statement:
+    """The id and dedup key of the destination's rows among ``i0``..., by id: a redrive
+    returns no row whose key a live row holds (its return would break the unique index)."""
+    assert spec.unique is not None
+    table, _ = _dest(dialect, spec, dead, own=False)
+    return dialect.render(
+        "dead_keys",
+        f"SELECT {dialect.column(spec.id)}, {dialect.column(spec.unique)} FROM {table}"
+        + dialect.where([_in_ids(dialect, spec, count)])
+        + f" ORDER BY {dialect.column(spec.id)}",
+    )
+
+
+def live_keys(dialect: Dialect, spec: TableSpec, count: int) -> Statement:
+    """Which of the keys ``k0``... a row of the queue's table holds (unfinished, not a dead
+    letter in a group)."""
+    assert spec.unique is not None
+    keys = join(", ", (P(f"k{n}") for n in range(count)))
+    conds: list[Frag] = [
+        dialect.column(spec.unique) + " IN (" + keys + ")",
+        *dialect.unique_holds(spec),
+    ]
+    return dialect.render(
+        "live_keys",
+        f"SELECT {dialect.column(spec.unique)} FROM {dialect.table(spec)}"
+        + dialect.where(conds)
+        + dialect.lock_suffix,
     )
 
 

@@ -9,6 +9,9 @@ Three kinds of statement, each idempotent (``IF NOT EXISTS``):
   Partial (``WHERE processed_at IS NULL``) where the database has partial indexes and the
   table a ``ProcessedAt`` field, so finished rows drop out of it; inline in the CREATE TABLE
   on MySQL, which has no ``CREATE INDEX IF NOT EXISTS``;
+* the unique index of a ``Unique`` field, on the rows that hold their key (unfinished, not a
+  dead letter in a group): partial on PostgreSQL and SQLite; on MySQL, inline, on a stored
+  generated column that holds the key while the row does (NULL after);
 * the dead letter table, when the mount names one and the table has no group (a grouped table
   moves spent rows to another group of itself, its OriginGroup column keeping their own): the
   same columns, its id a plain primary key, since the move inserts each row with its id.
@@ -27,7 +30,13 @@ from ..errors import DeclarationError
 from ._base import DeadLetter, Dialect, fold
 from ._ddl_types import DdlRules, column_type, is_optional
 
-__all__ = ["claim_index_columns", "dead_letter_of", "index_name", "render_ddl"]
+__all__ = [
+    "claim_index_columns",
+    "dead_letter_of",
+    "index_name",
+    "render_ddl",
+    "unique_statements",
+]
 
 
 def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None) -> list[str]:
@@ -44,8 +53,14 @@ def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None
     index = claim_index_columns(spec)
     name = index_name(dialect, spec, dest) if index else ""
     cols = ", ".join(dialect.column(c) for c in index)
+    unique: list[str] = []
+    if spec.unique is not None and rules.inline_index:
+        *held, unique_index = _unique_lines(dialect, spec, dest, overrides.get(spec.unique.field))
+        columns.extend(held)
+        unique.append(unique_index)
     if index and rules.inline_index:
         columns.append(f"INDEX {dialect.quoted(name)} ({cols})")
+    columns.extend(unique)
     statements.append(_create_table(dialect, dialect.table(spec), columns))
     if index and not rules.inline_index:
         where = ""
@@ -55,6 +70,8 @@ def render_ddl(dialect: Dialect, spec: TableSpec, dead_letter: str | None = None
             f"CREATE INDEX IF NOT EXISTS {_index_target(dialect, spec, name)} "
             f"ON {_index_table(dialect, spec)} ({cols}){where}"
         )
+    if spec.unique is not None and not rules.inline_index:
+        statements.append(_unique_index(dialect, spec, dest))
     if dest is not None and dest.table is not None:
         dead = [
             _column(dialect, rules, spec, c, overrides.get(c.field), dead=True)
@@ -113,16 +130,21 @@ def dead_letter_of(
     return DeadLetter(table=parts[0])
 
 
-def index_name(dialect: Dialect, spec: TableSpec, dest: DeadLetter | None = None) -> str:
-    """``<table>_claim``, within the dialect's identifier limit (cut, with a hash of the whole
-    table name) and clear of the dead letter table's name (an index and a table share one
-    namespace on PostgreSQL and SQLite, where IF NOT EXISTS would silently skip the second)."""
+def index_name(
+    dialect: Dialect, spec: TableSpec, dest: DeadLetter | None = None, *, kind: str = "claim"
+) -> str:
+    """``<table>_claim`` (``kind``: ``unique``, ``<table>_unique``), within the dialect's
+    identifier limit (cut, with a hash of the whole table name) and clear of the dead letter
+    table's name (an index and a table share one namespace on PostgreSQL and SQLite, where IF
+    NOT EXISTS would silently skip the second) and of the claim index's."""
     taken = {fold(spec.table)}
     if dest is not None and dest.table is not None:
         taken.add(fold(dest.table))
+    if kind != "claim":
+        taken.add(fold(index_name(dialect, spec, dest)))
     n = 1
     while True:
-        suffix = "_claim" if n == 1 else f"_claim_{n}"
+        suffix = f"_{kind}" if n == 1 else f"_{kind}_{n}"
         name = _fit(dialect, spec.table, suffix)
         if fold(name) not in taken:
             return name
@@ -140,6 +162,53 @@ def _fit(dialect: Dialect, table: str, suffix: str) -> str:
     while head and dialect.identifier_length(head + tail) > limit:
         head = head[:-1]
     return head + tail
+
+
+def unique_statements(dialect: Dialect, spec: TableSpec, dest: DeadLetter | None = None) -> str:
+    """What gives a table made without it the unique index of its ``Unique`` field (the fix
+    the startup check names): PostgreSQL and SQLite the index's own statement, MySQL an
+    ``ALTER TABLE`` adding the generated column (where there is one) and the index."""
+    assert spec.unique is not None
+    if not dialect.ddl_rules.inline_index:
+        return _unique_index(dialect, spec, dest)
+    override = sql_types_of(spec.row_type).get(spec.unique.field)
+    adds = [
+        ("ADD COLUMN " if line.startswith(dialect.quote) else "ADD ") + line
+        for line in _unique_lines(dialect, spec, dest, override)
+    ]
+    return f"ALTER TABLE {dialect.table(spec)} {', '.join(adds)}"
+
+
+def _unique_index(dialect: Dialect, spec: TableSpec, dest: DeadLetter | None) -> str:
+    """PostgreSQL, SQLite: the unique index on the key over the rows that hold it."""
+    assert spec.unique is not None
+    name = index_name(dialect, spec, dest, kind="unique")
+    holds = dialect.unique_holds(spec)
+    where = " WHERE " + " AND ".join(holds) if holds else ""
+    return (
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {_index_target(dialect, spec, name)} "
+        f"ON {_index_table(dialect, spec)} ({dialect.column(spec.unique)}){where}"
+    )
+
+
+def _unique_lines(
+    dialect: Dialect, spec: TableSpec, dest: DeadLetter | None, override: SqlType | None
+) -> list[str]:
+    """MySQL, inside the CREATE TABLE: the generated column holding the key while its row
+    holds it (NULL after; none where every row holds its key) and the unique index on it."""
+    key = spec.unique
+    assert key is not None
+    name = dialect.quoted(index_name(dialect, spec, dest, kind="unique"))
+    held = dialect.unique_held(spec)
+    if held is None:
+        return [f"UNIQUE INDEX {name} ({dialect.column(key)})"]
+    sql_type = column_type(dialect.ddl_rules, spec, key, override, indexed=True)
+    holds = " AND ".join(dialect.unique_holds(spec))
+    return [
+        f"{dialect.quoted(held)} {sql_type} GENERATED ALWAYS AS "
+        f"(IF({holds}, {dialect.column(key)}, NULL)) STORED",
+        f"UNIQUE INDEX {name} ({dialect.quoted(held)})",
+    ]
 
 
 def _index_target(dialect: Dialect, spec: TableSpec, name: str) -> str:
@@ -172,7 +241,7 @@ def _column(
     writes it) and nothing is generated."""
     role = col.role
     # The origin compares as the group does (MySQL: byte for byte).
-    indexed = role in ("id", "group", "origin_group")
+    indexed = role in ("id", "group", "origin_group", "unique")
     if dead and col.generated and role not in ("id", "attempt"):
         # The move copies every column; the dead letter table needs no default of its own.
         col = ColumnSpec(col.field, col.column, role, False, col.python_type)

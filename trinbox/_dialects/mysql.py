@@ -26,6 +26,7 @@ table or schema name does not begin with ``#mysql50#`` (MariaDB reads the rest a
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,12 +50,12 @@ from .._declare._markers import (
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from ..errors import DeclarationError, FifoAtSerializable, ServerTooOld
-from ._base import Dialect
+from ._base import Dialect, UniqueInsert
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
 from ._count_at_claim import GUARD_WAIT_SECONDS
 from ._ddl_types import DdlRules
-from ._statement import P, ParamStyle, Statement, join
+from ._statement import Frag, P, ParamStyle, Statement, join
 
 __all__ = ["MySqlDialect"]
 
@@ -270,6 +271,43 @@ class MySqlDialect(Dialect):
     def default_now(self) -> str:
         return UTC_DEFAULT
 
+    # A deadlock on the unique index (gap locks under REPEATABLE READ), retried by a publish
+    # on a connection of its own.
+    unique_deadlocks: ClassVar[tuple[str, ...]] = ("1213",)
+
+    def unique_held(self, spec: TableSpec) -> str | None:
+        """``<key>_unfinished``: a stored generated column holding the key while the row
+        holds it (NULL after), the unique index's column; within the 64 characters of a name
+        (cut, with a hash of the whole) and clear of the declared columns."""
+        if not self.unique_holds(spec):
+            return None
+        key = spec.unique
+        assert key is not None
+        suffix = "_unfinished"
+        name = key.column + suffix
+        limit = self.identifier_limit or 64
+        if self.identifier_length(name) > limit:
+            digest = hashlib.sha256(key.column.encode("utf-8")).hexdigest()[:8]
+            head = key.column[: limit - len(suffix) - 9]
+            name = f"{head}_{digest}{suffix}"
+        return self.internal(spec, name)
+
+    def unique_insert(self, spec: TableSpec) -> UniqueInsert:
+        """A plain insert, which a held key fails with a duplicate key error (an error that
+        leaves a transaction open on MySQL); the generated id read after it."""
+        return UniqueInsert(
+            self.insert(spec),
+            self.unique_holder(spec),
+            returns_id=False,
+            last_id=self.render("last_id", "SELECT LAST_INSERT_ID()"),
+        )
+
+    def unique_insert_sql(self, spec: TableSpec) -> Frag:
+        """``ON DUPLICATE KEY UPDATE id = id``: a held key changes nothing, and the driver
+        reports 0 rows affected (1 with CLIENT_FOUND_ROWS, which counts matched rows)."""
+        ident = self.column(spec.id)
+        return self.insert_sql(spec) + f" ON DUPLICATE KEY UPDATE {ident} = {ident}"
+
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"
 
@@ -438,6 +476,21 @@ class MySqlDialect(Dialect):
         )
 
     # -- the catalog ------------------------------------------------------------------------
+
+    def unique_index_query(self, spec: TableSpec) -> Statement:
+        """The table's unique indexes on one column: the column and its generation
+        expression (empty for a column that is not generated)."""
+        database = "DATABASE()" if spec.schema is None else self.literal(spec.schema)
+        return self.render(
+            "unique_index",
+            "SELECT s.COLUMN_NAME, c.GENERATION_EXPRESSION FROM information_schema.STATISTICS "
+            "AS s JOIN information_schema.COLUMNS AS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND "
+            "c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME "
+            f"WHERE s.TABLE_SCHEMA = {database} AND s.TABLE_NAME = {self.literal(spec.table)} "
+            "AND s.NON_UNIQUE = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS "
+            "AS o WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND "
+            "o.INDEX_NAME = s.INDEX_NAME AND o.SEQ_IN_INDEX > 1)",
+        )
 
     def columns_query(self, spec: TableSpec) -> Statement:
         """Each column of the table: its table's name as stored, name, column type, default,

@@ -331,6 +331,17 @@ class PostgresDialect(Dialect):
 
     # -- the catalog ------------------------------------------------------------------------
 
+    def unique_index_query(self, spec: TableSpec) -> Statement:
+        """The table's valid unique indexes on one column (no expression): the column and
+        the predicate as PostgreSQL writes it back."""
+        return self.render(
+            "unique_index",
+            "SELECT a.attname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index AS i "
+            "JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+            f"WHERE i.indrelid = to_regclass({self.literal(self.table(spec))}) "
+            "AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 AND i.indexprs IS NULL",
+        )
+
     def columns_query(self, spec: TableSpec) -> Statement:
         """Each column of the table the statements name (resolved as they resolve it, by the
         search path): name, type (a domain's base type), default, nullable, identity. No row

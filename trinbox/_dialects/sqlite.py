@@ -283,6 +283,24 @@ class SqliteDialect(Dialect):
     # BLOB or ANY. A generated id is the rowid (INTEGER PRIMARY KEY) or has a default: any
     # other primary key takes NULL when an insert leaves it out.
 
+    def unique_index_query(self, spec: TableSpec) -> Statement:
+        """The table's unique indexes on one column: the column and the predicate, the text
+        after the WHERE of the index's CREATE statement (a partial index's)."""
+        table = self.literal(spec.table)
+        schema = "" if spec.schema is None else ", " + self.literal(spec.schema)
+        master = (
+            "sqlite_master" if spec.schema is None else f"{self.quoted(spec.schema)}.sqlite_master"
+        )
+        return self.render(
+            "unique_index",
+            "SELECT ii.name, CASE WHEN il.partial THEN substr(m.sql, instr(upper(m.sql), "
+            "' WHERE ') + 7) END "
+            f"FROM pragma_index_list({table}{schema}) AS il "
+            f"JOIN pragma_index_info(il.name{schema}) AS ii "
+            f"JOIN {master} AS m ON m.type = 'index' AND m.name = il.name "
+            f'WHERE il."unique" AND (SELECT COUNT(*) FROM pragma_index_info(il.name{schema})) = 1',
+        )
+
     def columns_query(self, spec: TableSpec) -> Statement:
         """Each column (name, declared type, default, NOT NULL, primary key position) with
         the table's CREATE statement (STRICT, WITHOUT ROWID)."""

@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 
 from .._declare._spec import TableSpec
-from .._dialects._base import Dialect
+from .._dialects._base import DeadLetter, Dialect
 from .._dialects._columns import column_warnings
 from .._dialects._statement import Statement
+from .._dialects.ddl import unique_statements
 from .._drivers._base import Connection
 from ..errors import DatabaseError, SchemaError, TrinboxError
 
-__all__ = ["check_columns", "prepare_statements"]
+__all__ = ["check_columns", "check_unique_index", "prepare_statements"]
 
 logger = logging.getLogger("trinbox.app")
 
@@ -72,3 +73,26 @@ async def check_columns(
     for warning in column_warnings(dialect, spec, columns):
         logger.warning("%s: %s", where, warning)
     return None
+
+
+async def check_unique_index(
+    where: str, spec: TableSpec, dialect: Dialect, conn: Connection, dead: DeadLetter | None
+) -> None:
+    """Refuse a ``Unique`` field without the unique index that holds each key once over the
+    rows that hold their key: without it, two publishes of one key both write (dedup would be
+    a read racing a write), naming the statement that adds it."""
+    if spec.unique is None:
+        return
+    query = dialect.unique_index_query(spec)
+    records = await conn.fetch(query.sql)
+    if dialect.unique_index_found(spec, records):
+        return
+    holds = dialect.unique_holds(spec)
+    over = f"the rows where {' AND '.join(holds)}" if holds else "every row"
+    msg = (
+        f"{where}: a Unique field is enforced by a unique index on its key over the rows that "
+        f"hold it ({over}), without which two publishes of one key both write, found none on "
+        f"the column {spec.unique.column!r} of {spec.label}; add it: "
+        f"{unique_statements(dialect, spec, dead)}"
+    )
+    raise SchemaError(msg, table=spec.qualified_name, statement=query.sql)

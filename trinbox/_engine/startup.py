@@ -28,7 +28,7 @@ from .._dialects.plans import Plan, build_plan
 from .._holders._base import FormTraits
 from .._holders.connections import give_back
 from ..errors import DeclarationError, ServerTooOld, StartupError, UnsupportedFetch
-from .column_check import check_columns, prepare_statements
+from .column_check import check_columns, check_unique_index, prepare_statements
 
 __all__ = [
     "Checked",
@@ -181,9 +181,16 @@ def declared_dead_letter(
     return dead_letter_of(spec, dest, where=where)
 
 
-async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Plan) -> None:
-    """Check the server's version, the types of the table's role columns in its catalog, and
-    prepare every statement against the database."""
+async def prepare(
+    where: str,
+    spec: TableSpec,
+    broker: SqlBroker[Any],
+    st: Plan,
+    dead_letter: DeadLetter | None = None,
+) -> None:
+    """Check the server's version, the types of the table's role columns in its catalog,
+    the unique index of a ``Unique`` field, and prepare every statement against the
+    database."""
     pool = broker.pool
     conn = await pool.acquire("startup check")
     try:
@@ -202,6 +209,7 @@ async def prepare(where: str, spec: TableSpec, broker: SqlBroker[Any], st: Plan)
         await prepare_statements(where, spec, broker.dialect, conn, st.all())
         if unread is not None:
             raise unread
+        await check_unique_index(where, spec, broker.dialect, conn, dead_letter)
     finally:
         await give_back(pool, conn)
 

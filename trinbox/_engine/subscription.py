@@ -171,7 +171,9 @@ class Subscription:
             raise AlreadySubscribed(msg)
         checked = self._checked
         broker = self.broker
-        await startup.prepare(self.where, self.spec, broker, checked.statements)
+        await startup.prepare(
+            self.where, self.spec, broker, checked.statements, checked.dead_letter
+        )
         permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         transactional = self.queue.mode is Transactional
         self.form: ClaimForm = make_form(

@@ -109,6 +109,10 @@ class Redriven:
     missing: tuple[object, ...]
     elsewhere: tuple[tuple[object, str | None], ...] = ()
     group: str | None = None
+    held: tuple[tuple[object, str], ...] = ()
+    """Dead letters left where they are, each with its dedup key (a ``Unique`` field's):
+    a live row of the queue's table holds the key, or an earlier row of the same redrive
+    takes it back."""
 
 
 def queue_of(mount: Mount) -> Queue:
@@ -312,8 +316,10 @@ async def redrive(
     RetryAfter now, lease cleared), ``ids`` or every one (``None``), in one transaction that
     moves ``chunk`` rows per statement. In a dead letter group the queue's dead letters are
     the rows that came from its group; they go back to it, or into ``to_group`` when given,
-    and ids of other queues' rows are left where they are and reported. ``on_count`` hears
-    how many rows will move before the first chunk, ``progress`` how many each chunk moved."""
+    and ids of other queues' rows are left where they are and reported. A row whose dedup key
+    a live row holds stays, and is reported (``held``): one unfinished row holds a key.
+    ``on_count`` hears how many rows will move before the first chunk, ``progress`` how many
+    each chunk moved."""
     dead = _require_dead(queue)
     into = redrive_group(queue, to_group)
     # Over every group of a FIFO table: each row goes back to the group it came from.
@@ -339,6 +345,9 @@ async def redrive(
                 found += [r[0] for r in await conn.fetch(st.sql, st.bind(values))]
             if dead.group is not None and queue.spec.origin_group is not None:
                 elsewhere = await _of_other_queues(conn, queue, dead, ids, found, base, chunk)
+        held: list[tuple[object, str]] = []
+        if queue.spec.unique is not None and found:
+            found, held = await _free_keys(conn, queue, dead, found, base, chunk)
         if on_count is not None:
             on_count(len(found))
         for start in range(0, len(found), chunk):
@@ -355,8 +364,9 @@ async def redrive(
     finally:
         await give_back(pool, conn)
     present = {_key(v) for v in found} | {_key(v) for v, _ in elsewhere}
+    present |= {_key(v) for v, _ in held}
     missing = () if ids is None else tuple(i for i in ids if _key(i) not in present)
-    return Redriven(queue.name, tuple(found), missing, tuple(elsewhere), into)
+    return Redriven(queue.name, tuple(found), missing, tuple(elsewhere), into, tuple(held))
 
 
 def redrive_group(queue: Queue, to_group: str | None) -> str | None:
@@ -403,6 +413,46 @@ async def _of_other_queues(
         rows = await conn.fetch(st.sql, st.bind({**base, **sql.bind_ids(part)}))
         others += [(r[0], None if r[1] is None else str(r[1])) for r in rows]
     return others
+
+
+async def _free_keys(
+    conn: Connection,
+    queue: Queue,
+    dead: DeadLetter,
+    found: Sequence[object],
+    base: Mapping[str, object],
+    chunk: int,
+) -> tuple[list[object], list[tuple[object, str]]]:
+    """Of the dead letters ``found``, those a redrive may return, and those it leaves with
+    their key: one whose key a live row holds, or an earlier one of ``found`` returns (the
+    first of them by id goes back). A row without a key always goes back."""
+    dialect = queue.broker.dialect
+    keys: dict[str, object] = {}
+    for start in range(0, len(found), chunk):
+        part = list(found[start : start + chunk])
+        st = sql.dead_keys(dialect, queue.spec, dead, len(part))
+        for ident, key in await conn.fetch(st.sql, st.bind({**base, **sql.bind_ids(part)})):
+            if key is not None:
+                keys[_key(ident)] = key
+    wanted: list[str] = list(dict.fromkeys(str(k) for k in keys.values()))
+    taken: set[str] = set()
+    for start in range(0, len(wanted), chunk):
+        keys_part = wanted[start : start + chunk]
+        st = sql.live_keys(dialect, queue.spec, len(keys_part))
+        rows = await conn.fetch(st.sql, st.bind({f"k{n}": k for n, k in enumerate(keys_part)}))
+        taken |= {str(r[0]) for r in rows}
+    going: list[object] = []
+    held: list[tuple[object, str]] = []
+    for ident in found:
+        key = keys.get(_key(ident))
+        if key is None:
+            going.append(ident)
+        elif str(key) in taken:
+            held.append((ident, str(key)))
+        else:
+            taken.add(str(key))
+            going.append(ident)
+    return going, held
 
 
 def _key(value: object) -> str:
