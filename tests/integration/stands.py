@@ -145,6 +145,10 @@ class MariaStand(Stand):
     def _connect(self) -> pymysql.connections.Connection:
         return pymysql.connect(**self._args)  # type: ignore[arg-type]
 
+    def connect(self, *, autocommit: bool = True) -> pymysql.connections.Connection:
+        """A connection of the test's own, to hold a transaction open beside trinbox's."""
+        return pymysql.connect(**{**self._args, "autocommit": autocommit})  # type: ignore[arg-type]
+
     def script(self, ddl: str) -> None:
         conn = self._connect()
         try:
