@@ -5,7 +5,8 @@ The table is the same on every database: a group (``name``), an advisory key sou
 (``tenant``: ten values), a ``priority`` (five values), ``retry_after``, ``attempt``,
 ``locked_until``, a JSON payload ``{"n": i}`` and a ``headers`` column (NULL, or with
 ``fill(..., headers=True)`` the ``HEADERS`` the forms with a Headers field read, ``--headers``
-in ``drain.py`` and ``publish.py``). The claim order is indexed: ``(name,
+in ``drain.py`` and ``publish.py``; ``fill(..., unique=True)`` adds a ``dedup`` column with its
+unique index, ``--unique`` in ``publish.py``). The claim order is indexed: ``(name,
 retry_after, id)``, as the README says; for the forms that declare ``Priority()``
 (``lease-prio``, ``rowlock-prio``) ``(name, priority, retry_after, id)``, as
 ``trinbox.schema.ddl`` renders it, in place of it.
@@ -39,6 +40,7 @@ from trinbox import (
     Priority,
     RetryAfter,
     RowLock,
+    Unique,
 )
 
 TABLE = "bench_jobs"
@@ -144,6 +146,30 @@ class LeaseHeadersJob(Inbox[Lease], table=TABLE):
     payload: Annotated[bytes, Payload()]
     headers: Annotated[dict[str, str], Headers()]
 
+
+class LeaseUniqueJob(Inbox[Lease], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str
+    retry_after: Annotated[datetime, RetryAfter()]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    dedup: Annotated[str | None, Unique()] = None
+
+
+# The rows of each form with a Unique field (``--unique``: ``fill(..., unique=True)``).
+WITH_UNIQUE: dict[str, type[Inbox[Any, Any]]] = {"lease": LeaseUniqueJob}
+# A Unique field's column and index, as ``trinbox.schema.ddl`` writes them for LeaseUniqueJob
+# (ack deletes, no dead letter group: every row holds its key, a plain unique index).
+UNIQUE_DDL = {
+    "postgres": f"ALTER TABLE {TABLE} ADD COLUMN dedup TEXT; "
+    f"CREATE UNIQUE INDEX {TABLE}_unique ON {TABLE} (dedup)",
+    "mysql": f"ALTER TABLE {TABLE} ADD COLUMN dedup VARCHAR(191) COLLATE utf8mb4_bin, "
+    f"ADD UNIQUE INDEX {TABLE}_unique (dedup)",
+    "sqlite": f"ALTER TABLE {TABLE} ADD COLUMN dedup TEXT; "
+    f"CREATE UNIQUE INDEX {TABLE}_unique ON {TABLE} (dedup)",
+}
 
 # The rows of each form read with their Headers field (``--headers``).
 WITH_HEADERS: dict[str, type[Inbox[Any, Any]]] = {
@@ -291,15 +317,19 @@ def fill(
     index: bool = True,
     form: str | None = None,
     headers: bool = False,
+    unique: bool = False,
 ) -> None:
     """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9, priorities
-    0..4; ``headers``: each with ``HEADERS``), index the claim order of ``form``, and leave
-    the server settled (statistics, a checkpoint)."""
+    0..4; ``headers``: each with ``HEADERS``), index the claim order of ``form`` (``unique``:
+    add the Unique field's column and index, every row's key NULL), and leave the server
+    settled (statistics, a checkpoint)."""
     due = due_time()
     with_headers = HEADERS_JSON if headers else None
     claim_index = PRIORITY_INDEX if form in PRIORITY_FORMS else INDEX
     with connect(db, url) as conn:
         script(db, conn, DDL[db])
+        if unique:
+            script(db, conn, UNIQUE_DDL[db])
         if db == "postgres":
             run_sql(
                 db,

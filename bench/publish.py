@@ -3,9 +3,15 @@
 that only publishes (``app.add_broker``). Timed from the first publish to the last; the table
 is recreated first (not timed). ``--headers`` (lease and row lock): each publish gives
 ``common.HEADERS``, written into the table's Headers field, so a pair of runs with and without
-it is the publish cost of headers (``python -m bench.ratios headers``).
+it is the publish cost of headers (``python -m bench.ratios headers``). ``--unique`` (lease):
+the table has a Unique field and its index, and each publish gives a key of its own
+(``unique=f"k{i}"``: every one writes, through ``ON CONFLICT ... RETURNING`` or MySQL's insert
+and ``LAST_INSERT_ID()``); ``--unique-table``: the same table, each publish without a key (the
+plain insert). Against none they are the publish cost of a key and of the index
+(``python -m bench.ratios unique``).
 
     python -m bench.publish DB URL FORM N [--tasks K] [--max-seconds S] [--headers]
+                            [--unique | --unique-table]
 
 Prints one JSON line: publishes/s (``jobs_per_s``), seconds, and whether every row was
 written with the headers asked for (``ok``).
@@ -28,6 +34,7 @@ from .common import (
     ROWS,
     TABLE,
     WITH_HEADERS,
+    WITH_UNIQUE,
     Job,
     connect,
     emit,
@@ -40,9 +47,16 @@ TASKS = 4
 
 
 async def publish(
-    db: str, url: str, form: str, n: int, tasks: int, max_seconds: float, headers: bool
+    db: str,
+    url: str,
+    form: str,
+    n: int,
+    tasks: int,
+    max_seconds: float,
+    headers: bool,
+    unique: str | None = None,
 ) -> dict[str, Any]:
-    row = WITH_HEADERS[form] if headers else ROWS[form]
+    row = WITH_HEADERS[form] if headers else WITH_UNIQUE[form] if unique else ROWS[form]
     given = HEADERS if headers else None
     broker = make_broker(db, url, pool_size=tasks + 2)
     app = App(AppInfo("bench-publish"))
@@ -52,7 +66,10 @@ async def publish(
     async def publisher(first: int) -> None:
         nonlocal sent
         for i in range(first, n, tasks):
-            await broker.publish(row, Job(i), name=GROUP, tenant=f"t{i % 10}", headers=given)
+            key = f"k{i}" if unique == "key" else None
+            await broker.publish(
+                row, Job(i), name=GROUP, tenant=f"t{i % 10}", headers=given, unique=key
+            )
             sent += 1
 
     with trio.fail_after(max_seconds + 30):
@@ -88,10 +105,22 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=TASKS, help="publishing tasks at once")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop then")
     parser.add_argument("--headers", action="store_true", help="each publish gives headers")
+    keys = parser.add_mutually_exclusive_group()
+    keys.add_argument("--unique", action="store_true", help="a Unique field, a key each")
+    keys.add_argument("--unique-table", action="store_true", help="a Unique field, no key")
     args = parser.parse_args()
-    fill(args.db, args.url, 0, form=args.form)
+    unique = "key" if args.unique else "table" if args.unique_table else None
+    fill(args.db, args.url, 0, form=args.form, unique=unique is not None)
     result = trio.run(
-        publish, args.db, args.url, args.form, args.n, args.tasks, args.max_seconds, args.headers
+        publish,
+        args.db,
+        args.url,
+        args.form,
+        args.n,
+        args.tasks,
+        args.max_seconds,
+        args.headers,
+        unique,
     )
     rows, carried = written(args.db, args.url, args.headers)
     result["ok"] = rows == result["sent"] and carried == (rows if args.headers else 0)

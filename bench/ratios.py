@@ -7,6 +7,8 @@ the table gives the median of the per-round ratios and their range.
                                     [--mysql URL]
     python -m bench.ratios headers [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
                                    [--mysql URL]
+    python -m bench.ratios unique [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
+                                  [--mysql URL]
 
 ``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its
 raw loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a
@@ -15,7 +17,9 @@ table whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``:
 ``rowlock``: index ``(name, retry_after, id)``), trinbox on both sides, per database given.
 ``headers``: the lease form's publishes (``bench.publish``, four publishing tasks) and drain
 (``bench.drain``, the handler taking ``keys.Headers``) of rows that carry two headers over the
-same without them (``--headers`` against none), per database given.
+same without them (``--headers`` against none), per database given. ``unique``: the lease
+form's publishes into a table with a Unique field, each with a key of its own (``--unique``)
+and each without one (``--unique-table``), over those into the table without the field.
 Each run is a subprocess that fills the table first (not timed).
 """
 
@@ -82,6 +86,18 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
     for db, url in (("sqlite", args.sqlite), ("postgres", args.postgres), ("mysql", args.mysql)):
         if url is None:
             continue
+        if args.what == "unique":
+            for flag, what in (("--unique", "publish with a key"), ("--unique-table", "no key")):
+                found.append(
+                    Pair(
+                        f"{DB_LABEL[db]} · lease · {what}",
+                        db,
+                        url,
+                        Side("publish", "lease", (flag,)),
+                        Side("publish", "lease"),
+                    )
+                )
+            continue
         if args.what == "headers":
             for module, what in (("publish", "publish"), ("drain", "drain")):
                 found.append(
@@ -110,7 +126,7 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["advisory", "priority", "headers"])
+    parser.add_argument("what", choices=["advisory", "priority", "headers", "unique"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--window", type=float, default=60.0, help="seconds per run at most")
@@ -142,9 +158,10 @@ def main() -> None:
         "advisory": ("trinbox", "raw"),
         "priority": ("Priority()", "without"),
         "headers": ("with headers", "without"),
+        "unique": ("Unique()", "without"),
     }[args.what]
     print(
-        f"| {'run' if args.what == 'headers' else 'drain'} | {top} median jobs/s | "
+        f"| {'run' if args.what in ('headers', 'unique') else 'drain'} | {top} median jobs/s | "
         f"{bottom} median jobs/s | ratio median | "
         f"ratio range | rounds |"
     )

@@ -235,6 +235,12 @@ def _channel(
     if routes:
         binding["routes"] = routes
     binding["columns"] = {col.column: col.role or "data" for col in spec.columns}
+    if spec.unique is not None:
+        # The dedup key: one unfinished row of the table holds each (README "Unique jobs").
+        unique: dict[str, Any] = {"column": spec.unique.column}
+        if spec.unique_window is not None:
+            unique["window"] = int(spec.unique_window.total_seconds())
+        binding["unique"] = unique
     title = spec.qualified_name if group is None else f"{spec.qualified_name}, group {group}"
     if every:
         title = f"{spec.qualified_name}, every group"

@@ -12,7 +12,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, make_dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -35,6 +35,7 @@ from trinbox import (
     OriginGroup,
     Payload,
     SqlBroker,
+    Unique,
     keys,
     subscriber,
 )
@@ -583,3 +584,28 @@ def test_a_table_without_groups_shows_every_route_into_it() -> None:
     app.include(broker, audit)
     (channel,) = document(app)["channels"].values()
     assert _binding(channel)["routes"] == ["audit.*", "billing.audit"]
+
+
+def test_a_unique_field_is_named_in_the_channel_with_its_window() -> None:
+    class Keyed(Inbox[Lease], table="keyed"):
+        id: Annotated[int, Id(generated=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()] = None
+        payload: Annotated[bytes, Payload()]
+        dedup: Annotated[str | None, Unique(window=timedelta(hours=1))] = None
+
+    @subscriber(InboxQueue(Keyed, "keyed"))
+    async def keyed(order: apps.Order) -> None:
+        pass
+
+    app = App(AppInfo("keyed"))
+    lite = SqlBroker.sqlite(apps.SQLITE_URL)
+    app.include(lite, keyed)
+    app.include(lite, apps.take_order)
+    doc = document(app)
+    assert problems(doc) == []
+    binding = _binding(doc["channels"]["keyed"])
+    assert binding["columns"]["dedup"] == "unique"
+    assert binding["unique"] == {"column": "dedup", "window": 3600}
+    assert all(
+        "unique" not in _binding(c) for name, c in doc["channels"].items() if name != "keyed"
+    )

@@ -4,12 +4,25 @@ fields names exactly the fields the documents have."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 
-from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+from trinbox import (
+    App,
+    AppInfo,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    Payload,
+    SqlBroker,
+    Unique,
+    subscriber,
+)
 from trinbox.asyncapi import document
 
 from . import apps
@@ -60,6 +73,13 @@ def _bindings(doc: dict[str, Any]) -> dict[str, set[str]]:
     }
 
 
+class Keyed(Inbox[Lease], table="keyed"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()] = None
+    payload: Annotated[bytes, Payload()]
+    dedup: Annotated[str | None, Unique()] = None
+
+
 def test_the_binding_table_names_every_field() -> None:
     pooled = App(AppInfo("pooled"))
     pooled.add_broker(SqlBroker.postgres(apps.PG_URL, pgbouncer="transaction"))
@@ -70,8 +90,15 @@ def test_the_binding_table_names_every_field() -> None:
 
     ledger = App(AppInfo("ledger"))
     ledger.include(SqlBroker.postgres(apps.PG_URL), post)
+
+    @subscriber(InboxQueue(Keyed, "keyed"))
+    async def sync(body: bytes) -> None:
+        pass
+
+    keyed = App(AppInfo("keyed"))
+    keyed.include(SqlBroker.postgres(apps.PG_URL), sync)
     seen: dict[str, set[str]] = {}
-    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed()):
+    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed(), keyed):
         for kind, fields in _bindings(document(app)).items():
             seen.setdefault(kind, set()).update(fields)
     table: dict[str, set[str]] = {}

@@ -10,7 +10,10 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
+
+import pytest
 
 import trinbox
 
@@ -31,6 +34,26 @@ def block(tag: str) -> str:
     """The one block marked ``tag``."""
     (code,) = blocks(tag).values()
     return code
+
+
+def shown(tag: str) -> str:
+    """The text of the plain block marked ``tag`` (output, a message; indented in a list item
+    or not), without its indentation."""
+    found = re.search(
+        rf"<!-- test: {tag} -->\n( *)```\n(.*?)\n *```", README.read_text(), re.DOTALL
+    )
+    assert found is not None, f"README.md: the block {tag} moved"
+    indent = found.group(1)
+    return "\n".join(line.removeprefix(indent) for line in found.group(2).splitlines())
+
+
+def as_module(name: str, tag: str, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The one block marked ``tag`` run as the module ``name`` (its row classes read their
+    annotations there), in ``sys.modules`` for the test."""
+    module = types.ModuleType(name)
+    monkeypatch.setitem(sys.modules, name, module)
+    exec(block(tag), module.__dict__)
+    return module
 
 
 def child_env(**extra: str) -> dict[str, str]:

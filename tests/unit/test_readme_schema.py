@@ -68,6 +68,7 @@ ROLES = {
     "`Priority()`": "rank: Annotated[int, Priority()]",
     "`Payload()`": "payload: Annotated[bytes, Payload()]",
     "`Headers()` (a `dict[str, str]`)": "headers: Annotated[dict[str, str], Headers()]",
+    "`Unique()` (an optional `str`)": "dedup: Annotated[str | None, Unique()] = None",
     "`Group()` (a `str`)": "grp: Annotated[str, Group()]",
     "`Id(generated=True)` (an `int`)": "",
 }

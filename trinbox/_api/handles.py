@@ -131,6 +131,14 @@ class Tx(_Runs, Generic[D]):
         connection the pool has lent to another task."""
         self._tx_conn = None
 
+    def _written(self, written: tuple[str, str | None, Published]) -> Published:
+        """What a publish returns; where it went, to wake once the transaction commits (a
+        duplicate wrote nothing, and wakes nothing)."""
+        table, group, found = written
+        if not found.duplicate:
+            self.published.append((table, group))
+        return found
+
     @overload
     async def publish(
         self: AnyTx,
@@ -167,7 +175,7 @@ class Tx(_Runs, Generic[D]):
         (``headers``, ``unique`` and the rest as ``broker.publish`` takes them). A duplicate
         of a dedup key held by a row of another transaction not committed yet waits for it
         to commit or roll back."""
-        table, group, found = await self._write(
+        written = await self._write(
             self._conn,
             row_type,
             message,
@@ -176,9 +184,7 @@ class Tx(_Runs, Generic[D]):
             on_duplicate=on_duplicate,
             **columns,
         )
-        if not found.duplicate:
-            self.published.append((table, group))
-        return found
+        return self._written(written)
 
     @overload
     async def publish_named(
@@ -220,7 +226,7 @@ class Tx(_Runs, Generic[D]):
         if self._write_named is None:
             msg = "this transaction publishes no names: its broker has no routes to lead them"
             raise TypeError(msg)
-        table, group, found = await self._write_named(
+        written = await self._write_named(
             self._conn,
             to,
             message,
@@ -230,9 +236,7 @@ class Tx(_Runs, Generic[D]):
             on_duplicate=on_duplicate,
             **columns,
         )
-        if not found.duplicate:
-            self.published.append((table, group))
-        return found
+        return self._written(written)
 
     @overload
     async def publish_row(
@@ -256,7 +260,7 @@ class Tx(_Runs, Generic[D]):
         """Write ``row``, an instance of a row class, inside this transaction (see
         ``SqlBroker.publish_row``)."""
         fields = row_fields(row, delay=delay is not None)
-        table, group, found = await self._write(
+        written = await self._write(
             self._conn,
             type(row),
             None,
@@ -266,9 +270,7 @@ class Tx(_Runs, Generic[D]):
             on_duplicate=on_duplicate,
             **fields,
         )
-        if not found.duplicate:
-            self.published.append((table, group))
-        return found
+        return self._written(written)
 
 
 AnyTx: TypeAlias = Tx[Serves[object]]

@@ -216,8 +216,15 @@ def command(
             f"{others}; redrive each with --queue naming the queue it came from",
             err=True,
         )
+    if done.held:
+        held = ", ".join(f"{i} ({key})" for i, key in done.held)
+        click.echo(
+            f"Error: dead letters whose dedup key an unfinished row of {q.spec.label} holds, "
+            f"left where they are: {held}; redrive them once that row is finished",
+            err=True,
+        )
     if done.missing:
         missing = ", ".join(str(i) for i in done.missing)
         click.echo(f"Error: not found among the dead letters of {label(q)}: {missing}", err=True)
-    if done.elsewhere or done.missing:
+    if done.elsewhere or done.missing or done.held:
         sys.exit(1)

@@ -388,3 +388,55 @@ async def test_deliveries_of_a_queue_counting_at_claim(server_svc: Service) -> N
     listed = svc.trinbox("dead-letters", "counted:app", "list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[1].split()[:3] == ["tasks:tasks", "1", "2"]
+
+
+SYNCS = """
+import os
+from datetime import datetime
+from typing import Annotated
+
+from trinbox import (
+    App, AppInfo, Attempt, Id, Inbox, InboxQueue, Lease, LockedUntil, Payload, SqlBroker,
+    Unique, subscriber,
+)
+
+
+class Sync(Inbox[Lease], table="syncs"):
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    user_key: Annotated[str | None, Unique()] = None
+
+
+@subscriber(InboxQueue(Sync, "syncs"))
+async def sync(body: bytes) -> None:
+    pass
+
+
+URL, KIND = os.environ["SVC_URL"], os.environ["SVC_KIND"]
+broker = getattr(SqlBroker, KIND)(URL)
+app = App(AppInfo("syncs"))
+app.include(broker, sync).max_attempts(3).dead_letter("syncs_dead")
+"""
+
+
+def test_a_redrive_leaves_a_dead_letter_whose_key_a_live_row_holds(svc: Service) -> None:
+    (svc.dir / "syncs.py").write_text(SYNCS)
+    dialect = {"sqlite": "sqlite", "postgres": "postgres", "mariadb": "mysql"}[svc.stand.name]
+    made = svc.trinbox("schema", "syncs:Sync", "--dialect", dialect, "--dead-letter", "syncs_dead")
+    assert made.returncode == 0, made.stderr
+    svc.stand.script(made.stdout)
+    insert = "INSERT INTO {} (id, attempt, payload, user_key) VALUES (?, ?, ?, ?)"
+    svc.stand.execute(insert.format("syncs"), 1, 1, b"{}", "user-7")
+    svc.stand.execute(insert.format("syncs_dead"), 5, 4, b"{}", "user-7")
+    svc.stand.execute(insert.format("syncs_dead"), 6, 4, b"{}", "user-8")
+    svc.stand.execute(insert.format("syncs_dead"), 7, 4, b"{}", "user-8")
+    done = svc.trinbox("dead-letters", "syncs:app", "redrive", "--all")
+    assert done.returncode == 1
+    assert done.stdout.strip() == "redrove 1 dead letter of syncs:syncs back into the queue: 6"
+    assert done.stderr.splitlines() == [
+        "Error: dead letters whose dedup key an unfinished row of syncs (Sync) holds, left where "
+        "they are: 5 (user-7), 7 (user-8); redrive them once that row is finished"
+    ]
+    assert svc.stand.rows("SELECT id FROM syncs_dead ORDER BY id") == [(5,), (7,)]

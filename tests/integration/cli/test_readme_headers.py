@@ -7,12 +7,10 @@ prints what the README shows."""
 
 from __future__ import annotations
 
-import re
 import signal
 import sqlite3
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -21,19 +19,13 @@ import trio
 from trinbox import SqlBroker
 from trinbox.errors import HeaderRefused
 
-from ..readme import README, block, child_env
+from ..readme import README, as_module, block, child_env, shown
 from .kit import Running
-
-
-def _shown(tag: str) -> str:
-    found = re.search(rf"<!-- test: {tag} -->\n```\n(.*?)\n```", README.read_text(), re.DOTALL)
-    assert found is not None, f"README.md: the block {tag} moved"
-    return found.group(1)
 
 
 async def test_the_headers_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
     (tmp_path / "mail.py").write_text(block("readme_headers"))
-    printed = _shown("readme_headers_output")
+    printed = shown("readme_headers_output")
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "trinbox", "run", "mail:app"],
         cwd=tmp_path,
@@ -54,18 +46,10 @@ async def test_the_headers_example_runs_as_the_readme_shows(tmp_path: Path) -> N
     assert left == (0,)
 
 
-def _module(name: str, tag: str, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """A README block run as a module (its row classes read their annotations there)."""
-    module = types.ModuleType(name)
-    monkeypatch.setitem(sys.modules, name, module)
-    exec(block(tag), module.__dict__)
-    return module
-
-
 def test_insert_statement_binds_the_json_the_readme_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = _module("readme_mail", "readme_headers", monkeypatch)
+    module = as_module("readme_mail", "readme_headers", monkeypatch)
     broker = SqlBroker.sqlite(f"sqlite:///{tmp_path}/unused.db")
     headers = {"tenant": "acme", "request": "r-17"}
     _, params = broker.insert_statement(
@@ -75,13 +59,13 @@ def test_insert_statement_binds_the_json_the_readme_shows(
 
 
 def test_the_refusal_is_the_one_the_readme_shows(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = _module("readme_transcoder", "readme_first", monkeypatch)
+    module = as_module("readme_transcoder", "readme_first", monkeypatch)
     with pytest.raises(HeaderRefused) as info:
         module.broker.insert_statement(
             module.Transcode, module.Video("https://example.com/a.mp4"), channel="c1",
             headers={"tenant": "acme"},
         )  # fmt: skip
-    assert f"trinbox.errors.HeaderRefused: {info.value}" == _shown("readme_headers_refused")
+    assert f"trinbox.errors.HeaderRefused: {info.value}" == shown("readme_headers_refused")
 
 
 async def test_the_trace_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
@@ -96,4 +80,4 @@ async def test_the_trace_example_prints_what_the_readme_shows(tmp_path: Path) ->
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode().rstrip("\n") == _shown("readme_trace_output")
+    assert done.stdout.decode().rstrip("\n") == shown("readme_trace_output")

@@ -8,9 +8,10 @@ table without the unique index."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pytest
 import trio
@@ -43,6 +44,7 @@ from trinbox.schema import DialectName, ddl
 from trinbox.testing import settled
 
 from ..serving import make_app, serving
+from ..stands import SqliteStand
 from .conftest import Case
 from .kit import DUE, cells
 
@@ -444,3 +446,30 @@ async def test_startup_refuses_a_unique_field_without_its_index_and_names_the_fi
         found = await broker.publish(KeyedLease, Sync("a"), queue="idle", unique="k")
         again = await broker.publish(KeyedLease, Sync("a"), queue="idle", unique="k")
     assert (again.id, again.duplicate) == (found.id, True)
+
+
+@cells(forms=("lease",))
+async def test_insert_statement_dedups_on_your_own_driver(case: Case) -> None:
+    broker = case.stand.broker()
+    app = make_app()
+    app.include(broker, _idle(KeyedLease))
+    _tables(app, broker, KeyedLease, None)
+    async with serving(app):
+        pass  # the tables
+    style: Literal["qmark", "format"] = "qmark" if case.name == "sqlite" else "format"
+    sql, params = broker.insert_statement(
+        KeyedLease, Sync("a"), queue="idle", unique="k", paramstyle=style
+    )
+    if case.name == "mariadb":
+        # PyMySQL counts changed rows: 1 for the new row, 0 for the duplicate.
+        assert [case.stand.execute(sql, *params) for _ in range(2)] == [1, 0]
+    elif isinstance(case.stand, SqliteStand):
+        with sqlite3.connect(case.stand.path, isolation_level=None) as conn:
+            first, again = (conn.execute(sql, params).fetchall() for _ in range(2))
+        assert len(first) == 1
+        assert again == []
+    else:
+        first, again = (case.stand.rows(sql, *params) for _ in range(2))
+        assert len(first) == 1
+        assert again == []  # a duplicate: no row back
+    assert case.stand.rows(f"SELECT dedup FROM {TABLE}") == [("k",)]
