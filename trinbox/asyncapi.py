@@ -31,6 +31,7 @@ from ._declare._markers import Advisory, Lease, Transactional
 from ._declare._spec import TableSpec
 from ._drivers._urls import port_of
 from ._engine.app import App, Mount
+from ._engine.tracking import consumer_of
 
 __all__ = ["ASYNCAPI_VERSION", "BINDING", "BINDING_VERSION", "UndescribableType", "document"]
 
@@ -270,6 +271,12 @@ def _operation(mount: Mount, spec: TableSpec, channel: str, message: str) -> dic
         binding["deadLetter"] = mount.dead_letter_to
     if queue.group_names is not None:
         binding["relay"] = list(queue.group_names.written)
+    if queue.tracker is not None:
+        # The seen-records table its handler runs once per outbox record by, and its name there.
+        binding["tracked"] = {
+            "table": queue.tracker.label,
+            "consumer": consumer_of(queue.tracker, spec, queue.name),
+        }
     if queue.custom is not None:
         binding["customClaim"] = _handler_name(queue.custom.claim, qualified=True)
         if queue.custom.fetch is not None:

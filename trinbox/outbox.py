@@ -13,11 +13,13 @@ to the sink, and marks it processed (or deletes it) once the sink returned.
 
 from __future__ import annotations
 
-from ._api.relay import ID_HEADER as ID_HEADER
+from ._api.headers import ID_HEADER as ID_HEADER
 from ._api.relay import Record as Record
 from ._api.relay import RelayFactory as RelayFactory
 from ._api.relay import Sink as Sink
+from ._api.relay import into as into
 from ._api.relay import relay as relay
 from ._declare._outbox import Outbox as Outbox
+from ._declare._tracker import Tracker as Tracker
 
-__all__ = ["ID_HEADER", "Outbox", "Record", "RelayFactory", "Sink", "relay"]
+__all__ = ["ID_HEADER", "Outbox", "Record", "RelayFactory", "Sink", "Tracker", "into", "relay"]

@@ -4,13 +4,27 @@ fields names exactly the fields the documents have."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 
-from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+from trinbox import (
+    App,
+    AppInfo,
+    Headers,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    Payload,
+    SqlBroker,
+    subscriber,
+)
 from trinbox.asyncapi import document
+from trinbox.outbox import Tracker
 
 from . import apps
 from .check import problems
@@ -60,6 +74,13 @@ def _bindings(doc: dict[str, Any]) -> dict[str, set[str]]:
     }
 
 
+class Billing(Inbox[Lease], table="billing_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
 def test_the_binding_table_names_every_field() -> None:
     pooled = App(AppInfo("pooled"))
     pooled.add_broker(SqlBroker.postgres(apps.PG_URL, pgbouncer="transaction"))
@@ -70,8 +91,15 @@ def test_the_binding_table_names_every_field() -> None:
 
     ledger = App(AppInfo("ledger"))
     ledger.include(SqlBroker.postgres(apps.PG_URL), post)
+
+    @subscriber(InboxQueue(Billing, "billing").tracked(Tracker("billing_seen")))
+    async def bill(invoice: bytes) -> None:
+        pass
+
+    billing = App(AppInfo("billing"))
+    billing.include(SqlBroker.postgres(apps.PG_URL), bill)
     seen: dict[str, set[str]] = {}
-    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed()):
+    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed(), billing):
         for kind, fields in _bindings(document(app)).items():
             seen.setdefault(kind, set()).update(fields)
     table: dict[str, set[str]] = {}

@@ -31,8 +31,8 @@ from trinbox import (
 )
 from trinbox._api.handles import Tx
 from trinbox._api.queue import Needs
-from trinbox.outbox import Outbox, Record, RelayFactory, relay
-from trinbox.typing import Mount, Plain, Subscriber
+from trinbox.outbox import Outbox, Record, RelayFactory, Sink, Tracker, into, relay
+from trinbox.typing import Mount, Plain, Single, Subscriber, Transactional
 
 
 class Events(Outbox, table="events"):
@@ -123,3 +123,20 @@ relay(queue.batch(10))  # type: ignore[arg-type]  # pyright: ignore[reportArgume
 # a sink is async and takes a Record
 relay(queue)(send_now)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 relay(queue)(send_text)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def check_into(source: SqlBroker[Any], target: SqlBroker[Any]) -> None:
+    to_target = relay(queue)(into(target))
+    assert_type(into(target), Sink)
+    assert_type(Tracker("seen", consumer="billing"), Tracker)
+    tracked = InboxQueue(Jobs, "jobs").tracked(Tracker("seen"))
+    assert_type(tracked, InboxQueue[Jobs, Plain, Single])
+    assert_type(
+        tracked.transactional().tracked(Tracker("seen")), InboxQueue[Jobs, Transactional, Single]
+    )
+    del to_target
+
+
+# into takes a broker, a Tracker names its table
+into("broker")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+InboxQueue(Jobs, "jobs").tracked("seen")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

@@ -17,17 +17,19 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .._api.codecs import Codec, JsonCodec
+from .._api.codecs import Codec, Encoded, JsonCodec
 from .._api.events import EventBus, PublishEvent, PublishStart, now_ns
 from .._api.handles import BLOCK as TX_BLOCK
 from .._api.handles import DELIVERY as TX_DELIVERY
 from .._api.handles import Pool as HandlerPool
 from .._api.handles import Tx
+from .._api.headers import Carried
 from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
+from .._declare._tracker import Tracker
 from .._dialects._base import Dialect
 from .._dialects._paramstyle import (
     NamedStyle,
@@ -38,6 +40,7 @@ from .._dialects._paramstyle import (
 )
 from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
+from .._dialects.seen import seen_plan
 from .._drivers._base import Connection, Pool
 from .._drivers._urls import Kind, redacted
 from .._holders._base import whole_seconds
@@ -317,25 +320,31 @@ class SqlBroker(Generic[D]):
         self._queues.add(key)
         return True
 
-    async def create_tables(self, row_type: type, *, dead_letter: str | None = None) -> None:
+    async def create_tables(
+        self, row_type: type | Tracker, *, dead_letter: str | None = None
+    ) -> None:
         """Create ``row_type``'s table and claim index, and its dead letter table when
-        ``dead_letter`` names one as the mount does, where they are missing: idempotent, for
+        ``dead_letter`` names one as the mount does (or a ``Tracker``'s seen-records table),
+        where they are missing: idempotent, for
         development and tests (an ``on_startup`` hook runs before the subscriptions check
         their tables). A production schema belongs to your migrations: ``trinbox schema``
         prints the same statements.
 
         One statement at a time on one connection (autocommit: each ``IF NOT EXISTS`` stands
         alone, and MySQL commits DDL anyway), once the server is known to take them all."""
-        spec = spec_of(row_type)
-        statements = [
-            render("ddl", sql, self.dialect.style)
-            for sql in render_ddl(self.dialect, spec, dead_letter)
-        ]
+        if isinstance(row_type, Tracker):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(seen_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        else:
+            spec = spec_of(row_type)
+            label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)
+        statements = [render("ddl", sql, self.dialect.style) for sql in ddl]
         try:
             pool = self.pool
         except Closed:
             msg = (
-                f"create_tables({spec.label}) runs on the broker's pool, found the broker not "
+                f"create_tables({label}) runs on the broker's pool, found the broker not "
                 f"open (its pool opens when the app serves); call it in an on_startup hook, "
                 f"which runs before the subscriptions check their tables"
             )
@@ -455,6 +464,17 @@ class SqlBroker(Generic[D]):
             raise Closed("the broker is shut down; publish before shutdown")
         spec, fields = self._routed(to, columns, where="publish_named")
         await self._write(spec, message, delay, fields, headers)
+        self.wakes.wake(spec.qualified_name, group_of(spec, fields))
+
+    async def forward(self, name: str, payload: bytes, headers: Mapping[str, str]) -> None:
+        """An outbox record relayed into this broker (``trinbox.outbox.into``): published by
+        ``name`` where this broker's routes lead it, its payload's bytes written as they are
+        (never through this broker's codec), its headers as the record had them, its id
+        under ``ID_HEADER`` among them (so the table needs a Headers field)."""
+        if self._closed:
+            raise Closed("the broker is shut down; a relayed record is written before shutdown")
+        spec, fields = self._routed(name, {}, where="a record relayed into the broker")
+        await self._write(spec, Encoded(payload), None, fields, Carried(headers))
         self.wakes.wake(spec.qualified_name, group_of(spec, fields))
 
     async def write_reply(

@@ -71,6 +71,9 @@ class Dialect(ColumnRules):
     isolations: ClassVar[tuple[type[Isolation], ...]]
     # What the rendered CREATE TABLE writes (ddl.py).
     ddl_rules: ClassVar[DdlRules]
+    # An insert that writes nothing, and says so in its row count, where the key exists:
+    # the words before the table, and after the values.
+    insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT INTO", " ON CONFLICT DO NOTHING")
     # The server's clock as statements write it (_clock.py).
     server_clock: ClassVar[ServerClock]
     # The SQLite single writer serialises every claim of one subscription; the MySQL lease claim

@@ -55,6 +55,7 @@ from ..errors import DeclarationError, SettlementError, TrinboxError
 from .claim_state import ClaimState, Timing
 from .statistics import Fields
 from .steps import StepRules
+from .tracking import SeenRecords
 
 __all__ = ["DeliveryRunner"]
 
@@ -98,8 +99,11 @@ class DeliveryRunner:
         on_fail_fast: Callable[[BaseException], None],
         source: EventSource,
         events: EventBus | None,
+        seen: SeenRecords | None = None,
     ) -> None:
         self._broker = broker
+        self._seen = seen
+        self.duplicates = 0  # deliveries of a record handled before, acked without the handler
         self._handler = subscriber.handler
         self._queue = subscriber.queue
         self._form = form
@@ -253,6 +257,18 @@ class DeliveryRunner:
                 await self._settle(delivery, self._rules.policy_step(delivery, policy.decode))
         if not ready:
             return None
+        record: str | None = None
+        if self._seen is not None:
+            # One delivery at a time (the check refused batches), read from its headers.
+            try:
+                record = self._seen.record_of(headers[0])
+                if record is not None and not await self._seen.first_sight(
+                    self._form, ready[0], record
+                ):
+                    return await self._seen_before(ready, record)
+            except Exception as exc:
+                await self._failed(ready, exc, "reading the seen-records table failed")
+                return None
         events = self._events
         started: tuple[HandleEvent, list[object], float] | None = None
         if events is not None:
@@ -282,6 +298,12 @@ class DeliveryRunner:
                     written = await self._write_replies(ready, outcomes, args)
                 except Exception as exc:
                     failure, what = exc, "writing the handler's follow-up messages failed"
+            if failure is None and record is not None and outcomes[0].is_ack:
+                assert self._seen is not None
+                try:
+                    await self._seen.handled(record)
+                except Exception as exc:
+                    failure, what = exc, "marking the record in the seen-records table failed"
             if failure is not None:
                 # Settled outside the except block: a settlement's own error must not chain
                 # the handler's (its traceback is logged once, by _failed).
@@ -294,6 +316,19 @@ class DeliveryRunner:
                     arg.end()  # a handler that kept it gets TransactionHeld, never a statement
                 elif isinstance(arg, Out):
                     arg.take()  # and a kept Out raises TransactionHeld, never replies
+
+    async def _seen_before(self, ready: list[Delivery], record: str) -> list[Delivery] | None:
+        """A delivery of a record this consumer handled before: acked, its handler not run."""
+        self.duplicates += 1
+        self.fields.log(
+            delivery_log,
+            logging.INFO,
+            f"outbox record {record!r} was handled before; acked without the handler",
+            row=True,
+            row_id=ready[0].id,
+            attempt=ready[0].attempt,
+        )
+        return await self._settle_outcomes(ready, [HandlerOutcome.ack()], [], [])
 
     def _handle_started(
         self, events: EventBus, ready: list[Delivery], headers: list[Headers]

@@ -39,6 +39,7 @@ from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
 from .statistics import SubscriptionStatistics
+from .tracking import SeenRecords, consumer_of
 
 __all__ = ["Subscription", "system_of"]
 
@@ -171,9 +172,25 @@ class Subscription:
             raise AlreadySubscribed(msg)
         checked = self._checked
         broker = self.broker
-        await startup.prepare(self.where, self.spec, broker, checked.statements)
-        permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         transactional = self.queue.mode is Transactional
+        tracker = self.queue.tracker
+        seen = None
+        if tracker is not None:
+            seen = SeenRecords(
+                broker,
+                tracker,
+                consumer_of(tracker, self.spec, self.name),
+                transactional=transactional,
+                where=self.where,
+            )
+        await startup.prepare(
+            self.where,
+            self.spec,
+            broker,
+            checked.statements,
+            seen.statements if seen is not None else (),
+        )
+        permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         self.form: ClaimForm = make_form(
             FormContext(
                 spec=self.spec,
@@ -222,6 +239,7 @@ class Subscription:
             on_fail_fast=self._on_fail_fast,
             source=self.source,
             events=self._events,
+            seen=seen,
         )
         self._loop = ClaimLoop(
             self.form,

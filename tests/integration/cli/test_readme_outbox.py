@@ -42,12 +42,15 @@ def shown(tag: str, fence: str) -> str:
     return found.group(1)
 
 
-def run_shown() -> tuple[list[str], list[str]]:
+def run_shown(
+    tag: str = "readme_outbox_output",
+    command_shown: str = "$ WEBHOOK_URL=http://localhost:8080/events trinbox run announce:app",
+) -> tuple[list[str], list[str]]:
     """What the README shows ``trinbox run`` print: the service's lines (stdout) and the log
     lines (stderr, time stamps left out), each in order."""
-    text = shown("readme_outbox_output", "console")
+    text = shown(tag, "console")
     command, *lines = text.splitlines()
-    assert command == "$ WEBHOOK_URL=http://localhost:8080/events trinbox run announce:app"
+    assert command == command_shown
     lines = [line.removeprefix("^C") for line in lines]
     logs = [STAMP.sub("", line) for line in lines if STAMP.match(line)]
     printed = [line for line in lines if not STAMP.match(line)]
@@ -89,6 +92,51 @@ async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> No
         ).fetchall()
     assert orders == [(1,), (3,)]
     assert events == [(1, 1), (2, 1)]
+
+
+async def test_the_relay_into_another_broker_runs_as_the_readme_shows(tmp_path: Path) -> None:
+    (tmp_path / "billing.py").write_text(blocks("readme_program")["billing.py"])
+    printed, logs = run_shown("readme_into_output", "$ trinbox run billing:app")
+    assert len(printed) == 2
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "trinbox", "run", "billing:app"],
+        cwd=tmp_path,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    running = Running(process)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(running.pump, process.stdout, running.out)
+        nursery.start_soon(running.pump, process.stderr, running.err)
+        await running.wait_lines(*printed)
+        process.send_signal(signal.SIGINT)
+        assert await running.ended() == 0, running.err.decode()
+    assert sorted(running.out.decode().splitlines()) == sorted(printed)
+    assert [STAMP.sub("", line) for line in running.err.decode().splitlines()] == logs
+    with sqlite3.connect(tmp_path / "shop.db") as shop:
+        assert shop.execute("SELECT count(*) FROM order_events").fetchall() == [(0,)]
+    with sqlite3.connect(tmp_path / "billing.db") as billing:
+        marks = billing.execute(
+            "SELECT consumer, record_id FROM billing_seen ORDER BY record_id"
+        ).fetchall()
+        assert billing.execute("SELECT count(*) FROM billing_jobs").fetchall() == [(0,)]
+    assert marks == [("billing_jobs:orders.placed", "1"), ("billing_jobs:orders.placed", "2")]
+    assert "(`billing_jobs:orders.placed`)" in section()
+    said = " ".join(section().split())
+    assert "*\"outbox record '1' was handled before; acked without the handler\"*" in said
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-m", "trinbox", "schema", "billing:seen", "--dialect", "sqlite"],
+            cwd=tmp_path,
+            env=child_env(),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().startswith("CREATE TABLE IF NOT EXISTS `billing_seen` (")
+    assert "`trinbox schema billing:seen`" in section()
 
 
 def test_the_schema_shown_is_what_trinbox_schema_prints(tmp_path: Path) -> None:
