@@ -21,5 +21,22 @@ from ._api.relay import into as into
 from ._api.relay import relay as relay
 from ._declare._outbox import Outbox as Outbox
 from ._declare._tracker import Tracker as Tracker
+from ._engine.custom_relay import CustomRelay as CustomRelay
+from ._engine.custom_relay import CustomRelayStatistics as CustomRelayStatistics
+from ._engine.custom_relay import OutboxEvents as OutboxEvents
+from ._engine.custom_relay import custom_relay as custom_relay
 
-__all__ = ["ID_HEADER", "Outbox", "Record", "RelayFactory", "Sink", "Tracker", "into", "relay"]
+__all__ = [
+    "ID_HEADER",
+    "CustomRelay",
+    "CustomRelayStatistics",
+    "Outbox",
+    "OutboxEvents",
+    "Record",
+    "RelayFactory",
+    "Sink",
+    "Tracker",
+    "custom_relay",
+    "into",
+    "relay",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, LiteralString, TypeVar, cast, overload
 from urllib.parse import urlsplit
@@ -530,16 +530,25 @@ class SqlBroker(Generic[D]):
         fields = row_fields(inbox, delay=delay is not None)
         await self._publish(spec_of(type(inbox)), None, delay, row_headers(inbox), fields)
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncGenerator[Tx[D], None]:
+    def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits. The ``Tx`` ends with the block: one kept past it
         raises ``TransactionHeld``."""
-        conn = await self.pool.acquire("broker.transaction")
+        return self._transaction(self.dialect.plain_begin().sql, "broker.transaction")
+
+    def read_write_transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
+        """``transaction()`` for a block that reads, then writes what it read (a custom
+        relay's fetch): SQLite takes its write lock at the BEGIN, where a deferred
+        transaction's upgrade fails at once beside another writer."""
+        return self._transaction(self.dialect.redrive_begin().sql, "read_write_transaction")
+
+    @asynccontextmanager
+    async def _transaction(self, begin: str, holder: str) -> AsyncGenerator[Tx[D], None]:
+        conn = await self.pool.acquire(holder)
         tx = self.tx_on(conn, ended=TX_BLOCK)
         try:
-            await conn.begin(self.dialect.plain_begin().sql)
+            await conn.begin(begin)
             try:
                 yield tx
             finally:

@@ -57,28 +57,42 @@ def run_shown(
     return printed, logs
 
 
-async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
-    (tmp_path / "announce.py").write_text(blocks("readme_program")["announce.py"])
-    printed, logs = run_shown()
-    assert len(printed) == 3
-    async with receiver() as webhook:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "trinbox", "run", "announce:app"],
-            cwd=tmp_path,
-            env=child_env(WEBHOOK_URL=webhook.url),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        running = Running(process)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(running.pump, process.stdout, running.out)
-            nursery.start_soon(running.pump, process.stderr, running.err)
-            await running.wait_lines(*printed)
-            process.send_signal(signal.SIGINT)
-            assert await running.ended() == 0, running.err.decode()
-    # The background task and the relay print side by side: in either order.
+async def run_as_shown(tmp_path: Path, program: str, tag: str, command: str, **env: str) -> None:
+    """Write the README's ``program`` into ``tmp_path`` and run it as ``command`` shows (its
+    ``trinbox run`` target), until it printed what the README shows, then Ctrl-C: it ends with
+    status 0, having printed those lines (in any order: tasks print side by side) and the log
+    lines shown (time stamps left out)."""
+    (tmp_path / program).write_text(blocks("readme_program")[program])
+    printed, logs = run_shown(tag, command)
+    target = command.split()[-1]
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "trinbox", "run", target],
+        cwd=tmp_path,
+        env=child_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    running = Running(process)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(running.pump, process.stdout, running.out)
+        nursery.start_soon(running.pump, process.stderr, running.err)
+        await running.wait_lines(*printed)
+        process.send_signal(signal.SIGINT)
+        assert await running.ended() == 0, running.err.decode()
     assert sorted(running.out.decode().splitlines()) == sorted(printed)
     assert [STAMP.sub("", line) for line in running.err.decode().splitlines()] == logs
+
+
+async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
+    assert len(run_shown()[0]) == 3
+    async with receiver() as webhook:
+        await run_as_shown(
+            tmp_path,
+            "announce.py",
+            "readme_outbox_output",
+            "$ WEBHOOK_URL=http://localhost:8080/events trinbox run announce:app",
+            WEBHOOK_URL=webhook.url,
+        )
     got = [
         (body["order"], body["http_headers"]["x-event"], body["http_headers"]["trinbox-outbox-id"])
         for body in webhook.received
@@ -95,25 +109,7 @@ async def test_the_outbox_example_runs_as_the_readme_shows(tmp_path: Path) -> No
 
 
 async def test_the_relay_into_another_broker_runs_as_the_readme_shows(tmp_path: Path) -> None:
-    (tmp_path / "billing.py").write_text(blocks("readme_program")["billing.py"])
-    printed, logs = run_shown("readme_into_output", "$ trinbox run billing:app")
-    assert len(printed) == 2
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "trinbox", "run", "billing:app"],
-        cwd=tmp_path,
-        env=child_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    running = Running(process)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(running.pump, process.stdout, running.out)
-        nursery.start_soon(running.pump, process.stderr, running.err)
-        await running.wait_lines(*printed)
-        process.send_signal(signal.SIGINT)
-        assert await running.ended() == 0, running.err.decode()
-    assert sorted(running.out.decode().splitlines()) == sorted(printed)
-    assert [STAMP.sub("", line) for line in running.err.decode().splitlines()] == logs
+    await run_as_shown(tmp_path, "billing.py", "readme_into_output", "$ trinbox run billing:app")
     with sqlite3.connect(tmp_path / "shop.db") as shop:
         assert shop.execute("SELECT count(*) FROM order_events").fetchall() == [(0,)]
     with sqlite3.connect(tmp_path / "billing.db") as billing:
@@ -137,6 +133,17 @@ async def test_the_relay_into_another_broker_runs_as_the_readme_shows(tmp_path: 
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().startswith("CREATE TABLE IF NOT EXISTS `billing_seen` (")
     assert "`trinbox schema billing:seen`" in section()
+
+
+async def test_the_custom_events_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
+    await run_as_shown(
+        tmp_path, "own_outbox.py", "readme_custom_events_output", "$ trinbox run own_outbox:app"
+    )
+    with sqlite3.connect(tmp_path / "legacy.db") as db:
+        rows = db.execute(
+            "SELECT id, tries, taken_at IS NULL, sent_at IS NOT NULL FROM legacy_outbox"
+        ).fetchall()
+    assert rows == [(1, 1, 1, 1), (2, 1, 1, 1)]
 
 
 def test_the_schema_shown_is_what_trinbox_schema_prints(tmp_path: Path) -> None:
