@@ -342,6 +342,25 @@ class Dialect(ColumnRules):
             sets += self.bump(spec)
         return self.update("retry_after", spec, sets, token=token)
 
+    def snooze_statement(
+        self, spec: TableSpec, *, token: bool, give_back: bool
+    ) -> Statement | None:
+        """A snooze: the row due at ``retry_at``, its attempt given back where the claim
+        counted it (``give_back``), so the delivery spends none; ``None`` without a RetryAfter
+        field (the runtime refuses the outcome there)."""
+        if spec.retry_after is None:
+            return None
+        sets: list[Frag] = [self.column(spec.retry_after) + " = " + P("retry_at")]
+        if give_back:
+            sets += self.give_back(spec)
+        return self.update("snooze", spec, sets, token=token)
+
+    def give_back(self, spec: TableSpec) -> list[Frag]:
+        """The attempt the claim counted, given back (a snooze spends none)."""
+        if spec.attempt is None:
+            return []
+        return [f"{self.column(spec.attempt)} = {self.column(spec.attempt)} - 1"]
+
     def dead_letter_statements(
         self, spec: TableSpec, dead_letter: DeadLetter | None, *, token: bool
     ) -> tuple[Statement, ...]:
@@ -536,6 +555,8 @@ class Dialect(ColumnRules):
                     "retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning
                 )
             )
+            back = join(", ", [later, *self.give_back(spec), free])
+            found.append(self.render("snooze", f"UPDATE {t} SET " + back + where + returning))
         return tuple(found)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:

@@ -122,7 +122,9 @@ class DeliveryRunner:
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
         self.released = 0
         # Settled deliveries by the step that took effect (Step.event).
-        self.outcomes = dict.fromkeys(("ack", "retry", "retry_after", "drop", "dead_letter"), 0)
+        self.outcomes = dict.fromkeys(
+            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter"), 0
+        )
         self._source = source
         self._events = events
         self.fields = Fields(source.subscription, source.table)

@@ -11,7 +11,8 @@ from .._api.backoff import RETRY_AFTER_FIELD, Backoff
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
-from .._holders._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
+from .._holders._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Snooze, Step
+from ..errors import DeclarationError
 from .statistics import Fields
 
 __all__ = ["LATEST_RETRY", "StepRules"]
@@ -82,9 +83,13 @@ class StepRules:
         return DeadLetterStep(self._dead_letter)
 
     def outcomes(self, result: object, count: int) -> list[HandlerOutcome]:
+        """The outcome of each of ``count`` rows from what the handler returned; a return
+        that is no outcome, or an outcome the table cannot take, raises (the failure policy
+        then settles the rows)."""
         if result is None:
             return [HandlerOutcome.ack()] * count
         if isinstance(result, HandlerOutcome):
+            self._check(result)
             return [result] * count
         if (
             self._queue_batch
@@ -98,12 +103,27 @@ class StepRules:
                     f"{len(result)} for {count} rows"
                 )
                 raise TypeError(msg)
+            for outcome in result:
+                self._check(outcome)
             return list(result)
         msg = (
             f"{self.where}: a handler returns a HandlerOutcome or None, found "
             f"{type(result).__name__}"
         )
         raise TypeError(msg)
+
+    def _check(self, outcome: HandlerOutcome) -> None:
+        """Refuse a snooze on a table without a RetryAfter field: nothing would hold the row
+        back, and a row that spends no attempt would come back at once, for ever. Which
+        outcome a handler returns is known only when it returns, so it is refused then."""
+        if outcome.is_snooze and self._spec.retry_after is None:
+            msg = (
+                f"{self.where}: a snooze holds the row back in its RetryAfter field, found "
+                f"HandlerOutcome.snooze({outcome.delay!r}) on {self._spec.label}, which has "
+                f"none; add a RetryAfter field ({RETRY_AFTER_FIELD}), or return "
+                f"HandlerOutcome.retry() to spend an attempt"
+            )
+            raise DeclarationError(msg)
 
     def policy_step(self, delivery: Delivery, policy: FailurePolicy) -> Step:
         if policy is FailurePolicy.SKIP:
@@ -139,6 +159,12 @@ class StepRules:
             return Ack()
         if outcome.is_drop:
             return Drop()
+        if outcome.is_snooze:
+            # Spends no attempt, so it never meets max_attempts (checked in outcomes()).
+            assert outcome.delay is not None and self._spec.retry_after is not None
+            self._due_in(outcome.delay.total_seconds())
+            at, delay = self.retry_at(delivery, outcome.delay)
+            return Snooze(at, delay=delay)
         if (
             self._dead_letter is not None
             and self._max_attempts is not None
