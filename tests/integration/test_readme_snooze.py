@@ -5,7 +5,6 @@ a table without a RetryAfter field is the one a snooze there logs."""
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import types
 from collections.abc import Iterator
@@ -20,15 +19,9 @@ from trinbox import Attempt, HandlerOutcome, Id, Inbox, InboxQueue, Lease, Locke
 from trinbox import subscriber as subscribe
 from trinbox.testing import TrioClock, VirtualClock, settled
 
-from .readme import README, block
+from .readme import README, block, shown
 from .serving import make_app, serving
 from .stands import fresh_stand
-
-
-def _shown(tag: str) -> str:
-    found = re.search(rf"<!-- test: {tag} -->\n```\n(.*?)\n```", README.read_text(), re.DOTALL)
-    assert found is not None, f"README.md: the block {tag} moved"
-    return found.group(1)
 
 
 def _flat(text: str) -> str:
@@ -57,7 +50,7 @@ async def test_the_report_snoozes_three_times_and_goes_out(
             await nursery.start(m.app.serve)
             await settled(m.app, m.mail_report, 4)
             m.app.shutdown()
-    assert capsys.readouterr().out.splitlines() == _shown("readme_snooze_output").splitlines()
+    assert capsys.readouterr().out.splitlines() == shown("readme_snooze_output").splitlines()
     stats = m.app.statistics(m.mail_report)
     counts = ", ".join(
         f"`{name}={getattr(stats, name)}`"

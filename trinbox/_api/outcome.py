@@ -18,8 +18,8 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class HandlerOutcome:
     """A handler's decision: ``ack()``, ``retry()``, ``retry_after(delay)``,
-    ``snooze(delay)`` or ``drop()``; an ack may carry follow-up messages,
-    ``ack().reply(name, message)``.
+    ``snooze(delay)`` or ``drop()``; an ack may carry a result for the row's Result field,
+    ``ack(result)``, and follow-up messages, ``ack().reply(name, message)``.
 
     Returning ``None`` from a handler is ``ack()``.
     """
@@ -27,6 +27,7 @@ class HandlerOutcome:
     kind: str
     delay: timedelta | None = None
     replies: tuple[Reply, ...] = ()
+    result: object = None
 
     def __post_init__(self) -> None:
         # Outcomes are made by the class methods; one made by hand is checked as strictly.
@@ -44,6 +45,12 @@ class HandlerOutcome:
                 f"or HandlerOutcome.snooze(delay)"
             )
             raise ValueError(msg)
+        if self.result is not None and self.kind != "ack":
+            msg = (
+                f"a result is written with the ack, found one on a {self.kind} outcome; "
+                f"return HandlerOutcome.ack(result)"
+            )
+            raise ValueError(msg)
         if self.replies and self.kind != "ack":
             msg = (
                 f"follow-up messages are written with the ack, found {len(self.replies)} on a "
@@ -52,9 +59,11 @@ class HandlerOutcome:
             raise ValueError(msg)
 
     @classmethod
-    def ack(cls) -> HandlerOutcome:
-        """Acknowledge: the row is deleted, or marked processed."""
-        return cls("ack")
+    def ack(cls, result: object = None) -> HandlerOutcome:
+        """Acknowledge: the row is deleted, or marked processed. ``result`` is written into
+        the row's Result field in the same statement, in the broker's codec (``None``: JSON
+        ``null``), for ``broker.wait(Row, id)`` to read."""
+        return cls("ack", result=result)
 
     @classmethod
     def retry(cls) -> HandlerOutcome:
@@ -107,7 +116,7 @@ class HandlerOutcome:
             )
             raise ValueError(msg)
         reply = Reply(to, message, delay, columns)
-        return HandlerOutcome(self.kind, self.delay, (*self.replies, reply))
+        return HandlerOutcome(self.kind, self.delay, (*self.replies, reply), self.result)
 
     @property
     def is_ack(self) -> bool:

@@ -305,6 +305,8 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         if spec.processed_at is not None:
             sets: list[Frag] = [self.column(spec.processed_at) + " = " + P("now")]
+            if spec.result is not None:
+                sets.append(self.column(spec.result) + " = " + self.result_slot())
             if token:
                 sets.append(f"{self.column(spec.locked_until)} = NULL")
             return self.render(
@@ -325,6 +327,11 @@ class Dialect(ColumnRules):
             + join(", ", sets)
             + self.by_id(spec, token=token),
         )
+
+    def result_slot(self) -> Sql:
+        """The ack's value of the Result field: the result's JSON text (PostgreSQL casts it to
+        the column's jsonb)."""
+        return P("result")
 
     def bump(self, spec: TableSpec) -> list[Frag]:
         """The row lock form counts the attempt when it settles a retry."""
@@ -540,8 +547,10 @@ class Dialect(ColumnRules):
         returning = f" RETURNING {ident}"
         free = f"{locked} = NULL"
         if spec.processed_at is not None:
-            done = self.column(spec.processed_at)
-            ack = f"UPDATE {t} SET {done} = " + P("now") + f", {free}" + where
+            done: Sql = self.column(spec.processed_at) + " = " + P("now")
+            if spec.result is not None:
+                done = done + ", " + self.column(spec.result) + " = " + self.result_slot()
+            ack = f"UPDATE {t} SET " + done + f", {free}" + where
         else:
             ack = "DELETE FROM " + t + where
         found = [

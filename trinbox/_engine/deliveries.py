@@ -39,6 +39,7 @@ from .._api.queue import Subscriber
 from .._api.routes import Reply
 from .._bounds import RELEASE, SETTLE, within
 from .._broker.broker import SqlBroker
+from .._broker.waiting import HANDLING
 from .._declare._markers import Transactional
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
@@ -139,6 +140,7 @@ class DeliveryRunner:
             due_in=claims.due_in,
             where=where,
             fields=self.fields,
+            codec=broker.codec,
         )
 
     # -- units of work ------------------------------------------------------------------------
@@ -159,6 +161,7 @@ class DeliveryRunner:
 
     async def _work(self, deliveries: list[Delivery]) -> None:
         """Handle a unit of work, and the units its settlements claimed for this worker."""
+        HANDLING.set((self._spec.qualified_name, self._queue.group))  # broker.wait refuses it
         try:
             while deliveries:
                 chained: list[Delivery] | None = None

@@ -50,9 +50,11 @@ Clock = Callable[[], datetime]
 
 @dataclass(frozen=True, slots=True)
 class Ack:
-    """Finish the row: delete it or mark it processed."""
+    """Finish the row: delete it or mark it processed; ``result``, the handler's result as
+    the Result field's JSON text (tables with one: ``null`` when it left none)."""
 
     event: str = "ack"
+    result: str | None = "null"
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +317,10 @@ def step_values(step: Step) -> dict[str, object]:
         return {"retry_at": step.at, "delay": step.delay // timedelta(microseconds=1)}
     if isinstance(step, DeadLetterStep):
         return {"dest": step.dest.group}
+    if isinstance(step, Ack):
+        return {"result": step.result}
+    if isinstance(step, Drop):
+        return {"result": None}  # a dropped row's Result is NULL: waiters tell it from an ack
     return {}
 
 
