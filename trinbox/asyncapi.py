@@ -385,14 +385,14 @@ class _SchemaBook:
 
     def row(self, spec: TableSpec) -> dict[str, Any]:
         """Row mode: the row's columns (those the publish leaves out read-only: the generated
-        ones and an OriginGroup); a nullable column is there with a null value. A Headers
+        ones, an OriginGroup and a Result); a nullable column is there with a null value. A Headers
         column is the message's headers, not its payload (the handler's row holds none)."""
         properties: dict[str, Any] = {}
         for col in spec.columns:
             if col.role == "headers":
                 continue
             column = _BINARY if col.python_type is bytes else self._schema(col.python_type)
-            if col.generated or col.role == "origin_group":
+            if col.generated or col.role in ("origin_group", "result"):
                 # Draft 7 ignores the siblings of a $ref, so a referenced type is wrapped.
                 column = (
                     {"allOf": [column], "readOnly": True}

@@ -33,6 +33,14 @@ def block(tag: str) -> str:
     return code
 
 
+def shown(tag: str) -> str:
+    """The text block (a program's output) marked ``tag``: ``<!-- test: TAG -->`` then a
+    fenced block without a language."""
+    found = re.search(rf"<!-- test: {tag} -->\n```\n(.*?)\n```", README.read_text(), re.DOTALL)
+    assert found is not None, f"README.md has no text block marked <!-- test: {tag} -->"
+    return found.group(1)
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of a subprocess that imports this checkout's trinbox."""
     env = dict(os.environ)

@@ -51,6 +51,7 @@ from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
+from .waiting import Settled, wait_settled
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -529,6 +530,27 @@ class SqlBroker(Generic[D]):
         inbox = cast("Inbox[Any, Any]", row)
         fields = row_fields(inbox, delay=delay is not None)
         await self._publish(spec_of(type(inbox)), None, delay, row_headers(inbox), fields)
+
+    async def wait(self, row_type: type[T], row_id: object) -> Settled[T]:
+        """Wait until the row ``row_id`` of ``row_type`` has settled, and say how: a
+        ``Settled`` with ``outcome`` ``"ack"`` (``result``: the handler's result, decoded by
+        the broker's codec into the Result field's type), ``"drop"`` or ``"dead_letter"``, and
+        the row as it settled. Read from the row itself once a poll interval (the broker's
+        clock), so it works from any process and behind any pooler; the table needs a Result
+        field (and so a ProcessedAt field). Refused in a handler of the row's own queue
+        (``DeclarationError``): a saturated queue would wait on itself.
+
+        Cancellation: bound it with ``trio.fail_after(seconds)`` (``trio.TooSlowError`` when
+        the row has not settled by then) or ``move_on_after``; a cancel between reads leaves
+        nothing behind."""
+        return await wait_settled(
+            self.dialect,
+            lambda: self.pool,
+            self.codec,
+            self.poll_interval.total_seconds(),
+            row_type,
+            row_id,
+        )
 
     def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on

@@ -39,6 +39,7 @@ from .._api.queue import Subscriber
 from .._api.routes import Reply
 from .._bounds import RELEASE, SETTLE, within
 from .._broker.broker import SqlBroker
+from .._broker.waiting import HANDLING
 from .._declare._markers import Transactional
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
@@ -126,7 +127,9 @@ class DeliveryRunner:
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
         self.released = 0
         # Settled deliveries by the step that took effect (Step.event).
-        self.outcomes = dict.fromkeys(("ack", "retry", "retry_after", "drop", "dead_letter"), 0)
+        self.outcomes = dict.fromkeys(
+            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter"), 0
+        )
         self._source = source
         self._events = events
         self.fields = Fields(source.subscription, source.table)
@@ -141,6 +144,7 @@ class DeliveryRunner:
             due_in=claims.due_in,
             where=where,
             fields=self.fields,
+            codec=broker.codec,
         )
 
     # -- units of work ------------------------------------------------------------------------
@@ -161,6 +165,7 @@ class DeliveryRunner:
 
     async def _work(self, deliveries: list[Delivery]) -> None:
         """Handle a unit of work, and the units its settlements claimed for this worker."""
+        HANDLING.set((self._spec.qualified_name, self._queue.group))  # broker.wait refuses it
         try:
             while deliveries:
                 chained: list[Delivery] | None = None
