@@ -51,7 +51,7 @@ from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
-from .waiting import Settled, wait_settled
+from .waiting import Settled, SettledRows, wait_settled
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -101,6 +101,7 @@ class SqlBroker(Generic[D]):
         self.pgbouncer: PoolMode | None = check_pool_mode(pgbouncer)
         self._pool_options = driver_options(self.pgbouncer)
         self.wakes: WakeBoard = WakeBoard()
+        self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -550,6 +551,7 @@ class SqlBroker(Generic[D]):
             self.poll_interval.total_seconds(),
             row_type,
             row_id,
+            self.settled_rows,
         )
 
     def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:

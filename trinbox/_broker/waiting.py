@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .._dialects._base import Dialect
     from .._drivers._base import Pool
 
-__all__ = ["HANDLING", "Settled", "wait_settled"]
+__all__ = ["HANDLING", "Settled", "SettledRows", "wait_settled"]
 
 R = TypeVar("R")
 
@@ -48,6 +48,27 @@ HANDLING: ContextVar[tuple[str, str | None] | None] = ContextVar("trinbox_handli
 ``None``: every group of the table)."""
 
 Outcome = Literal["ack", "drop", "dead_letter"]
+
+
+class SettledRows:
+    """What wakes a wait in this process before its poll interval: the broker's deliveries
+    that settled a row of a table (the delivery runner says so); a wait then reads its row
+    again at once. Rows settled by other processes are seen at the next poll."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, trio.Event] = {}
+
+    def settled(self, table: str) -> None:
+        event = self._events.pop(table, None)
+        if event is not None:
+            event.set()
+
+    def event(self, table: str) -> trio.Event:
+        """Set at the next settlement of a row of ``table`` in this process."""
+        found = self._events.get(table)
+        if found is None:
+            found = self._events[table] = trio.Event()
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +91,11 @@ async def wait_settled(
     interval: float,
     row_type: type[R],
     ident: object,
+    woken: SettledRows | None = None,
 ) -> Settled[R]:
     """How the row ``ident`` of ``row_type`` settled, read on a connection of ``pool()``
-    every ``interval`` seconds until it has (``SqlBroker.wait``)."""
+    every ``interval`` seconds until it has (``SqlBroker.wait``), and at once when ``woken``
+    says a row of its table settled in this process."""
     spec = spec_of(row_type)
     result = spec.result
     if result is None:
@@ -90,6 +113,8 @@ async def wait_settled(
     params = statement.bind({"id": d.driver_value(ident)})  # bound as the publish binds it
     first = True
     while True:
+        # Taken before the read: a settlement during the read wakes the next wait.
+        settled = woken.event(spec.qualified_name) if woken is not None else None
         found_pool = pool()
         conn = await found_pool.acquire("wait")
         try:
@@ -103,7 +128,11 @@ async def wait_settled(
         found = _settled(spec, result, values, codec)
         if found is not None:
             return typing.cast("Settled[R]", found)
-        await trio.sleep(interval)
+        if settled is None:
+            await trio.sleep(interval)
+        else:
+            with trio.move_on_after(interval):
+                await settled.wait()
 
 
 def _refuse_own_queue(spec: TableSpec, values: dict[str, object] | None, ident: object) -> None:

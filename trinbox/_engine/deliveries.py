@@ -103,6 +103,7 @@ class DeliveryRunner:
         seen: SeenRecords | None = None,
     ) -> None:
         self._broker = broker
+        self._waited_on = spec.result is not None
         self._seen = seen
         self.duplicates = 0  # deliveries of a record handled before, acked without the handler
         self._handler = subscriber.handler
@@ -520,7 +521,7 @@ class DeliveryRunner:
         with within(SETTLE) as bound:
             try:
                 await self._form.settle(delivery, step)
-                self.outcomes[step.event] += 1
+                self._took_effect(step)
                 if timing is not None:
                     self._report(delivery, step, timing)
                 return True
@@ -530,6 +531,13 @@ class DeliveryRunner:
             self._settle_failed(delivery, step, None, timing)
         await self.release([delivery])
         return False
+
+    def _took_effect(self, step: Step) -> None:
+        """A settlement took effect: counted, and a ``broker.wait`` on the table woken (a
+        table with a Result field: only its rows are waited on)."""
+        self.outcomes[step.event] += 1
+        if self._waited_on:
+            self._broker.settled_rows.settled(self._spec.qualified_name)
 
     def _settle_failed(
         self,
@@ -588,7 +596,7 @@ class DeliveryRunner:
                 self._settle_failed(delivery, step, chained.error, timing)
                 failed = True
             elif not failed:
-                self.outcomes[step.event] += 1
+                self._took_effect(step)
                 if timing is not None:
                     self._report(delivery, step, timing)
             self._chained_claim(chained, timing, started)
@@ -640,7 +648,7 @@ class DeliveryRunner:
                 if error is not None:
                     self._settle_failed(delivery, step, error, timing, len(items))
                 else:
-                    self.outcomes[step.event] += 1
+                    self._took_effect(step)
                     if timing is not None:
                         self._report(delivery, step, timing, None, len(items))
             if chain:

@@ -232,6 +232,31 @@ async def test_a_batch_and_a_transactional_ack_write_their_results(
     ]
 
 
+@cells()
+async def test_a_settlement_in_this_process_wakes_the_wait_before_its_poll(
+    case: Case, clock: VirtualClock
+) -> None:
+    broker = case.stand.broker(poll_interval=HOUR)  # a poll would come an hour later
+    row = ORDERS[case.form]
+
+    @subscriber(InboxQueue(row, "orders"))
+    async def price(order: Order) -> HandlerOutcome:
+        await trio.sleep(30)  # the wait below reads the row unsettled first
+        return HandlerOutcome.ack(Receipt(order.n, []))
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(row))
+    app.include(broker, price)
+    async with serving(app):
+        await broker.publish(row, Order(7), id=7, queue="orders")
+        started = trio.current_time()
+        with trio.fail_after(HOUR / 2):
+            found = await broker.wait(row, 7)
+        waited = trio.current_time() - started
+    assert found.result == Receipt(7, [])
+    assert 30 <= waited < 60
+
+
 @cells(stands=["sqlite", "postgres"], forms=["lease"])
 async def test_waiting_in_a_handler_of_the_rows_own_queue_is_refused(
     case: Case, clock: VirtualClock, caplog: pytest.LogCaptureFixture
