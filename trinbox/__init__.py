@@ -58,6 +58,7 @@ from ._declare._roles import OriginGroup as OriginGroup
 from ._declare._roles import Payload as Payload
 from ._declare._roles import Priority as Priority
 from ._declare._roles import ProcessedAt as ProcessedAt
+from ._declare._roles import Result as Result
 from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._roles import Unique as Unique
 from ._declare._sqltype import SqlType as SqlType
@@ -80,6 +81,7 @@ __all__ = [
     "Payload",
     "Headers",
     "Unique",
+    "Result",
     "Generated",
     "Column",
     "SqlType",

@@ -31,6 +31,7 @@ from ._declare._markers import Advisory, Lease, Transactional
 from ._declare._spec import TableSpec
 from ._drivers._urls import port_of
 from ._engine.app import App, Mount
+from ._engine.tracking import consumer_of
 
 __all__ = ["ASYNCAPI_VERSION", "BINDING", "BINDING_VERSION", "UndescribableType", "document"]
 
@@ -276,6 +277,12 @@ def _operation(mount: Mount, spec: TableSpec, channel: str, message: str) -> dic
         binding["deadLetter"] = mount.dead_letter_to
     if queue.group_names is not None:
         binding["relay"] = list(queue.group_names.written)
+    if queue.tracker is not None:
+        # The seen-records table its handler runs once per outbox record by, and its name there.
+        binding["tracked"] = {
+            "table": queue.tracker.label,
+            "consumer": consumer_of(queue.tracker, spec, queue.name),
+        }
     if queue.custom is not None:
         binding["customClaim"] = _handler_name(queue.custom.claim, qualified=True)
         if queue.custom.fetch is not None:
@@ -384,14 +391,14 @@ class _SchemaBook:
 
     def row(self, spec: TableSpec) -> dict[str, Any]:
         """Row mode: the row's columns (those the publish leaves out read-only: the generated
-        ones and an OriginGroup); a nullable column is there with a null value. A Headers
+        ones, an OriginGroup and a Result); a nullable column is there with a null value. A Headers
         column is the message's headers, not its payload (the handler's row holds none)."""
         properties: dict[str, Any] = {}
         for col in spec.columns:
             if col.role == "headers":
                 continue
             column = _BINARY if col.python_type is bytes else self._schema(col.python_type)
-            if col.generated or col.role == "origin_group":
+            if col.generated or col.role in ("origin_group", "result"):
                 # Draft 7 ignores the siblings of a $ref, so a referenced type is wrapped.
                 column = (
                     {"allOf": [column], "readOnly": True}

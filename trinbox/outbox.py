@@ -13,11 +13,30 @@ to the sink, and marks it processed (or deletes it) once the sink returned.
 
 from __future__ import annotations
 
-from ._api.relay import ID_HEADER as ID_HEADER
+from ._api.headers import ID_HEADER as ID_HEADER
 from ._api.relay import Record as Record
 from ._api.relay import RelayFactory as RelayFactory
 from ._api.relay import Sink as Sink
+from ._api.relay import into as into
 from ._api.relay import relay as relay
 from ._declare._outbox import Outbox as Outbox
+from ._declare._tracker import Tracker as Tracker
+from ._engine.custom_relay import CustomRelay as CustomRelay
+from ._engine.custom_relay import CustomRelayStatistics as CustomRelayStatistics
+from ._engine.custom_relay import OutboxEvents as OutboxEvents
+from ._engine.custom_relay import custom_relay as custom_relay
 
-__all__ = ["ID_HEADER", "Outbox", "Record", "RelayFactory", "Sink", "relay"]
+__all__ = [
+    "ID_HEADER",
+    "CustomRelay",
+    "CustomRelayStatistics",
+    "Outbox",
+    "OutboxEvents",
+    "Record",
+    "RelayFactory",
+    "Sink",
+    "Tracker",
+    "custom_relay",
+    "into",
+    "relay",
+]

@@ -33,6 +33,7 @@ from ._api.routed import RoutedBatchSubscriberFactory as RoutedBatchSubscriberFa
 from ._api.routed import RoutedSubscriber as RoutedSubscriber
 from ._api.routed import RoutedSubscriberFactory as RoutedSubscriberFactory
 from ._api.routes import Route as Route
+from ._broker.waiting import Settled as Settled
 from ._declare._capabilities import AnyDatabase as AnyDatabase
 from ._declare._capabilities import MySql as MySql
 from ._declare._capabilities import Postgres as Postgres
@@ -85,6 +86,8 @@ __all__ = [
     "ShutdownReport",
     # what a publish returns (with a dedup key, the row that holds it)
     "Published",
+    # how a row settled (broker.wait)
+    "Settled",
     # routes by name, and the subscriptions by name they lead to
     "Route",
     "RoutedSubscriber",

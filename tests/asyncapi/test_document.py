@@ -42,6 +42,7 @@ from trinbox import (
 from trinbox._declare._inbox import spec_of
 from trinbox.asyncapi import UndescribableType, document
 from trinbox.errors import DeclarationError
+from trinbox.outbox import Tracker
 from trinbox.typing import Held, Sqlite
 
 from . import apps
@@ -269,6 +270,31 @@ def test_a_relay_names_the_names_it_serves() -> None:
     assert "group" not in _binding(channel)
     assert _binding(channel)["columns"]["name"] == "group"
     assert "relay" not in _binding(document(apps.app())["operations"]["take_order"])
+
+
+def test_a_tracked_subscription_names_its_seen_records_table() -> None:
+    @subscriber(InboxQueue(Mail, "billing").tracked(Tracker("billing_seen", schema="ops")))
+    async def billing(parcel: apps.Parcel) -> None:
+        pass
+
+    @subscriber(InboxQueue(Note, "audit").tracked(Tracker("seen", consumer="audit-v2")))
+    async def audit(note: Note) -> None:
+        pass
+
+    app = App(AppInfo("tracked"))
+    app.include(SqlBroker.postgres("postgresql://u:pw@one.example/db"), billing)
+    app.include(SqlBroker.sqlite("sqlite:///notes.db"), audit)
+    doc = document(app)
+    assert problems(doc) == []
+    assert _binding(doc["operations"]["billing"])["tracked"] == {
+        "table": "ops.billing_seen",
+        "consumer": "mail_jobs:billing",
+    }
+    assert _binding(doc["operations"]["audit"])["tracked"] == {
+        "table": "seen",
+        "consumer": "audit-v2",
+    }
+    assert "tracked" not in _binding(document(apps.app())["operations"]["take_order"])
 
 
 def test_types_of_one_name_get_names_of_their_own(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import yaml
 from trinbox import (
     App,
     AppInfo,
+    Headers,
     Id,
     Inbox,
     InboxQueue,
@@ -24,6 +25,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox.asyncapi import document
+from trinbox.outbox import Tracker
 
 from . import apps
 from .check import problems
@@ -80,6 +82,13 @@ class Keyed(Inbox[Lease], table="keyed"):
     dedup: Annotated[str | None, Unique()] = None
 
 
+class Billing(Inbox[Lease], table="billing_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+    headers: Annotated[dict[str, str], Headers()]
+
+
 def test_the_binding_table_names_every_field() -> None:
     pooled = App(AppInfo("pooled"))
     pooled.add_broker(SqlBroker.postgres(apps.PG_URL, pgbouncer="transaction"))
@@ -97,8 +106,15 @@ def test_the_binding_table_names_every_field() -> None:
 
     keyed = App(AppInfo("keyed"))
     keyed.include(SqlBroker.postgres(apps.PG_URL), sync)
+
+    @subscriber(InboxQueue(Billing, "billing").tracked(Tracker("billing_seen")))
+    async def bill(invoice: bytes) -> None:
+        pass
+
+    billing = App(AppInfo("billing"))
+    billing.include(SqlBroker.postgres(apps.PG_URL), bill)
     seen: dict[str, set[str]] = {}
-    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed(), keyed):
+    for app in (apps.app(), pooled, ledger, apps.relayed(), apps.routed(), billing, keyed):
         for kind, fields in _bindings(document(app)).items():
             seen.setdefault(kind, set()).update(fields)
     table: dict[str, set[str]] = {}

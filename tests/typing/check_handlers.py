@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, TypeAlias, assert_type
 
 from trinbox import (
@@ -153,6 +153,12 @@ def check_decorated(app: App, broker: SqlBroker[Sqlite]) -> None:
         return HandlerOutcome.retry()
 
     assert_type(app.include(broker, handle).max_attempts(3).dead_letter("keyed_dead"), Mount)
+
+
+def check_outcomes() -> None:
+    assert_type(HandlerOutcome.snooze(timedelta(seconds=5)), HandlerOutcome)
+    assert_type(HandlerOutcome.retry_after(timedelta(seconds=5)), HandlerOutcome)
+    HandlerOutcome.snooze(5)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 # -- refused -------------------------------------------------------------------------------------

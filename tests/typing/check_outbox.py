@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, assert_type
 
 from trinbox import (
@@ -28,11 +28,22 @@ from trinbox import (
     Payload,
     RetryAfter,
     SqlBroker,
+    keys,
 )
 from trinbox._api.handles import Tx
 from trinbox._api.queue import Needs
-from trinbox.outbox import Outbox, Record, RelayFactory, relay
-from trinbox.typing import Mount, Plain, Subscriber
+from trinbox.outbox import (
+    CustomRelay,
+    Outbox,
+    Record,
+    RelayFactory,
+    Sink,
+    Tracker,
+    custom_relay,
+    into,
+    relay,
+)
+from trinbox.typing import Mount, Plain, Single, Subscriber, Transactional
 
 
 class Events(Outbox, table="events"):
@@ -123,3 +134,48 @@ relay(queue.batch(10))  # type: ignore[arg-type]  # pyright: ignore[reportArgume
 # a sink is async and takes a Record
 relay(queue)(send_now)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 relay(queue)(send_text)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def check_into(source: SqlBroker[Any], target: SqlBroker[Any]) -> None:
+    to_target = relay(queue)(into(target))
+    assert_type(into(target), Sink)
+    assert_type(Tracker("seen", consumer="billing"), Tracker)
+    tracked = InboxQueue(Jobs, "jobs").tracked(Tracker("seen"))
+    assert_type(tracked, InboxQueue[Jobs, Plain, Single])
+    assert_type(
+        tracked.transactional().tracked(Tracker("seen")), InboxQueue[Jobs, Transactional, Single]
+    )
+    del to_target
+
+
+# into takes a broker, a Tracker names its table
+into("broker")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+InboxQueue(Jobs, "jobs").tracked("seen")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+class Legacy:
+    async def fetch(self, tx: keys.Tx, limit: int) -> list[Record]:
+        return []
+
+    async def ack(self, tx: keys.Tx, record: Record) -> None: ...
+
+    async def retry(self, tx: keys.Tx, record: Record, delay: timedelta) -> None: ...
+
+    async def discard(self, tx: keys.Tx, record: Record) -> None: ...
+
+    async def recover(self, tx: keys.Tx) -> int:
+        return 0
+
+
+class Half:
+    async def fetch(self, tx: keys.Tx, limit: int) -> list[Record]:
+        return []
+
+
+def check_custom_relay(broker: SqlBroker[Any], app: App) -> None:
+    made = custom_relay(broker, Legacy(), send_later, workers=2, max_attempts=5)
+    assert_type(made, CustomRelay)
+    assert_type(app.background(made), CustomRelay)
+    assert_type(made.statistics.sent, int)
+    # custom events have all five methods
+    custom_relay(broker, Half(), send_later)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

@@ -6,7 +6,7 @@ The table of what each database serves is written out here from docs/reference.m
 apart from the library's own tables: mypy and pyright check the generated file against the library's
 types (tests/unit/test_typing_behaviour.py: a refused cell must fail in both, with the codes of its
 markers, and every other cell pass), and tests/unit/test_matrix.py walks the same cells at runtime
-and checks that the file is current. """
+and checks that the file is current."""
 
 from __future__ import annotations
 

@@ -60,13 +60,21 @@ def test_bad_policies_are_refused_where_they_are_made() -> None:
 
 def test_an_outcome_of_an_unknown_kind_is_refused_where_it_is_made() -> None:
     with pytest.raises(
-        ValueError, match=r"an outcome is ack, retry, retry_after or drop, found 'ack '"
+        ValueError, match=r"an outcome is ack, retry, retry_after, snooze or drop, found 'ack '"
     ):
         HandlerOutcome("ack ")
-    with pytest.raises(ValueError, match="only retry_after carries a delay"):
+    with pytest.raises(ValueError, match="only retry_after and snooze carry a delay"):
         HandlerOutcome("ack", timedelta(seconds=1))
+    with pytest.raises(ValueError, match="only retry_after and snooze carry a delay"):
+        HandlerOutcome("snooze")
     with pytest.raises(TypeError, match="a retry delay is a timedelta"):
         HandlerOutcome.retry_after(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^a snooze delay is a timedelta, found 5; pass e\.g\."):
+        HandlerOutcome.snooze(5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^a snooze delay is zero or more, found -1 day"):
+        HandlerOutcome.snooze(timedelta(seconds=-1))
+    with pytest.raises(ValueError, match="follow-up messages are written with the ack"):
+        HandlerOutcome.snooze(timedelta(seconds=1)).reply("x", b"")
 
 
 def test_a_sync_handler_or_a_non_callable_is_refused_where_it_is_bound() -> None:

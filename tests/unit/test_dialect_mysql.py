@@ -52,9 +52,9 @@ MY_BEGIN = Statement("begin", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", 
 
 
 def by_event(found: Plan) -> Plan:
-    """``found`` without the lease form's release and keeper rounds, which the golden plans
-    check (test_plans_golden.py)."""
-    return replace(found, release=None, rounds=None)
+    """``found`` without the lease form's release and keeper rounds and the snooze, which the
+    golden plans check (test_plans_golden.py)."""
+    return replace(found, release=None, rounds=None, snooze=None)
 
 
 # The GET_LOCK name of a tenant_jobs row: its database, a dot and the key, used as is from 1 to

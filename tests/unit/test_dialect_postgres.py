@@ -51,9 +51,9 @@ PG_BEGIN = Statement("begin", "BEGIN", ())
 
 
 def by_event(found: Plan) -> Plan:
-    """``found`` without the lease form's release and keeper rounds, which the golden plans
-    check (test_plans_golden.py)."""
-    return replace(found, release=None, rounds=None)
+    """``found`` without the lease form's release and keeper rounds and the snooze, which the
+    golden plans check (test_plans_golden.py)."""
+    return replace(found, release=None, rounds=None, snooze=None)
 
 
 # -- row lock ---------------------------------------------------------------------------------
@@ -223,6 +223,14 @@ def test_lease_claim_is_one_statement_returning_the_rows_as_before_the_stamp() -
                 "retry_after",
                 'UPDATE "email_jobs" SET "retry_after" = $1, "locked_until" = NULL WHERE '
                 '"job_id" = ANY($2) AND "locked_until" = $3 RETURNING "job_id"',
+                ("retry_at", "ids", "token"),
+            ),
+            # A snooze gives back the attempt the claim counted.
+            Statement(
+                "snooze",
+                'UPDATE "email_jobs" SET "retry_after" = $1, "attempt" = "attempt" - 1, '
+                '"locked_until" = NULL WHERE "job_id" = ANY($2) AND "locked_until" = $3 '
+                'RETURNING "job_id"',
                 ("retry_at", "ids", "token"),
             ),
         ),

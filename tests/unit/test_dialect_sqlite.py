@@ -49,9 +49,9 @@ LITE_BEGIN = Statement("begin", "BEGIN", ())
 
 
 def by_event(found: Plan) -> Plan:
-    """``found`` without the lease form's release and keeper rounds, which the golden plans
-    check (test_plans_golden.py)."""
-    return replace(found, release=None, rounds=None)
+    """``found`` without the lease form's release and keeper rounds and the snooze, which the
+    golden plans check (test_plans_golden.py)."""
+    return replace(found, release=None, rounds=None, snooze=None)
 
 
 # -- lease ------------------------------------------------------------------------------------
@@ -136,6 +136,13 @@ def test_lease_claim_is_one_update_returning_the_attempt_before_its_count() -> N
                 "UPDATE `email_jobs` SET `retry_after` = ?, `locked_until` = NULL WHERE "
                 "`job_id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? "
                 "RETURNING `job_id`",
+                ("retry_at", "ids", "token"),
+            ),
+            Statement(
+                "snooze",
+                "UPDATE `email_jobs` SET `retry_after` = ?, `attempt` = `attempt` - 1, "
+                "`locked_until` = NULL WHERE `job_id` IN (SELECT value FROM json_each(?)) AND "
+                "`locked_until` = ? RETURNING `job_id`",
                 ("retry_at", "ids", "token"),
             ),
         ),

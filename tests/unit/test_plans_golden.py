@@ -49,6 +49,7 @@ class Shape:
     priority: bool = False
     origin_group: bool = False
     headers: bool = False
+    result: bool = False
     schema: str | None = None
     dead_letter: DeadLetter | None = None
 
@@ -70,6 +71,7 @@ SHAPES = (
     full("dead-letter-group", origin_group=True, dead_letter=DeadLetter(group="dead")),
     full("dead-letter-table", dead_letter=DeadLetter(table="jobs_dead")),
     full("headers", headers=True, dead_letter=DeadLetter(table="jobs_dead")),
+    full("result", result=True),
     full("fifo", fifo=True),
     full("fifo-priority", fifo=True, priority=True),
     full("fifo-behind", fifo=True, behind=True),
@@ -112,6 +114,8 @@ def spec(shape: Shape, form: type[Form]) -> TableSpec:
     columns.append(ColumnSpec("payload", "payload", "payload", python_type=bytes))
     if shape.headers:
         columns.append(ColumnSpec("headers", "headers", "headers", python_type=dict[str, str]))
+    if shape.result:
+        columns.append(ColumnSpec("receipt", "receipt", "result", python_type=dict[str, int]))
     key = (KeyLiteral("jobs-"), KeyColumn("id")) if form is Advisory else ()
     return TableSpec(
         table="jobs",

@@ -10,17 +10,26 @@ import dataclasses
 import functools
 import importlib
 import json
-from typing import Any, Protocol, TypeVar, cast, is_typeddict
+from typing import Any, Protocol, TypeVar, cast, final, is_typeddict
 
 from .._util import as_bytes
 
-__all__ = ["Codec", "DecodeError", "JsonCodec", "RawCodec"]
+__all__ = ["Codec", "DecodeError", "Encoded", "JsonCodec", "RawCodec"]
 
 T = TypeVar("T")
 
 
 class DecodeError(ValueError):
     """A payload does not decode into the handler's type."""
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class Encoded:
+    """A message already encoded, written into the Payload field as it is, never through the
+    codec: an outbox record's bytes, relayed into another broker (``trinbox.outbox.into``)."""
+
+    data: bytes
 
 
 class Codec(Protocol):

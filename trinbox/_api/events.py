@@ -109,7 +109,7 @@ class HandleEvent:
 @dataclass(frozen=True, slots=True)
 class HandleEnd:
     """How a handler ended: ``outcomes`` (one per row: ``"ack"``, ``"retry"``,
-    ``"retry_after"``, ``"drop"``) when it returned; ``error`` when it raised or was
+    ``"retry_after"``, ``"snooze"``, ``"drop"``) when it returned; ``error`` when it raised or was
     cancelled (``outcomes`` is then empty)."""
 
     outcomes: tuple[str, ...]
@@ -120,7 +120,8 @@ class HandleEnd:
 @dataclass(frozen=True, slots=True)
 class SettleEvent:
     """A row's settlement: ``outcome`` is the step (``"ack"``, ``"retry"``,
-    ``"retry_after"``, ``"drop"``, ``"dead_letter"``); ``error`` is why it did not take
+    ``"retry_after"``, ``"snooze"``: put back with no attempt spent, ``"drop"``,
+    ``"dead_letter"``); ``error`` is why it did not take
     effect (the delivery is then released). ``batch``: how many rows settled together."""
 
     source: EventSource

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import cast, final
 
 from .._declare._spec import TableSpec
@@ -21,8 +22,10 @@ from .codecs import DecodeError
 
 __all__ = [
     "HEADERS_LIMIT",
+    "ID_HEADER",
     "NO_HEADERS",
     "RESERVED_PREFIX",
+    "Carried",
     "Headers",
     "checked_headers",
     "decode_headers",
@@ -31,6 +34,11 @@ __all__ = [
 
 RESERVED_PREFIX = "trinbox-"
 """Header names trinbox keeps for its own (compared without case): a publish refuses them."""
+
+ID_HEADER = "trinbox-outbox-id"
+"""The header that carries an outbox record's id (its text) from a relay to its sink, and into
+another broker's row (``trinbox.outbox.into``): under trinbox's own prefix, so no header of the
+service's takes its name."""
 
 HEADERS_LIMIT = 65_536
 """Bytes of JSON text a row's headers take at most: headers are metadata (a tenant, a trace
@@ -63,11 +71,24 @@ class Headers(Mapping[str, str]):
 NO_HEADERS = Headers()
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """Headers a relay carries into another broker's row as the record had them: the
+    record's own and its id under ``ID_HEADER``, the one trinbox name a publish may write
+    (checked as any header otherwise)."""
+
+    items: Mapping[str, str]
+
+
 def checked_headers(where: str, spec: TableSpec, headers: object) -> dict[str, str] | None:
     """The headers a publish gives, as the table's Headers field holds them (``None`` for
     none), or ``HeaderRefused`` naming the first one it cannot hold."""
     if headers is None:
         return None
+    carried = isinstance(headers, Carried)
+    if isinstance(headers, Carried):
+        headers = headers.items
     if not isinstance(headers, Mapping):
         msg = (
             f"{where}: headers are a mapping of names to values, both str, found "
@@ -90,12 +111,12 @@ def checked_headers(where: str, spec: TableSpec, headers: object) -> dict[str, s
         raise HeaderRefused(msg, header=next(iter(given)))
     found: dict[str, str] = {}
     for name, value in given.items():
-        text = _name(where, name)
+        text = _name(where, name, carried=carried)
         found[text] = _value(where, text, value)
     return found
 
 
-def _name(where: str, name: object) -> str:
+def _name(where: str, name: object, *, carried: bool = False) -> str:
     if not isinstance(name, str):
         msg = (
             f"{where}: a header's name is a str, found {type(name).__name__} {name!r}; name "
@@ -105,7 +126,7 @@ def _name(where: str, name: object) -> str:
     if not name:
         msg = f"{where}: a header has a name, found the empty name ''; give it one"
         raise HeaderRefused(msg, header=name)
-    if name.casefold().startswith(RESERVED_PREFIX):
+    if name.casefold().startswith(RESERVED_PREFIX) and not (carried and name == ID_HEADER):
         msg = (
             f"{where}: header names beginning {RESERVED_PREFIX!r} (in any case) are trinbox's "
             f"own, found {name!r}; name it without the prefix"

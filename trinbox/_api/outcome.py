@@ -17,8 +17,9 @@ T = TypeVar("T")
 @final
 @dataclass(frozen=True, slots=True)
 class HandlerOutcome:
-    """A handler's decision: ``ack()``, ``retry()``, ``retry_after(delay)`` or ``drop()``;
-    an ack may carry follow-up messages, ``ack().reply(name, message)``.
+    """A handler's decision: ``ack()``, ``retry()``, ``retry_after(delay)``,
+    ``snooze(delay)`` or ``drop()``; an ack may carry a result for the row's Result field,
+    ``ack(result)``, and follow-up messages, ``ack().reply(name, message)``.
 
     Returning ``None`` from a handler is ``ack()``.
     """
@@ -26,19 +27,28 @@ class HandlerOutcome:
     kind: str
     delay: timedelta | None = None
     replies: tuple[Reply, ...] = ()
+    result: object = None
 
     def __post_init__(self) -> None:
         # Outcomes are made by the class methods; one made by hand is checked as strictly.
         if self.kind not in _KINDS:
             msg = (
-                f"an outcome is ack, retry, retry_after or drop, found {self.kind!r}; use "
-                f"HandlerOutcome.ack(), .retry(), .retry_after(delay) or .drop()"
+                f"an outcome is ack, retry, retry_after, snooze or drop, found {self.kind!r}; "
+                f"use HandlerOutcome.ack(), .retry(), .retry_after(delay), .snooze(delay) or "
+                f".drop()"
             )
             raise ValueError(msg)
-        if (self.kind == "retry_after") != isinstance(self.delay, timedelta):
+        if (self.kind in _DELAYED) != isinstance(self.delay, timedelta):
             msg = (
-                f"only retry_after carries a delay (a timedelta), found kind {self.kind!r} with "
-                f"delay {self.delay!r}; use HandlerOutcome.retry_after(delay)"
+                f"only retry_after and snooze carry a delay (a timedelta), found kind "
+                f"{self.kind!r} with delay {self.delay!r}; use HandlerOutcome.retry_after(delay) "
+                f"or HandlerOutcome.snooze(delay)"
+            )
+            raise ValueError(msg)
+        if self.result is not None and self.kind != "ack":
+            msg = (
+                f"a result is written with the ack, found one on a {self.kind} outcome; "
+                f"return HandlerOutcome.ack(result)"
             )
             raise ValueError(msg)
         if self.replies and self.kind != "ack":
@@ -49,9 +59,11 @@ class HandlerOutcome:
             raise ValueError(msg)
 
     @classmethod
-    def ack(cls) -> HandlerOutcome:
-        """Acknowledge: the row is deleted, or marked processed."""
-        return cls("ack")
+    def ack(cls, result: object = None) -> HandlerOutcome:
+        """Acknowledge: the row is deleted, or marked processed. ``result`` is written into
+        the row's Result field in the same statement, in the broker's codec (``None``: JSON
+        ``null``), for ``broker.wait(Row, id)`` to read."""
+        return cls("ack", result=result)
 
     @classmethod
     def retry(cls) -> HandlerOutcome:
@@ -61,13 +73,15 @@ class HandlerOutcome:
     @classmethod
     def retry_after(cls, delay: timedelta) -> HandlerOutcome:
         """Return the row, claimable again no sooner than ``delay`` from now."""
-        if not isinstance(delay, timedelta):
-            msg = f"a retry delay is a timedelta, found {delay!r}; pass e.g. timedelta(seconds=5)"
-            raise TypeError(msg)
-        if delay < timedelta(0):
-            msg = f"a retry delay is zero or more, found {delay}; pass a non-negative timedelta"
-            raise ValueError(msg)
-        return cls("retry_after", delay)
+        return cls("retry_after", _delay("a retry delay", delay))
+
+    @classmethod
+    def snooze(cls, delay: timedelta) -> HandlerOutcome:
+        """Put the row back, claimable again no sooner than ``delay`` from now, without
+        spending an attempt: nothing failed, the row is not due yet (a poll of something that
+        is not ready). It never moves the row to its dead letter. Needs the table's RetryAfter
+        field (a row that cannot wait would come back at once, in a loop)."""
+        return cls("snooze", _delay("a snooze delay", delay))
 
     @classmethod
     def drop(cls) -> HandlerOutcome:
@@ -102,7 +116,7 @@ class HandlerOutcome:
             )
             raise ValueError(msg)
         reply = Reply(to, message, delay, columns)
-        return HandlerOutcome(self.kind, self.delay, (*self.replies, reply))
+        return HandlerOutcome(self.kind, self.delay, (*self.replies, reply), self.result)
 
     @property
     def is_ack(self) -> bool:
@@ -116,8 +130,23 @@ class HandlerOutcome:
     def is_drop(self) -> bool:
         return self.kind == "drop"
 
+    @property
+    def is_snooze(self) -> bool:
+        return self.kind == "snooze"
 
-_KINDS = ("ack", "retry", "retry_after", "drop")
+
+_KINDS = ("ack", "retry", "retry_after", "snooze", "drop")
+_DELAYED = ("retry_after", "snooze")
+
+
+def _delay(what: str, delay: timedelta) -> timedelta:
+    if not isinstance(delay, timedelta):
+        msg = f"{what} is a timedelta, found {delay!r}; pass e.g. timedelta(seconds=5)"
+        raise TypeError(msg)
+    if delay < timedelta(0):
+        msg = f"{what} is zero or more, found {delay}; pass a non-negative timedelta"
+        raise ValueError(msg)
+    return delay
 
 
 class FailurePolicy(Enum):

@@ -60,6 +60,7 @@ from .._declare._markers import (
     RowLock,
     Transactional,
 )
+from .._declare._tracker import Tracker
 from .._util import evolve, positive_duration
 from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
@@ -243,6 +244,7 @@ class InboxQueue(Generic[R, M, B]):
     # row handed to its handler though the table has a Payload field.
     group_names: GroupNames | None
     whole_rows: bool
+    tracker: Tracker | None
 
     def __init__(self, row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -261,6 +263,7 @@ class InboxQueue(Generic[R, M, B]):
         object.__setattr__(self, "custom", None)
         object.__setattr__(self, "group_names", None)
         object.__setattr__(self, "whole_rows", False)
+        object.__setattr__(self, "tracker", None)
 
     @property
     def group(self) -> str | None:
@@ -426,6 +429,20 @@ class InboxQueue(Generic[R, M, B]):
             raise DeclarationError(msg)
         self._refuse_beside_custom(".count_attempt_at_claim()")
         return evolve(self, attempt_at_claim=True)
+
+    def tracked(self, tracker: Tracker) -> InboxQueue[R, M, B]:
+        """Run the handler once per outbox record: a delivery whose headers carry a record's
+        id (a relay into this broker writes it, ``trinbox.outbox.into``) that ``tracker``'s
+        table holds for this consumer is acked without the handler, and one that acks is
+        marked there (in its transaction on a transactional mount). The table needs a Headers
+        field; a delivery without the id header is handled untracked."""
+        if not isinstance(tracker, Tracker):  # pyright: ignore[reportUnnecessaryIsInstance]
+            msg = (
+                f"{spec_of(self.row).label}: .tracked() takes a trinbox.outbox.Tracker, found "
+                f"{type(tracker).__name__} {tracker!r}; pass Tracker('seen_records')"
+            )
+            raise TypeError(msg)
+        return evolve(self, tracker=tracker)
 
     def custom_claim(
         self, claim: ClaimIds, *, fetch: FetchRows | None = None

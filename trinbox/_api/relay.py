@@ -35,14 +35,20 @@ from .._declare._outbox import Outbox
 from .._declare._spec import TableSpec
 from .._util import evolve
 from ..errors import DeclarationError
+from .headers import ID_HEADER
 from .outcome import HandlerOutcome
 from .queue import InboxQueue, Needs, Single, Subscriber, bind
 
-__all__ = ["ID_HEADER", "Record", "RelayFactory", "RelayHandler", "Sink", "relay"]
-
-ID_HEADER = "trinbox-outbox-id"
-"""The header that carries a record's id (its text) in ``Record.headers``: under trinbox's
-own prefix, so no header of the service's takes its name."""
+__all__ = [
+    "ID_HEADER",
+    "Forwarding",
+    "Record",
+    "RelayFactory",
+    "RelayHandler",
+    "Sink",
+    "into",
+    "relay",
+]
 
 
 @final
@@ -69,6 +75,27 @@ class Sink(Protocol):
     sent); an exception retries it after the queue's backoff."""
 
     def __call__(self, record: Record, /) -> Awaitable[HandlerOutcome | None]: ...
+
+
+class Forwarding(Protocol):
+    """What ``into`` relays records into: a ``SqlBroker`` (of any database)."""
+
+    async def forward(self, name: str, payload: bytes, headers: Mapping[str, str]) -> None: ...
+
+
+def into(broker: Forwarding) -> Sink:
+    """A sink that writes each record into another trinbox broker (another database, or the
+    same one's other queue): by the record's name, where that broker's routes lead it
+    (``broker.route(Row, "orders.*")``; an unrouted name raises ``NoRoute``, and the record
+    is tried again after the relay's backoff), its payload's bytes as they are, its headers
+    with its id under ``ID_HEADER``, which the receiving subscription's ``.tracked(...)``
+    reads to run its handler once per record. The receiving table needs a Headers field."""
+    forward = broker.forward  # a missing method fails here, not at the first record
+
+    async def into_broker(record: Record) -> None:
+        await forward(record.name, record.payload, record.headers)
+
+    return into_broker
 
 
 OB = TypeVar("OB", bound=Outbox)

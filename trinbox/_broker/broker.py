@@ -10,25 +10,27 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, LiteralString, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
 
-from .._api.codecs import Codec, JsonCodec
+from .._api.codecs import Codec, Encoded, JsonCodec
 from .._api.events import EventBus, PublishEvent, PublishStart, now_ns
 from .._api.handles import BLOCK as TX_BLOCK
 from .._api.handles import DELIVERY as TX_DELIVERY
 from .._api.handles import Pool as HandlerPool
 from .._api.handles import Tx
+from .._api.headers import Carried
 from .._api.published import NOT_READ, OnDuplicate, Published
 from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
 from .._declare._spec import TableSpec
+from .._declare._tracker import Tracker
 from .._dialects._base import Dialect
 from .._dialects._paramstyle import (
     NamedStyle,
@@ -39,6 +41,7 @@ from .._dialects._paramstyle import (
 )
 from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
+from .._dialects.seen import seen_plan
 from .._drivers._base import Connection, Op, Pool
 from .._drivers._urls import Kind, redacted
 from .._holders._base import whole_seconds
@@ -56,6 +59,7 @@ from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
+from .waiting import Settled, SettledRows, wait_settled
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -114,6 +118,7 @@ class SqlBroker(Generic[D]):
         self.pgbouncer: PoolMode | None = check_pool_mode(pgbouncer)
         self._pool_options = driver_options(self.pgbouncer)
         self.wakes: WakeBoard = WakeBoard()
+        self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -334,25 +339,31 @@ class SqlBroker(Generic[D]):
         self._queues.add(key)
         return True
 
-    async def create_tables(self, row_type: type, *, dead_letter: str | None = None) -> None:
+    async def create_tables(
+        self, row_type: type | Tracker, *, dead_letter: str | None = None
+    ) -> None:
         """Create ``row_type``'s table and claim index, and its dead letter table when
-        ``dead_letter`` names one as the mount does, where they are missing: idempotent, for
+        ``dead_letter`` names one as the mount does (or a ``Tracker``'s seen-records table),
+        where they are missing: idempotent, for
         development and tests (an ``on_startup`` hook runs before the subscriptions check
         their tables). A production schema belongs to your migrations: ``trinbox schema``
         prints the same statements.
 
         One statement at a time on one connection (autocommit: each ``IF NOT EXISTS`` stands
         alone, and MySQL commits DDL anyway), once the server is known to take them all."""
-        spec = spec_of(row_type)
-        statements = [
-            render("ddl", sql, self.dialect.style)
-            for sql in render_ddl(self.dialect, spec, dead_letter)
-        ]
+        if isinstance(row_type, Tracker):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(seen_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        else:
+            spec = spec_of(row_type)
+            label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)
+        statements = [render("ddl", sql, self.dialect.style) for sql in ddl]
         try:
             pool = self.pool
         except Closed:
             msg = (
-                f"create_tables({spec.label}) runs on the broker's pool, found the broker not "
+                f"create_tables({label}) runs on the broker's pool, found the broker not "
                 f"open (its pool opens when the app serves); call it in an on_startup hook, "
                 f"which runs before the subscriptions check their tables"
             )
@@ -495,6 +506,17 @@ class SqlBroker(Generic[D]):
         spec, fields = self._routed(to, columns, where="publish_named")
         return await self._publish(spec, message, delay, headers, fields, unique, on_duplicate)
 
+    async def forward(self, name: str, payload: bytes, headers: Mapping[str, str]) -> None:
+        """An outbox record relayed into this broker (``trinbox.outbox.into``): published by
+        ``name`` where this broker's routes lead it, its payload's bytes written as they are
+        (never through this broker's codec), its headers as the record had them, its id
+        under ``ID_HEADER`` among them (so the table needs a Headers field)."""
+        if self._closed:
+            raise Closed("the broker is shut down; a relayed record is written before shutdown")
+        spec, fields = self._routed(name, {}, where="a record relayed into the broker")
+        await self._write(spec, Encoded(payload), None, fields, Carried(headers))
+        self.wakes.wake(spec.qualified_name, group_of(spec, fields))
+
     async def write_reply(
         self, reply: Reply, conn: Connection | None, *, where: str
     ) -> tuple[str, str | None]:
@@ -557,16 +579,47 @@ class SqlBroker(Generic[D]):
             on_duplicate,
         )
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncGenerator[Tx[D], None]:
+    async def wait(self, row_type: type[T], row_id: object) -> Settled[T]:
+        """Wait until the row ``row_id`` of ``row_type`` has settled, and say how: a
+        ``Settled`` with ``outcome`` ``"ack"`` (``result``: the handler's result, decoded by
+        the broker's codec into the Result field's type), ``"drop"`` or ``"dead_letter"``, and
+        the row as it settled. Read from the row itself once a poll interval (the broker's
+        clock), so it works from any process and behind any pooler; the table needs a Result
+        field (and so a ProcessedAt field). Refused in a handler of the row's own queue
+        (``DeclarationError``): a saturated queue would wait on itself.
+
+        Cancellation: bound it with ``trio.fail_after(seconds)`` (``trio.TooSlowError`` when
+        the row has not settled by then) or ``move_on_after``; a cancel between reads leaves
+        nothing behind."""
+        return await wait_settled(
+            self.dialect,
+            lambda: self.pool,
+            self.codec,
+            self.poll_interval.total_seconds(),
+            row_type,
+            row_id,
+            self.settled_rows,
+        )
+
+    def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on
         an exception). ``tx.publish(..)`` writes queue rows in it; they wake their
         subscriptions once it commits. The ``Tx`` ends with the block: one kept past it
         raises ``TransactionHeld``."""
-        conn = await self.pool.acquire("broker.transaction")
+        return self._transaction(self.dialect.plain_begin().sql, "broker.transaction")
+
+    def read_write_transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
+        """``transaction()`` for a block that reads, then writes what it read (a custom
+        relay's fetch): SQLite takes its write lock at the BEGIN, where a deferred
+        transaction's upgrade fails at once beside another writer."""
+        return self._transaction(self.dialect.redrive_begin().sql, "read_write_transaction")
+
+    @asynccontextmanager
+    async def _transaction(self, begin: str, holder: str) -> AsyncGenerator[Tx[D], None]:
+        conn = await self.pool.acquire(holder)
         tx = self.tx_on(conn, ended=TX_BLOCK)
         try:
-            await conn.begin(self.dialect.plain_begin().sql)
+            await conn.begin(begin)
             try:
                 yield tx
             finally:

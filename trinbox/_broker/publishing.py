@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from .._api.codecs import Codec
+from .._api.codecs import Codec, Encoded
 from .._api.headers import checked_headers, within_limit
 from .._declare._spec import TableSpec
 from .._dialects._base import Dialect
@@ -266,6 +266,8 @@ def _check_priority(where: str, field: str, value: object) -> None:
 
 def _encoded(where: str, field: str, message: object, codec: Codec) -> object:
     """The message as the codec encodes it for the Payload field, or ``DeclarationError``."""
+    if isinstance(message, Encoded):
+        return message.data
     if message is None:
         msg = (
             f"{where}: a table with a Payload field takes a message (into the Payload field "

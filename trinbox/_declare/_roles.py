@@ -22,6 +22,7 @@ __all__ = [
     "Payload",
     "Priority",
     "ProcessedAt",
+    "Result",
     "RetryAfter",
     "Role",
     "Unique",
@@ -144,6 +145,17 @@ class Unique(Role):
 
 
 @dataclass(frozen=True, slots=True)
+class Result(Role):
+    """What the handler left on its row, one JSON value (PostgreSQL ``jsonb``, MySQL ``JSON``,
+    SQLite ``TEXT``) written by the ack, ``HandlerOutcome.ack(result)``, in the broker's
+    codec; ``broker.wait(Row, id)`` reads it back, decoded into the field's type. NULL until
+    the row settles (and for a drop). Needs a ProcessedAt field: the row is kept after its
+    ack, so there is a result to read. Declare it ``Annotated[T | None, Result()] = None``."""
+
+    role: ClassVar[str] = "result"
+
+
+@dataclass(frozen=True, slots=True)
 class Generated(Role):
     """A data column the database fills (a default); the generated insert leaves it out."""
 
@@ -170,6 +182,7 @@ ROLE_NAMES = (
     "payload",
     "headers",
     "unique",
+    "result",
 )
 ROLE_CLASSES: dict[str, str] = {
     cls.role: cls.__name__
@@ -185,6 +198,7 @@ ROLE_CLASSES: dict[str, str] = {
         Payload,
         Headers,
         Unique,
+        Result,
     )
 }
 """How messages name a role: by the class a declaration writes (``attempt`` -> ``Attempt``)."""

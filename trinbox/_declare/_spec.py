@@ -151,14 +151,22 @@ class TableSpec:
         return self.role("unique")
 
     @property
+    def result(self) -> ColumnSpec | None:
+        return self.role("result")
+
+    @property
     def data(self) -> tuple[ColumnSpec, ...]:
         return tuple(c for c in self.columns if not c.role)
 
     @property
     def insert_columns(self) -> tuple[ColumnSpec, ...]:
         """Every column the generated insert writes: roles first, then data columns. The
-        OriginGroup is the dead letter step's to write, NULL before."""
-        roles = [c for c in self.columns if c.role and not c.generated and c.role != "origin_group"]
+        OriginGroup is the dead letter step's to write, the Result the ack's: NULL before."""
+        roles = [
+            c
+            for c in self.columns
+            if c.role and not c.generated and c.role not in ("origin_group", "result")
+        ]
         roles.sort(key=lambda c: ROLE_NAMES.index(c.role))
         return (*roles, *(c for c in self.data if not c.generated))
 
@@ -435,6 +443,13 @@ def _check_fields(where: str, fields: Sequence[FieldDecl]) -> tuple[ColumnSpec, 
             _check_headers(where, decl)
         if role == "unique":
             _check_unique(where, decl)
+        if role == "result" and decl.generated:
+            msg = (
+                f"{where}: a Result field is written by the ack (HandlerOutcome.ack(result)), "
+                f"NULL until then, found Result(generated=True) on {decl.field!r}; drop "
+                f"generated=True"
+            )
+            raise DeclarationError(msg)
         if role == "origin_group" and decl.generated:
             msg = (
                 f"{where}: an OriginGroup field is written by the move into a dead letter "
@@ -572,6 +587,15 @@ def _check_unique(where: str, decl: FieldDecl) -> None:
 
 def _check_form_columns(where: str, spec: TableSpec, has_key: bool) -> None:
     form = spec.form
+    result = spec.result
+    if result is not None and spec.processed_at is None:
+        msg = (
+            f"{where}: a Result field is read after the row's ack, so the row is kept, found "
+            f"Result on {result.field!r} of a table without a ProcessedAt field (an ack "
+            f"deletes its row there); add one, like processed_at: Annotated[datetime | None, "
+            f"ProcessedAt()]"
+        )
+        raise DeclarationError(msg)
     origin = spec.origin_group
     if origin is not None and spec.group is None:
         msg = (

@@ -86,6 +86,9 @@ class Dialect(ColumnRules):
     isolations: ClassVar[tuple[type[Isolation], ...]]
     # What the rendered CREATE TABLE writes (ddl.py).
     ddl_rules: ClassVar[DdlRules]
+    # An insert that writes nothing, and says so in its row count, where the key exists:
+    # the words before the table, and after the values.
+    insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT INTO", " ON CONFLICT DO NOTHING")
     # The server's clock as statements write it (_clock.py).
     server_clock: ClassVar[ServerClock]
     # The SQLite single writer serialises every claim of one subscription; the MySQL lease claim
@@ -320,6 +323,8 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         if spec.processed_at is not None:
             sets: list[Frag] = [self.column(spec.processed_at) + " = " + P("now")]
+            if spec.result is not None:
+                sets.append(self.column(spec.result) + " = " + self.result_slot())
             if token:
                 sets.append(f"{self.column(spec.locked_until)} = NULL")
             return self.render(
@@ -341,6 +346,11 @@ class Dialect(ColumnRules):
             + self.by_id(spec, token=token),
         )
 
+    def result_slot(self) -> Sql:
+        """The ack's value of the Result field: the result's JSON text (PostgreSQL casts it to
+        the column's jsonb)."""
+        return P("result")
+
     def bump(self, spec: TableSpec) -> list[Frag]:
         """The row lock form counts the attempt when it settles a retry."""
         if spec.attempt is None:
@@ -356,6 +366,25 @@ class Dialect(ColumnRules):
         if count:
             sets += self.bump(spec)
         return self.update("retry_after", spec, sets, token=token)
+
+    def snooze_statement(
+        self, spec: TableSpec, *, token: bool, give_back: bool
+    ) -> Statement | None:
+        """A snooze: the row due at ``retry_at``, its attempt given back where the claim
+        counted it (``give_back``), so the delivery spends none; ``None`` without a RetryAfter
+        field (the runtime refuses the outcome there)."""
+        if spec.retry_after is None:
+            return None
+        sets: list[Frag] = [self.column(spec.retry_after) + " = " + P("retry_at")]
+        if give_back:
+            sets += self.give_back(spec)
+        return self.update("snooze", spec, sets, token=token)
+
+    def give_back(self, spec: TableSpec) -> list[Frag]:
+        """The attempt the claim counted, given back (a snooze spends none)."""
+        if spec.attempt is None:
+            return []
+        return [f"{self.column(spec.attempt)} = {self.column(spec.attempt)} - 1"]
 
     def dead_letter_statements(
         self, spec: TableSpec, dead_letter: DeadLetter | None, *, token: bool
@@ -639,8 +668,10 @@ class Dialect(ColumnRules):
         returning = f" RETURNING {ident}"
         free = f"{locked} = NULL"
         if spec.processed_at is not None:
-            done = self.column(spec.processed_at)
-            ack = f"UPDATE {t} SET {done} = " + P("now") + f", {free}" + where
+            done: Sql = self.column(spec.processed_at) + " = " + P("now")
+            if spec.result is not None:
+                done = done + ", " + self.column(spec.result) + " = " + self.result_slot()
+            ack = f"UPDATE {t} SET " + done + f", {free}" + where
         else:
             ack = "DELETE FROM " + t + where
         found = [
@@ -654,6 +685,8 @@ class Dialect(ColumnRules):
                     "retry_after", f"UPDATE {t} SET " + later + f", {free}" + where + returning
                 )
             )
+            back = join(", ", [later, *self.give_back(spec), free])
+            found.append(self.render("snooze", f"UPDATE {t} SET " + back + where + returning))
         return tuple(found)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:

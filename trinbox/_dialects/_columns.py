@@ -264,6 +264,18 @@ def _refusal(d: ColumnRules, spec: TableSpec, col: ColumnSpec, have: FoundColumn
                 f"{have.name!r} NOT NULL; {d.allow_null(spec, have)}"
             )
         return None
+    if role == "result":
+        if not d.holds_json(have):
+            return (
+                f"{head} holds the handler's result as JSON, {d.json_rule}, {found}; "
+                f"{d.retype(spec, have, 'json')}"
+            )
+        if not have.nullable:
+            return (
+                f"{head} is NULL until the row's ack writes it, found column {have.name!r} "
+                f"NOT NULL; {d.allow_null(spec, have)}"
+            )
+        return None
     if role == "payload" and not d.holds_bytes(have):
         return (
             f"{head} holds the message's bytes, {d.bytes_rule}, {found}; "

@@ -118,8 +118,8 @@ def column_type(
         return rules.count
     if role == "payload":
         return rules.payload
-    if role == "headers":
-        return rules.types[dict]  # a JSON object: JSONB, JSON, TEXT
+    if role in ("headers", "result"):
+        return rules.types[dict]  # JSON: JSONB, JSON, TEXT
     if role == "id" and col.generated:
         if _bare(col.python_type) is int:
             return rules.integer_id

@@ -262,6 +262,8 @@ def _column(
         return f"{name} {sql_type}"  # NULL while free / unfinished
     if role == "headers":
         return f"{name} {sql_type}"  # NULL: no headers (the publish gave none)
+    if role == "result":
+        return f"{name} {sql_type}"  # NULL until the ack writes it
     if role == "retry_after":
         # Never NULL: a row without a time would never be due.
         default = f" DEFAULT {dialect.default_now}" if col.generated and override is None else ""

@@ -178,6 +178,7 @@ class MySqlDialect(Dialect):
     )
     lease_claim_serial: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
+    insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT IGNORE INTO", "")
     server_clock: ClassVar[ServerClock] = _CLOCK
     version_query: ClassVar[str | None] = "SELECT VERSION()"
     time_rule: ClassVar[str] = (

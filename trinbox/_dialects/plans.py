@@ -59,8 +59,11 @@ class Plan:
     its attempt counted), or the count at claim's count and relock; ``lock``/``unlock`` the
     advisory form's key, or the count at claim's guard.
 
-    Settlement: ``ack`` (ack and drop), ``retry``, ``retry_after``, ``dead_letter`` (one
-    statement, or copy and delete in one transaction); ``batch``, one statement per event
+    Settlement: ``ack`` (ack and drop), ``retry``, ``retry_after``, ``snooze`` (a delayed
+    return that gives back the attempt where the claim counted it: the lease and advisory
+    forms, the row lock form counting at claim; the plain row lock form counts nothing
+    unless a retry settles), ``dead_letter`` (one statement, or copy and delete in one
+    transaction); ``batch``, one statement per event
     settling several rows of a claim and returning their ids; ``release``, the lease form's
     return of a row by its token (the other forms release by rollback or unlock). A settle
     and claim chains a settlement's statements and the claim's on one connection: no
@@ -85,6 +88,7 @@ class Plan:
     retry_after: Statement | None
     dead_letter: tuple[Statement, ...]
     insert: Statement
+    snooze: Statement | None = None
     guard: Statement | None = None
     heads: Statement | None = None
     take: tuple[Statement, ...] = ()
@@ -119,6 +123,7 @@ class Plan:
         for one in (
             self.retry,
             self.retry_after,
+            self.snooze,
             self.lock,
             self.unlock,
             self.guard,
@@ -192,6 +197,7 @@ def _lease(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
         ack=d.finish(spec, token=True),
         retry=retry,
         retry_after=d.retry_after_statement(spec, token=True, count=False),
+        snooze=d.snooze_statement(spec, token=True, give_back=True),
         dead_letter=d.dead_letter_statements(spec, dead_letter, token=True),
         batch=d.lease_batch(spec),
         release=retry,
@@ -225,6 +231,7 @@ def _advisory(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Pl
         ack=d.finish(spec, token=False),
         retry=None,
         retry_after=d.retry_after_statement(spec, token=False, count=False),
+        snooze=d.snooze_statement(spec, token=False, give_back=True),
         dead_letter=d.dead_letter_statements(spec, dead_letter, token=False),
         insert=d.insert(spec),
     )
@@ -241,6 +248,7 @@ def _row_lock(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Pl
         ack=d.finish(spec, token=False),
         retry=retry,
         retry_after=d.retry_after_statement(spec, token=False, count=True),
+        snooze=d.snooze_statement(spec, token=False, give_back=False),
         dead_letter=d.dead_letter_statements(spec, dead_letter, token=False),
         insert=d.insert(spec),
     )
@@ -264,6 +272,7 @@ def _counted(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Pla
         ack=d.finish(spec, token=False),
         retry=None,
         retry_after=d.retry_after_statement(spec, token=False, count=False),
+        snooze=d.snooze_statement(spec, token=False, give_back=True),
         dead_letter=d.dead_letter_statements(spec, dead_letter, token=False),
         insert=d.insert(spec),
     )

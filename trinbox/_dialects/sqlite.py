@@ -115,6 +115,7 @@ class SqliteDialect(Dialect):
     isolations: ClassVar[tuple[type[Isolation], ...]] = (Default, Deferred, Immediate, Exclusive)
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
+    insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT OR IGNORE INTO", "")
     server_clock: ClassVar[ServerClock] = _CLOCK
     lock_suffix: ClassVar[str] = ""
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"

@@ -228,6 +228,7 @@ class App:
         broker.dialect.check(spec)
         startup.check_mode(broker, spec, subscriber.queue.mode, where=repr(subscriber))
         startup.check_fetch(broker, subscriber.queue, where=repr(subscriber))
+        startup.check_tracked(subscriber.queue, spec, where=repr(subscriber))
         mount = Mount(broker, subscriber)
         self._mounts.append(mount)
         return mount

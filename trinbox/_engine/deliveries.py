@@ -39,6 +39,7 @@ from .._api.queue import Subscriber
 from .._api.routes import Reply
 from .._bounds import RELEASE, SETTLE, within
 from .._broker.broker import SqlBroker
+from .._broker.waiting import HANDLING
 from .._declare._markers import Transactional
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
@@ -55,6 +56,7 @@ from ..errors import DeclarationError, SettlementError, TrinboxError
 from .claim_state import ClaimState, Timing
 from .statistics import Fields
 from .steps import StepRules
+from .tracking import SeenRecords
 
 __all__ = ["DeliveryRunner"]
 
@@ -98,8 +100,12 @@ class DeliveryRunner:
         on_fail_fast: Callable[[BaseException], None],
         source: EventSource,
         events: EventBus | None,
+        seen: SeenRecords | None = None,
     ) -> None:
         self._broker = broker
+        self._waited_on = spec.result is not None
+        self._seen = seen
+        self.duplicates = 0  # deliveries of a record handled before, acked without the handler
         self._handler = subscriber.handler
         self._queue = subscriber.queue
         self._form = form
@@ -122,7 +128,9 @@ class DeliveryRunner:
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
         self.released = 0
         # Settled deliveries by the step that took effect (Step.event).
-        self.outcomes = dict.fromkeys(("ack", "retry", "retry_after", "drop", "dead_letter"), 0)
+        self.outcomes = dict.fromkeys(
+            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter"), 0
+        )
         self._source = source
         self._events = events
         self.fields = Fields(source.subscription, source.table)
@@ -137,6 +145,7 @@ class DeliveryRunner:
             due_in=claims.due_in,
             where=where,
             fields=self.fields,
+            codec=broker.codec,
         )
 
     # -- units of work ------------------------------------------------------------------------
@@ -157,6 +166,7 @@ class DeliveryRunner:
 
     async def _work(self, deliveries: list[Delivery]) -> None:
         """Handle a unit of work, and the units its settlements claimed for this worker."""
+        HANDLING.set((self._spec.qualified_name, self._queue.group))  # broker.wait refuses it
         try:
             while deliveries:
                 chained: list[Delivery] | None = None
@@ -253,6 +263,18 @@ class DeliveryRunner:
                 await self._settle(delivery, self._rules.policy_step(delivery, policy.decode))
         if not ready:
             return None
+        record: str | None = None
+        if self._seen is not None:
+            # One delivery at a time (the check refused batches), read from its headers.
+            try:
+                record = self._seen.record_of(headers[0])
+                if record is not None and not await self._seen.first_sight(
+                    self._form, ready[0], record
+                ):
+                    return await self._seen_before(ready, record)
+            except Exception as exc:
+                await self._failed(ready, exc, "reading the seen-records table failed")
+                return None
         events = self._events
         started: tuple[HandleEvent, list[object], float] | None = None
         if events is not None:
@@ -282,6 +304,12 @@ class DeliveryRunner:
                     written = await self._write_replies(ready, outcomes, args)
                 except Exception as exc:
                     failure, what = exc, "writing the handler's follow-up messages failed"
+            if failure is None and record is not None and outcomes[0].is_ack:
+                assert self._seen is not None
+                try:
+                    await self._seen.handled(record)
+                except Exception as exc:
+                    failure, what = exc, "marking the record in the seen-records table failed"
             if failure is not None:
                 # Settled outside the except block: a settlement's own error must not chain
                 # the handler's (its traceback is logged once, by _failed).
@@ -294,6 +322,19 @@ class DeliveryRunner:
                     arg.end()  # a handler that kept it gets TransactionHeld, never a statement
                 elif isinstance(arg, Out):
                     arg.take()  # and a kept Out raises TransactionHeld, never replies
+
+    async def _seen_before(self, ready: list[Delivery], record: str) -> list[Delivery] | None:
+        """A delivery of a record this consumer handled before: acked, its handler not run."""
+        self.duplicates += 1
+        self.fields.log(
+            delivery_log,
+            logging.INFO,
+            f"outbox record {record!r} was handled before; acked without the handler",
+            row=True,
+            row_id=ready[0].id,
+            attempt=ready[0].attempt,
+        )
+        return await self._settle_outcomes(ready, [HandlerOutcome.ack()], [], [])
 
     def _handle_started(
         self, events: EventBus, ready: list[Delivery], headers: list[Headers]
@@ -480,7 +521,7 @@ class DeliveryRunner:
         with within(SETTLE) as bound:
             try:
                 await self._form.settle(delivery, step)
-                self.outcomes[step.event] += 1
+                self._took_effect(step)
                 if timing is not None:
                     self._report(delivery, step, timing)
                 return True
@@ -490,6 +531,13 @@ class DeliveryRunner:
             self._settle_failed(delivery, step, None, timing)
         await self.release([delivery])
         return False
+
+    def _took_effect(self, step: Step) -> None:
+        """A settlement took effect: counted, and a ``broker.wait`` on the table woken (a
+        table with a Result field: only its rows are waited on)."""
+        self.outcomes[step.event] += 1
+        if self._waited_on:
+            self._broker.settled_rows.settled(self._spec.qualified_name)
 
     def _settle_failed(
         self,
@@ -548,7 +596,7 @@ class DeliveryRunner:
                 self._settle_failed(delivery, step, chained.error, timing)
                 failed = True
             elif not failed:
-                self.outcomes[step.event] += 1
+                self._took_effect(step)
                 if timing is not None:
                     self._report(delivery, step, timing)
             self._chained_claim(chained, timing, started)
@@ -600,7 +648,7 @@ class DeliveryRunner:
                 if error is not None:
                     self._settle_failed(delivery, step, error, timing, len(items))
                 else:
-                    self.outcomes[step.event] += 1
+                    self._took_effect(step)
                     if timing is not None:
                         self._report(delivery, step, timing, None, len(items))
             if chain:

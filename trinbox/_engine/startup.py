@@ -23,6 +23,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
+from .._dialects._statement import Statement
 from .._dialects.ddl import dead_letter_of
 from .._dialects.plans import Plan, build_plan
 from .._holders._base import FormTraits
@@ -98,6 +99,28 @@ def check(
         whole_rows=queue.whole_rows,
     )
     return Checked(dest, statements, plan)
+
+
+def check_tracked(queue: InboxQueue[Any, Any, Any], spec: TableSpec, *, where: str) -> None:
+    """A tracked queue reads each delivery's record id from its headers, one at a time."""
+    tracker = queue.tracker
+    if tracker is None:
+        return
+    found: tuple[str, str] | None = None
+    if spec.headers is None:
+        found = (
+            "a tracked subscription reads each record's id from the row's Headers field",
+            f"{spec.label} without one; add headers: Annotated[dict[str, str], Headers()]",
+        )
+    elif queue.batch_size is not None:
+        found = (
+            "a tracked subscription hands its handler one record at a time",
+            f".batch({queue.batch_size}); drop one of them",
+        )
+    if found is not None:
+        rule, what = found
+        msg = f"{where}: {rule}, found .tracked(Tracker({tracker.table!r})) on {what}"
+        raise DeclarationError(msg)
 
 
 def check_fetch(broker: SqlBroker[Any], queue: InboxQueue[Any, Any, Any], *, where: str) -> None:
@@ -186,11 +209,12 @@ async def prepare(
     spec: TableSpec,
     broker: SqlBroker[Any],
     st: Plan,
+    also: Sequence[Statement] = (),
     dead_letter: DeadLetter | None = None,
 ) -> None:
-    """Check the server's version, the types of the table's role columns in its catalog,
-    the unique index of a ``Unique`` field, and prepare every statement against the
-    database."""
+    """Check the server's version, the types of the table's role columns in its catalog, the
+    unique index of a ``Unique`` field, and prepare every statement against the database
+    (the plan's, and ``also``: a tracked subscription's seen-records statements)."""
     pool = broker.pool
     conn = await pool.acquire("startup check")
     try:
@@ -206,7 +230,7 @@ async def prepare(
         # The types first: a column of the wrong type can fail a prepare with the server's
         # words for an operator, where the check names the column, its type and the fix.
         unread = await check_columns(where, spec, broker.dialect, conn)
-        await prepare_statements(where, spec, broker.dialect, conn, st.all())
+        await prepare_statements(where, spec, broker.dialect, conn, [*st.all(), *also])
         if unread is not None:
             raise unread
         await check_unique_index(where, spec, broker.dialect, conn, dead_letter)

@@ -24,7 +24,8 @@ class SubscriptionStatistics:
     """One subscription's counters since ``serve`` began (``App.statistics()``).
 
     Every delivery claimed is in work until it is settled (``acked``, ``retried``,
-    ``retried_after``, ``dropped``, ``dead_lettered``: the step that took effect) or
+    ``retried_after``, ``snoozed``, ``dropped``, ``dead_lettered``: the step that took
+    effect) or
     released (returned unsettled: a handler cancelled or crashed, a settlement that failed, a
     shutdown); ``finished`` counts both, as ``trinbox.testing.settled`` waits for them.
     """
@@ -47,6 +48,8 @@ class SubscriptionStatistics:
     acked: int
     retried: int
     retried_after: int
+    snoozed: int
+    """Deliveries put back by ``HandlerOutcome.snooze``, no attempt spent (not retries)."""
     dropped: int
     dead_lettered: int
     released: int

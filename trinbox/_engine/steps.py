@@ -3,15 +3,19 @@ policy) and the mount's attempts, dead letter and backoff."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from .._api.backoff import RETRY_AFTER_FIELD, Backoff
+from .._api.codecs import Codec
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter
-from .._holders._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Step
+from .._holders._base import Ack, DeadLetterStep, Delivery, Drop, Retry, RetryAt, Snooze, Step
+from ..errors import DeclarationError
 from .statistics import Fields
 
 __all__ = ["LATEST_RETRY", "StepRules"]
@@ -20,6 +24,15 @@ delivery_log = logging.getLogger("trinbox.delivery")
 WARNING = logging.WARNING
 
 LATEST_RETRY = datetime(9999, 1, 1, tzinfo=UTC)  # MySQL DATETIME ends in 9999
+RESULT_FIELD = "result: Annotated[Receipt | None, Result()] = None"
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """An ack's result as the Result field's JSON text, encoded when the handler returned (so
+    that a result the codec cannot encode is the handler's failure, not the settlement's)."""
+
+    text: str
 
 
 class StepRules:
@@ -38,8 +51,10 @@ class StepRules:
         due_in: Callable[[float], None],
         where: str,
         fields: Fields,
+        codec: Codec,
     ) -> None:
         self._spec = spec
+        self._codec = codec
         self._queue_batch = batch
         self._dead_letter = dead_letter
         self._max_attempts = max_attempts
@@ -82,10 +97,13 @@ class StepRules:
         return DeadLetterStep(self._dead_letter)
 
     def outcomes(self, result: object, count: int) -> list[HandlerOutcome]:
+        """The outcome of each of ``count`` rows from what the handler returned; a return
+        that is no outcome, or an outcome the table cannot take, raises (the failure policy
+        then settles the rows)."""
         if result is None:
             return [HandlerOutcome.ack()] * count
         if isinstance(result, HandlerOutcome):
-            return [result] * count
+            return [self._check(result)] * count
         if (
             self._queue_batch
             and isinstance(result, Sequence)
@@ -98,12 +116,56 @@ class StepRules:
                     f"{len(result)} for {count} rows"
                 )
                 raise TypeError(msg)
-            return list(result)
+            return [self._check(outcome) for outcome in result]
         msg = (
             f"{self.where}: a handler returns a HandlerOutcome or None, found "
             f"{type(result).__name__}"
         )
         raise TypeError(msg)
+
+    def _check(self, outcome: HandlerOutcome) -> HandlerOutcome:
+        """``outcome``, its result encoded for the Result field; refused: a snooze on a table
+        without a RetryAfter field (nothing would hold the row back, and a row that spends no
+        attempt would come back at once, for ever) and a result on a table without a Result
+        field (it would be lost). Which outcome a handler returns is known only when it
+        returns, so it is refused then."""
+        if outcome.is_ack and self._spec.result is not None:
+            return replace(outcome, result=Encoded(self._encoded(outcome.result)))
+        if outcome.result is not None:
+            msg = (
+                f"{self.where}: a result is written into the row's Result field, found "
+                f"HandlerOutcome.ack({outcome.result!r}) on {self._spec.label}, which has none; "
+                f"add a Result field ({RESULT_FIELD}, beside a ProcessedAt field), or return "
+                f"HandlerOutcome.ack()"
+            )
+            raise DeclarationError(msg)
+        if outcome.is_snooze and self._spec.retry_after is None:
+            msg = (
+                f"{self.where}: a snooze holds the row back in its RetryAfter field, found "
+                f"HandlerOutcome.snooze({outcome.delay!r}) on {self._spec.label}, which has "
+                f"none; add a RetryAfter field ({RETRY_AFTER_FIELD}), or return "
+                f"HandlerOutcome.retry() to spend an attempt"
+            )
+            raise DeclarationError(msg)
+        return outcome
+
+    def _encoded(self, result: object) -> str:
+        data = self._codec.encode(result)
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            text = ""
+        try:
+            json.loads(text)
+        except ValueError:
+            msg = (
+                f"{self.where}: a Result field holds JSON, found the codec's "
+                f"{type(self._codec).__name__} encoding of {result!r} is not JSON text "
+                f"({data[:40]!r}); give the broker a JSON codec (codec=JsonCodec()), or return "
+                f"a result it encodes as JSON"
+            )
+            raise TypeError(msg) from None
+        return text
 
     def policy_step(self, delivery: Delivery, policy: FailurePolicy) -> Step:
         if policy is FailurePolicy.SKIP:
@@ -136,9 +198,16 @@ class StepRules:
 
     def step(self, delivery: Delivery, outcome: HandlerOutcome) -> Step:
         if outcome.is_ack:
-            return Ack()
+            found = outcome.result
+            return Ack(result=found.text) if isinstance(found, Encoded) else Ack()
         if outcome.is_drop:
             return Drop()
+        if outcome.is_snooze:
+            # Spends no attempt, so it never meets max_attempts (checked in outcomes()).
+            assert outcome.delay is not None and self._spec.retry_after is not None
+            self._due_in(outcome.delay.total_seconds())
+            at, delay = self.retry_at(delivery, outcome.delay)
+            return Snooze(at, delay=delay)
         if (
             self._dead_letter is not None
             and self._max_attempts is not None

@@ -39,6 +39,7 @@ from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
 from .statistics import SubscriptionStatistics
+from .tracking import SeenRecords, consumer_of
 
 __all__ = ["Subscription", "system_of"]
 
@@ -66,6 +67,7 @@ _COUNTS = (
     "acked",
     "retried",
     "retried_after",
+    "snoozed",
     "dropped",
     "dead_lettered",
     "released",
@@ -171,11 +173,26 @@ class Subscription:
             raise AlreadySubscribed(msg)
         checked = self._checked
         broker = self.broker
+        transactional = self.queue.mode is Transactional
+        tracker = self.queue.tracker
+        seen = None
+        if tracker is not None:
+            seen = SeenRecords(
+                broker,
+                tracker,
+                consumer_of(tracker, self.spec, self.name),
+                transactional=transactional,
+                where=self.where,
+            )
         await startup.prepare(
-            self.where, self.spec, broker, checked.statements, checked.dead_letter
+            self.where,
+            self.spec,
+            broker,
+            checked.statements,
+            seen.statements if seen is not None else (),
+            checked.dead_letter,
         )
         permit = broker.wakes.permit(self.spec.qualified_name, self.group)
-        transactional = self.queue.mode is Transactional
         self.form: ClaimForm = make_form(
             FormContext(
                 spec=self.spec,
@@ -224,6 +241,7 @@ class Subscription:
             on_fail_fast=self._on_fail_fast,
             source=self.source,
             events=self._events,
+            seen=seen,
         )
         self._loop = ClaimLoop(
             self.form,
@@ -386,6 +404,7 @@ class Subscription:
             acked=outcomes["ack"],
             retried=outcomes["retry"],
             retried_after=outcomes["retry_after"],
+            snoozed=outcomes["snooze"],
             dropped=outcomes["drop"],
             dead_lettered=outcomes["dead_letter"],
             released=runner.released,

@@ -232,7 +232,7 @@ class LeaseForm:
             if delivery.tx_open and isinstance(step, Ack):
                 # Takes the token ahead of a running extension: that extension may wait on
                 # locks this very transaction holds.
-                await self._ack_in_transaction(delivery)
+                await self._ack_in_transaction(delivery, step)
                 return
             await self._end_transaction(delivery)
             async with self._tokens.holding([delivery]) as held:
@@ -257,7 +257,7 @@ class LeaseForm:
         row whose lease is gone fails alone. A group whose statement fails is settled again
         row by row, so one bad row leaves the others' settlements in place."""
         errors: list[TrinboxError | None] = [None] * len(items)
-        groups: dict[tuple[str, object, object], list[int]] = {}
+        groups: dict[tuple[str, object, object, object], list[int]] = {}
         alone: list[int] = []
         for i, (delivery, step) in enumerate(items):
             event = batch_event(step)
@@ -265,7 +265,10 @@ class LeaseForm:
                 alone.append(i)
             else:
                 bound = step_values(step)
-                groups.setdefault((event, bound.get("retry_at"), bound.get("delay")), []).append(i)
+                # Alike: the same event and values (a delay; an ack's result, where kept).
+                result = bound.get("result") if self._ctx.spec.result is not None else None
+                key = (event, bound.get("retry_at"), bound.get("delay"), result)
+                groups.setdefault(key, []).append(i)
         for members in groups.values():
             if len(members) == 1:
                 alone.extend(members)
@@ -348,11 +351,12 @@ class LeaseForm:
             # A transaction the script left open (it failed) is rolled back here.
             await held.give_back(conn)
 
-    async def _ack_in_transaction(self, delivery: Delivery) -> None:
+    async def _ack_in_transaction(self, delivery: Delivery, step: Step) -> None:
         conn = delivery.conn
         assert conn is not None
         try:
-            changed = await conn.execute(*self._bound(self._ctx.statements.ack, delivery))
+            ack = self._ctx.statements.ack
+            changed = await conn.execute(*self._bound(ack, delivery, step_values(step)))
             if changed == 0:
                 raise self._lost(delivery)
             await conn.commit()

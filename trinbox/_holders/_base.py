@@ -34,6 +34,7 @@ __all__ = [
     "ClaimForm",
     "Retry",
     "RetryAt",
+    "Snooze",
     "Step",
     "batch_event",
     "held",
@@ -49,9 +50,11 @@ Clock = Callable[[], datetime]
 
 @dataclass(frozen=True, slots=True)
 class Ack:
-    """Finish the row: delete it or mark it processed."""
+    """Finish the row: delete it or mark it processed; ``result``, the handler's result as
+    the Result field's JSON text (tables with one: ``null`` when it left none)."""
 
     event: str = "ack"
+    result: str | None = "null"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,16 @@ class RetryAt:
 
 
 @dataclass(frozen=True, slots=True)
+class Snooze:
+    """Put the row back, claimable from ``at`` (or ``delay`` after the server's now), with
+    its attempt given back where the claim counted it: no attempt is spent."""
+
+    at: datetime
+    event: str = "snooze"
+    delay: timedelta = timedelta(0)
+
+
+@dataclass(frozen=True, slots=True)
 class DeadLetterStep:
     """Move the spent row to the dead letter group or table."""
 
@@ -86,7 +99,7 @@ class DeadLetterStep:
     event: str = "dead_letter"
 
 
-Step = Ack | Drop | Retry | RetryAt | DeadLetterStep
+Step = Ack | Drop | Retry | RetryAt | Snooze | DeadLetterStep
 
 
 @dataclass(eq=False, slots=True)
@@ -278,6 +291,9 @@ def step_statements(statements: Plan, step: Step) -> tuple[Statement, ...]:
     if isinstance(step, RetryAt):
         assert statements.retry_after is not None  # the subscription checked the column
         return (statements.retry_after,)
+    if isinstance(step, Snooze):
+        assert statements.snooze is not None  # the outcome was refused without the column
+        return (statements.snooze,)
     return statements.dead_letter
 
 
@@ -290,15 +306,21 @@ def batch_event(step: Step) -> str | None:
         return "retry"
     if isinstance(step, RetryAt):
         return "retry_after"
+    if isinstance(step, Snooze):
+        return "snooze"
     return None
 
 
 def step_values(step: Step) -> dict[str, object]:
     """The values a step binds besides the row's id, token and "now"."""
-    if isinstance(step, RetryAt):
+    if isinstance(step, RetryAt | Snooze):
         return {"retry_at": step.at, "delay": step.delay // timedelta(microseconds=1)}
     if isinstance(step, DeadLetterStep):
         return {"dest": step.dest.group}
+    if isinstance(step, Ack):
+        return {"result": step.result}
+    if isinstance(step, Drop):
+        return {"result": None}  # a dropped row's Result is NULL: waiters tell it from an ack
     return {}
 
 

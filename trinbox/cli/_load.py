@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .._declare._inbox import Inbox
+from .._declare._tracker import Tracker
 from .._engine.app import App
 
 __all__ = ["load_app", "load_object", "load_row"]
@@ -78,5 +79,20 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
     found = load_object(target)
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = f"{target} is {found!r}, not a row class; name a class derived from Inbox[...]"
+        raise click.BadParameter(msg)
+    return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])
+
+
+def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker:
+    """What ``trinbox schema`` prints the DDL of: a row class, or a ``Tracker``'s
+    seen-records table."""
+    found = load_object(target)
+    if isinstance(found, Tracker):
+        return found
+    if not (isinstance(found, type) and issubclass(found, Inbox)):
+        msg = (
+            f"{target} is {found!r}, not a row class or a Tracker; name a class derived from "
+            f"Inbox[...], or a trinbox.outbox.Tracker"
+        )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

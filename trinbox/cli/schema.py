@@ -1,4 +1,5 @@
-"""``trinbox schema MODULE:Row``: print the DDL of a row class's table."""
+"""``trinbox schema MODULE:Row``: print the DDL of a row class's table (or of a ``Tracker``'s
+seen-records table)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import click
 
 from ..errors import TrinboxError
 from ..schema import DIALECTS, DialectName, ddl_script
-from ._load import load_row
+from ._load import load_table
 
 
 @click.command("schema")
@@ -36,10 +37,12 @@ def command(target: str, dialect: str, dead_letter: str | None) -> None:
     declares: its columns typed for the database, its claim index and, with --dead-letter,
     its dead letter table. Each statement ends with ';' and creates only what is missing.
 
+    MODULE:NAME may also name a trinbox.outbox.Tracker: its seen-records table.
+
     Put the output in your migrations; for development and tests,
     `await broker.create_tables(Row)` runs the same statements.
     """
-    row = load_row(target)
+    row = load_table(target)
     try:
         script = ddl_script(row, cast("DialectName", dialect), dead_letter=dead_letter)
     except TrinboxError as exc:

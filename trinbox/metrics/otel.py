@@ -8,7 +8,7 @@ Spans follow the OpenTelemetry semantic conventions for messaging (messaging spa
 and later): ``publish <table>`` (kind PRODUCER, operation type ``send``), ``claim <table>``
 (CLIENT, ``receive``), ``process <table>`` (CONSUMER, ``process``; current while the handler
 runs, so the handler's own spans are its children) and ``<outcome> <table>`` (CLIENT,
-``settle``: ``ack``, ``retry``, ``retry_after``, ``drop``, ``dead_letter``), with
+``settle``: ``ack``, ``retry``, ``retry_after``, ``snooze``, ``drop``, ``dead_letter``), with
 ``messaging.system`` = ``trinbox``, ``messaging.destination.name`` (the table),
 ``messaging.destination.subscription.name`` (the subscription), ``messaging.message.id``
 (the row id), ``messaging.batch.message_count`` (claims and batches) and ``error.type`` on

@@ -202,6 +202,28 @@ async def test_a_retry_after_and_an_ack_are_stamped_by_the_servers_clock(case: C
     assert rows["later"][1] is None
 
 
+@cells()
+async def test_a_snooze_is_due_by_the_servers_clock_and_spends_no_attempt(case: Case) -> None:
+    broker = clock_broker(case.stand)
+
+    @subscriber(InboxQueue(case.email, "emails"))
+    async def handle(email: Email) -> HandlerOutcome:
+        return HandlerOutcome.snooze(timedelta(hours=1))
+
+    app = make_app()
+    app.include(broker, handle).max_attempts(1).dead_letter("emails.dead")
+    before = server_now(case.stand)
+    async with serving(app):
+        await broker.publish(case.email, Email("later"), name="emails", customer="later")
+        with trio.fail_after(10):
+            await settled(app, handle, 1)
+    after = server_now(case.stand)
+    ((name, attempt, due),) = case.stand.rows("SELECT name, attempt, retry_after FROM email_jobs")
+    assert (name, attempt) == ("emails", 1)
+    hour = timedelta(hours=1)
+    assert within(due, before + hour, after + hour), (due, before, after)
+
+
 # -- leases ----------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND) WHERE `id
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (%s, %s, %s)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt` = `attempt` - 1 WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -25,6 +25,8 @@ DELETE FROM `jobs` WHERE `id` = %s
 -- insert (event insert; params: queue, payload)
 INSERT INTO `jobs` (`queue`, `payload`) VALUES (%s, %s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

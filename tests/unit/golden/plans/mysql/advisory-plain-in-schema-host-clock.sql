@@ -29,6 +29,8 @@ DELETE FROM `app`.`jobs` WHERE `id` = %s
 -- insert (event insert; params: payload)
 INSERT INTO `app`.`jobs` (`payload`) VALUES (%s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

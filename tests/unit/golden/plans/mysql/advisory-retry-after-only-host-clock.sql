@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = %s WHERE `id` = %s
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (%s)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -30,6 +30,9 @@ DELETE FROM `jobs` WHERE `id` = %s AND `locked_until` = %s
 -- insert (event insert; params: queue, locked_until, done, payload)
 INSERT INTO `jobs` (`queue`, `locked_until`, `done`, `payload`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: delay, id, token)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
 -- guard: none
 
 -- heads: none

@@ -30,6 +30,9 @@ UPDATE `jobs` SET `due` = %s, `locked_until` = NULL WHERE `id` = %s AND `locked_
 -- insert (event insert; params: queue, locked_until, done, payload)
 INSERT INTO `jobs` (`queue`, `locked_until`, `done`, `payload`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: retry_at, id, token)
+UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
 -- guard (event guard; params: group, group)
 SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) = (SELECT COUNT(*) FROM (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL FOR UPDATE SKIP LOCKED) AS __guard) AS SIGNED)
 

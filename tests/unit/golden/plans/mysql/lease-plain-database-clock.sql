@@ -29,6 +29,8 @@ UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `jobs` (`locked_until`, `payload`) VALUES (%s, %s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

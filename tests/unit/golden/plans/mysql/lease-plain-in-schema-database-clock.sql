@@ -33,6 +33,8 @@ DELETE FROM `app`.`jobs` WHERE `id` = %s AND `locked_until` = %s
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `app`.`jobs` (`locked_until`, `payload`) VALUES (%s, %s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

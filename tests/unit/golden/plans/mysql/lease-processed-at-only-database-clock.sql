@@ -29,6 +29,8 @@ UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
 -- insert (event insert; params: locked_until, done, payload)
 INSERT INTO `jobs` (`locked_until`, `done`, `payload`) VALUES (%s, %s, %s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

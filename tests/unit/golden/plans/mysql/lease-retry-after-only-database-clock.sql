@@ -30,6 +30,9 @@ UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `locked_
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `jobs` (`locked_until`, `payload`) VALUES (%s, %s)
 
+-- snooze (event snooze; params: delay, id, token)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
 -- guard: none
 
 -- heads: none

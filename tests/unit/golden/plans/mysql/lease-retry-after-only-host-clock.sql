@@ -30,6 +30,9 @@ UPDATE `jobs` SET `due` = %s, `locked_until` = NULL WHERE `id` = %s AND `locked_
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `jobs` (`locked_until`, `payload`) VALUES (%s, %s)
 
+-- snooze (event snooze; params: retry_at, id, token)
+UPDATE `jobs` SET `due` = %s, `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
 -- guard: none
 
 -- heads: none

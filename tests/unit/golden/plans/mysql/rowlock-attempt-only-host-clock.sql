@@ -26,6 +26,8 @@ UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (%s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

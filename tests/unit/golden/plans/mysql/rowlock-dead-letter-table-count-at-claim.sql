@@ -30,6 +30,9 @@ DELETE FROM `jobs` WHERE `id` = %s
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (%s, %s, %s)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` - 1 WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -30,6 +30,9 @@ DELETE FROM `jobs` WHERE `id` = %s
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (%s, %s, %s)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND) WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

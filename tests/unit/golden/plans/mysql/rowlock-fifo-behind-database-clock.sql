@@ -27,6 +27,9 @@ UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (%s, %s, %s)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND) WHERE `id` = %s
+
 -- guard (event guard; params: group, group)
 SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) = (SELECT COUNT(*) FROM (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL FOR UPDATE SKIP LOCKED) AS __guard) AS SIGNED)
 

@@ -27,6 +27,9 @@ UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s
 -- insert (event insert; params: queue, priority, done, payload)
 INSERT INTO `jobs` (`queue`, `priority`, `done`, `payload`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s WHERE `id` = %s
+
 -- guard (event guard; params: group, group)
 SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) = (SELECT COUNT(*) FROM (SELECT `id` FROM `jobs` WHERE `queue` = %s AND `done` IS NULL FOR UPDATE SKIP LOCKED) AS __guard) AS SIGNED)
 

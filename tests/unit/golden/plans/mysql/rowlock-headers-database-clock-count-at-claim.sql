@@ -30,6 +30,9 @@ DELETE FROM `jobs` WHERE `id` = %s
 -- insert (event insert; params: queue, done, payload, headers)
 INSERT INTO `jobs` (`queue`, `done`, `payload`, `headers`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt` = `attempt` - 1 WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -31,6 +31,9 @@ DELETE FROM `jobs` WHERE `id` = %s
 -- insert (event insert; params: queue, done, payload, headers)
 INSERT INTO `jobs` (`queue`, `done`, `payload`, `headers`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -25,6 +25,8 @@ DELETE FROM `jobs` WHERE `id` = %s
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (%s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

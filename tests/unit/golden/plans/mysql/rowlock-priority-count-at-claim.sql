@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = %s WHERE `id` = %s
 -- insert (event insert; params: queue, priority, done, payload)
 INSERT INTO `jobs` (`queue`, `priority`, `done`, `payload`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` - 1 WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -27,6 +27,9 @@ UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt
 -- insert (event insert; params: queue, priority, done, payload)
 INSERT INTO `jobs` (`queue`, `priority`, `done`, `payload`) VALUES (%s, %s, %s, %s)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND) WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

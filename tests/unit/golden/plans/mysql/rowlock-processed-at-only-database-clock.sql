@@ -25,6 +25,8 @@ UPDATE `jobs` SET `done` = UTC_TIMESTAMP(6) WHERE `id` = %s
 -- insert (event insert; params: done, payload)
 INSERT INTO `jobs` (`done`, `payload`) VALUES (%s, %s)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND) WHERE `id
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (%s)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND) WHERE `id` = %s
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,9 @@ UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 micr
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO "jobs" ("queue", "done", "payload") VALUES ($1, $2, $3)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "attempt" = "attempt" - 1 WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

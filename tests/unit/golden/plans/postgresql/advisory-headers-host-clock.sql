@@ -27,6 +27,9 @@ WITH moved AS (DELETE FROM "jobs" WHERE "id" = $1 RETURNING "id", "queue", "due"
 -- insert (event insert; params: queue, done, payload, headers)
 INSERT INTO "jobs" ("queue", "done", "payload", "headers") VALUES ($1, $2, $3, $4)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1, "attempt" = "attempt" - 1 WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,8 @@ WITH moved AS (DELETE FROM "app"."jobs" WHERE "id" = $1 RETURNING "id", "payload
 -- insert (event insert; params: payload)
 INSERT INTO "app"."jobs" ("payload") VALUES ($1)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -25,6 +25,8 @@ UPDATE "jobs" SET "done" = statement_timestamp() WHERE "id" = $1
 -- insert (event insert; params: done, payload)
 INSERT INTO "jobs" ("done", "payload") VALUES ($1, $2)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,9 @@ UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 micr
 -- insert (event insert; params: payload)
 INSERT INTO "jobs" ("payload") VALUES ($1)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond') WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

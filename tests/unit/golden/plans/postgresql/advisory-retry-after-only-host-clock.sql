@@ -26,6 +26,9 @@ UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
 -- insert (event insert; params: payload)
 INSERT INTO "jobs" ("payload") VALUES ($1)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

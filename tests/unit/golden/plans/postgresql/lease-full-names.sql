@@ -27,6 +27,9 @@ UPDATE "jobs" SET "due" = $1, "locked_until" = NULL WHERE "id" = $2 AND "locked_
 -- insert (event insert; params: queue, locked_until, done, payload)
 INSERT INTO "jobs" ("queue", "locked_until", "done", "payload") VALUES ($1, $2, $3, $4)
 
+-- snooze (event snooze; params: retry_at, id, token)
+UPDATE "jobs" SET "due" = $1, "attempt" = "attempt" - 1, "locked_until" = NULL WHERE "id" = $2 AND "locked_until" = $3
+
 -- guard: none
 
 -- heads: none
@@ -45,6 +48,9 @@ UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" 
 
 -- batch[2] (event retry_after; params: retry_at, ids, token)
 UPDATE "jobs" SET "due" = $1, "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
+
+-- batch[3] (event snooze; params: retry_at, ids, token)
+UPDATE "jobs" SET "due" = $1, "attempt" = "attempt" - 1, "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
 
 -- release (event retry; params: id, token)
 UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2

@@ -26,6 +26,8 @@ UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
 -- insert (event insert; params: queue, locked_until, payload)
 INSERT INTO "jobs" ("queue", "locked_until", "payload") VALUES ($1, $2, $3)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,8 @@ UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO "jobs" ("locked_until", "payload") VALUES ($1, $2)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -27,6 +27,8 @@ WITH moved AS (DELETE FROM "app"."jobs" WHERE "id" = $1 AND "locked_until" = $2 
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO "app"."jobs" ("locked_until", "payload") VALUES ($1, $2)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

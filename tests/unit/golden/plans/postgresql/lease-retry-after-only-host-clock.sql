@@ -27,6 +27,9 @@ UPDATE "jobs" SET "due" = $1, "locked_until" = NULL WHERE "id" = $2 AND "locked_
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO "jobs" ("locked_until", "payload") VALUES ($1, $2)
 
+-- snooze (event snooze; params: retry_at, id, token)
+UPDATE "jobs" SET "due" = $1, "locked_until" = NULL WHERE "id" = $2 AND "locked_until" = $3
+
 -- guard: none
 
 -- heads: none
@@ -44,6 +47,9 @@ DELETE FROM "jobs" WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
 UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
 
 -- batch[2] (event retry_after; params: retry_at, ids, token)
+UPDATE "jobs" SET "due" = $1, "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
+
+-- batch[3] (event snooze; params: retry_at, ids, token)
 UPDATE "jobs" SET "due" = $1, "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
 
 -- release (event retry; params: id, token)

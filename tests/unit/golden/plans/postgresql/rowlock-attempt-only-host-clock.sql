@@ -26,6 +26,8 @@ UPDATE "jobs" SET "attempt" = "attempt" + 1 WHERE "id" = $1
 -- insert (event insert; params: payload)
 INSERT INTO "jobs" ("payload") VALUES ($1)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

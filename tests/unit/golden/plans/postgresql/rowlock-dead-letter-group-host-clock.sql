@@ -28,6 +28,9 @@ UPDATE "jobs" SET "origin" = "queue", "queue" = $1 WHERE "id" = $2
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO "jobs" ("queue", "done", "payload") VALUES ($1, $2, $3)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

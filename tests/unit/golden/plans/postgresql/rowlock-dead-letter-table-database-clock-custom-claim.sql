@@ -27,6 +27,9 @@ WITH moved AS (DELETE FROM "jobs" WHERE "id" = $1 RETURNING "id", "queue", "due"
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO "jobs" ("queue", "done", "payload") VALUES ($1, $2, $3)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond') WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

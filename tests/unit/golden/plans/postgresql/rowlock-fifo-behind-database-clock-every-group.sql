@@ -27,6 +27,9 @@ UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 micr
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO "jobs" ("queue", "done", "payload") VALUES ($1, $2, $3)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond') WHERE "id" = $2
+
 -- guard (event guard; params: group)
 SELECT pg_try_advisory_xact_lock(hashtextextended('jobs:' || CAST($1 AS text), 0))::int::bigint
 

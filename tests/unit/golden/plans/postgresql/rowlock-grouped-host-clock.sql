@@ -25,6 +25,8 @@ DELETE FROM "jobs" WHERE "id" = $1
 -- insert (event insert; params: queue, payload)
 INSERT INTO "jobs" ("queue", "payload") VALUES ($1, $2)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -27,6 +27,9 @@ WITH moved AS (DELETE FROM "jobs" WHERE "id" = $1 RETURNING "id", "queue", "due"
 -- insert (event insert; params: queue, done, payload, headers)
 INSERT INTO "jobs" ("queue", "done", "payload", "headers") VALUES ($1, $2, $3, $4)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "attempt" = "attempt" - 1 WHERE "id" = $2
+
 -- guard: none
 
 -- heads: none

@@ -24,6 +24,8 @@ DELETE FROM "jobs" WHERE "id" = $1
 -- insert (event insert; params: payload)
 INSERT INTO "jobs" ("payload") VALUES ($1)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -25,6 +25,8 @@ DELETE FROM `jobs` WHERE `id` = ?
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -27,6 +27,9 @@ UPDATE `jobs` SET `origin` = `queue`, `queue` = ? WHERE `id` = ?
 -- insert (event insert; params: queue, done, payload)
 INSERT INTO `jobs` (`queue`, `done`, `payload`) VALUES (?, ?, ?)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `attempt` = `attempt` - 1 WHERE `id` = ?
+
 -- guard: none
 
 -- heads: none

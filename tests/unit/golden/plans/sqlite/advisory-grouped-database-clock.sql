@@ -25,6 +25,8 @@ DELETE FROM `jobs` WHERE `id` = ?
 -- insert (event insert; params: queue, payload)
 INSERT INTO `jobs` (`queue`, `payload`) VALUES (?, ?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -30,6 +30,9 @@ DELETE FROM `jobs` WHERE `id` = ?
 -- insert (event insert; params: queue, done, payload, headers)
 INSERT INTO `jobs` (`queue`, `done`, `payload`, `headers`) VALUES (?, ?, ?, ?)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `attempt` = `attempt` - 1 WHERE `id` = ?
+
 -- guard: none
 
 -- heads: none

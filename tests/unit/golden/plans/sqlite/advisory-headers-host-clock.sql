@@ -30,6 +30,9 @@ DELETE FROM `jobs` WHERE `id` = ?
 -- insert (event insert; params: queue, done, payload, headers)
 INSERT INTO `jobs` (`queue`, `done`, `payload`, `headers`) VALUES (?, ?, ?, ?)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = ?, `attempt` = `attempt` - 1 WHERE `id` = ?
+
 -- guard: none
 
 -- heads: none

@@ -29,6 +29,8 @@ DELETE FROM `app`.`jobs` WHERE `id` = ?
 -- insert (event insert; params: payload)
 INSERT INTO `app`.`jobs` (`payload`) VALUES (?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

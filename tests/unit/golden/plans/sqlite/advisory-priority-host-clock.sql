@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = ? WHERE `id` = ?
 -- insert (event insert; params: queue, priority, done, payload)
 INSERT INTO `jobs` (`queue`, `priority`, `done`, `payload`) VALUES (?, ?, ?, ?)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = ?, `attempt` = `attempt` - 1 WHERE `id` = ?
+
 -- guard: none
 
 -- heads: none

@@ -25,6 +25,8 @@ UPDATE `jobs` SET `done` = (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000') WHERE
 -- insert (event insert; params: done, payload)
 INSERT INTO `jobs` (`done`, `payload`) VALUES (?, ?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -25,6 +25,8 @@ UPDATE `jobs` SET `done` = ? WHERE `id` = ?
 -- insert (event insert; params: done, payload)
 INSERT INTO `jobs` (`done`, `payload`) VALUES (?, ?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (?)
 
+-- snooze (event snooze; params: delay, id)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000') WHERE `id` = ?
+
 -- guard: none
 
 -- heads: none

@@ -26,6 +26,9 @@ UPDATE `jobs` SET `due` = ? WHERE `id` = ?
 -- insert (event insert; params: payload)
 INSERT INTO `jobs` (`payload`) VALUES (?)
 
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = ? WHERE `id` = ?
+
 -- guard: none
 
 -- heads: none

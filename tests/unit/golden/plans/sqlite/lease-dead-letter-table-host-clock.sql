@@ -31,6 +31,9 @@ DELETE FROM `jobs` WHERE `id` = ? AND `locked_until` = ?
 -- insert (event insert; params: queue, locked_until, done, payload)
 INSERT INTO `jobs` (`queue`, `locked_until`, `done`, `payload`) VALUES (?, ?, ?, ?)
 
+-- snooze (event snooze; params: retry_at, id, token)
+UPDATE `jobs` SET `due` = ?, `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
 -- guard: none
 
 -- heads: none
@@ -49,6 +52,9 @@ UPDATE `jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_ea
 
 -- batch[2] (event retry_after; params: retry_at, ids, token)
 UPDATE `jobs` SET `due` = ?, `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- batch[3] (event snooze; params: retry_at, ids, token)
+UPDATE `jobs` SET `due` = ?, `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
 
 -- release (event retry; params: id, token)
 UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?

@@ -31,6 +31,9 @@ DELETE FROM `jobs` WHERE `id` = ? AND `locked_until` = ?
 -- insert (event insert; params: queue, locked_until, done, payload, headers)
 INSERT INTO `jobs` (`queue`, `locked_until`, `done`, `payload`, `headers`) VALUES (?, ?, ?, ?, ?)
 
+-- snooze (event snooze; params: delay, id, token)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
 -- guard: none
 
 -- heads: none
@@ -49,6 +52,9 @@ UPDATE `jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_ea
 
 -- batch[2] (event retry_after; params: delay, ids, token)
 UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- batch[3] (event snooze; params: delay, ids, token)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
 
 -- release (event retry; params: id, token)
 UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?

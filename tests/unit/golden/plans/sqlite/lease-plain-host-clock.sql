@@ -26,6 +26,8 @@ UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `jobs` (`locked_until`, `payload`) VALUES (?, ?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

@@ -30,6 +30,8 @@ DELETE FROM `app`.`jobs` WHERE `id` = ? AND `locked_until` = ?
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `app`.`jobs` (`locked_until`, `payload`) VALUES (?, ?)
 
+-- snooze: none
+
 -- guard: none
 
 -- heads: none

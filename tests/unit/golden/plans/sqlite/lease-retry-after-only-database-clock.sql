@@ -27,6 +27,9 @@ UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `jobs` (`locked_until`, `payload`) VALUES (?, ?)
 
+-- snooze (event snooze; params: delay, id, token)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
 -- guard: none
 
 -- heads: none
@@ -44,6 +47,9 @@ DELETE FROM `jobs` WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_un
 UPDATE `jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
 
 -- batch[2] (event retry_after; params: delay, ids, token)
+UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- batch[3] (event snooze; params: delay, ids, token)
 UPDATE `jobs` SET `due` = (strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (? / 1000000.0) || ' seconds') || '000'), `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
 
 -- release (event retry; params: id, token)

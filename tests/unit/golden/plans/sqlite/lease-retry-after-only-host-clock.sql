@@ -27,6 +27,9 @@ UPDATE `jobs` SET `due` = ?, `locked_until` = NULL WHERE `id` = ? AND `locked_un
 -- insert (event insert; params: locked_until, payload)
 INSERT INTO `jobs` (`locked_until`, `payload`) VALUES (?, ?)
 
+-- snooze (event snooze; params: retry_at, id, token)
+UPDATE `jobs` SET `due` = ?, `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
 -- guard: none
 
 -- heads: none
@@ -44,6 +47,9 @@ DELETE FROM `jobs` WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_un
 UPDATE `jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
 
 -- batch[2] (event retry_after; params: retry_at, ids, token)
+UPDATE `jobs` SET `due` = ?, `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- batch[3] (event snooze; params: retry_at, ids, token)
 UPDATE `jobs` SET `due` = ?, `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
 
 -- release (event retry; params: id, token)
