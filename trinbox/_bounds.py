@@ -27,6 +27,7 @@ __all__ = [
     "ON_TIME",
     "PRUNE_EVERY",
     "SCHEDULER_NAP",
+    "TICK",
     "TICK_ERROR_WAIT",
     "POOL_WAIT",
     "RELEASE",
@@ -73,6 +74,10 @@ GRACE = 10.0
 ON_TIME = 60.0
 """How late a tick may be and still fire under ``Missed.skip()`` (a scheduler delayed by its
 database, a host clock behind the others)."""
+
+TICK = 30.0
+"""A tick's transaction (its mark and its row) runs shielded from the app's shutdown, so a
+tick committed is counted; past this it is given up, and rolls back."""
 
 TICK_ERROR_WAIT = 1.0
 """A tick whose transaction failed is tried again this long after."""

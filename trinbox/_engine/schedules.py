@@ -32,7 +32,7 @@ import trio
 from .._api.events import EventBus, TickEvent, now_ns
 from .._api.schedule import Missed, Outcome, Publish, ScheduleStatistics, Tick
 from .._api.when import Cron, Every, When
-from .._bounds import PRUNE_EVERY, SCHEDULER_NAP, TICK_ERROR_WAIT
+from .._bounds import ON_TIME, PRUNE_EVERY, SCHEDULER_NAP, TICK, TICK_ERROR_WAIT
 from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._spec import TableSpec
@@ -224,7 +224,12 @@ class Schedule:
     async def _pass(self, now: datetime) -> bool:
         """Fire the ticks the missed-ticks policy says are due at ``now``, and count the
         ones it lets go; whether ticks are left for another pass."""
-        reach = now - self.missed.within
+        window, policy = self.missed.within, self.missed.policy
+        if self._seen is None:
+            # A schedule never fired has no missed ticks: its first scheduler fires the
+            # latest tick that is on time (Missed.skip()), never a backlog from before it.
+            window, policy = min(window, timedelta(seconds=ON_TIME)), "latest"
+        reach = now - window
         # A tick after the floor that is not fired is missed: after the latest tick fired
         # (by any process), or, for a schedule never fired, after this scheduler began.
         floor = self._floor or self._started or now
@@ -237,7 +242,7 @@ class Schedule:
         due = list(_first(self.when.between(seen, now), CATCH_UP + 1))
         more = len(due) > CATCH_UP
         due = due[:CATCH_UP]
-        if self.missed.policy != "all" and len(due) > 1:
+        if policy != "all" and len(due) > 1:
             for tick in due[:-1]:
                 if tick > floor:
                     self._count(tick, "missed")
@@ -254,21 +259,24 @@ class Schedule:
         if the mark was not there, its row. Raises what failed (counted ``failed``; nothing
         is left behind), else says what became of it."""
         start, t0 = now_ns(), time.perf_counter()
-        message = self.publish.message_of(Tick(self.name, tick.astimezone(self.when.zone)))
         mark = self.plan.mark
+        outcome: Outcome = "failed"
         try:
-            async with self.broker.transaction() as tx:
-                values = {"schedule": self.name, "tick": tick, "now": self.broker.clock()}
-                if await tx.execute(mark.sql, *mark.bind(values)) == 0:
-                    outcome: Outcome = "taken"
-                else:
-                    await tx.publish(
-                        self.publish.row,
-                        message,
-                        headers=self.publish.headers,
-                        **self.publish.columns,
-                    )
-                    outcome = "published"
+            message = self.publish.message_of(Tick(self.name, tick.astimezone(self.when.zone)))
+            # Shielded from the shutdown, within TICK: a tick that committed is counted.
+            with trio.CancelScope(shield=True), trio.fail_after(TICK):
+                async with self.broker.transaction() as tx:
+                    values = {"schedule": self.name, "tick": tick, "now": self.broker.clock()}
+                    if await tx.execute(mark.sql, *mark.bind(values)) == 0:
+                        outcome = "taken"
+                    else:
+                        await tx.publish(
+                            self.publish.row,
+                            message,
+                            headers=self.publish.headers,
+                            **self.publish.columns,
+                        )
+                        outcome = "published"
         except BaseException as exc:
             self._count(tick, "failed", start, time.perf_counter() - t0, exc)
             raise

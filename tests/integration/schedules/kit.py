@@ -69,3 +69,23 @@ def marks(stand: Stand, schedule: str) -> list[tuple[datetime, str]]:
         "SELECT tick, outcome FROM app_ticks WHERE schedule = ? ORDER BY tick", schedule
     )
     return [(utc(tick), outcome) for tick, outcome in rows]
+
+
+def stored(stand: Stand, value: datetime) -> object:
+    """A time as trinbox stores it on the stand (UTC text on SQLite, naive UTC on MariaDB)."""
+    if stand.name == "sqlite":
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    if stand.name == "mariadb":
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def mark(stand: Stand, schedule: str, tick: datetime, outcome: str = "published") -> None:
+    """A tick fired before the test (by a process gone since), with no row."""
+    stand.execute(
+        "INSERT INTO app_ticks (schedule, tick, fired_at, outcome) VALUES (?, ?, ?, ?)",
+        schedule,
+        stored(stand, tick),
+        stored(stand, tick),
+        outcome,
+    )

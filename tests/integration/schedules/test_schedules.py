@@ -20,7 +20,7 @@ from trinbox.testing import TrioClock, VirtualClock, fire
 
 from ..serving import make_app, serving
 from ..stands import STANDS, Stand, StandName, fresh_stand
-from .kit import DIALECT, REPORT, TICKS, Report, create, marks, published
+from .kit import DIALECT, REPORT, TICKS, Report, create, mark, marks, published
 
 START = datetime(2030, 1, 1, tzinfo=UTC)  # TrioClock's zero
 OSLO = ZoneInfo("Europe/Oslo")
@@ -69,25 +69,6 @@ async def test_every_fires_each_tick_once_on_time(stand: Stand, clock: VirtualCl
         (at(t), "published") for t in (0, 10, 20, 30)
     ]
     assert {e.system for e in hook.events} == {broker.backend.system}
-
-
-def mark(stand: Stand, schedule: str, tick: datetime, outcome: str = "published") -> None:
-    """A tick fired before the test (by a process gone since)."""
-    stand.execute(
-        "INSERT INTO app_ticks (schedule, tick, fired_at, outcome) VALUES (?, ?, ?, ?)",
-        schedule,
-        *(_stored(stand, t) for t in (tick, tick)),
-        outcome,
-    )
-
-
-def _stored(stand: Stand, value: datetime) -> object:
-    """A time as trinbox stores it on the stand (UTC text on SQLite, naive UTC on MariaDB)."""
-    if stand.name == "sqlite":
-        return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
-    if stand.name == "mariadb":
-        return value.astimezone(UTC).replace(tzinfo=None)
-    return value
 
 
 MINUTE = timedelta(minutes=1)
@@ -270,3 +251,22 @@ async def test_startup_refuses_a_missing_table(
 def name(request: pytest.FixtureRequest) -> StandName:
     found: StandName = request.param
     return found
+
+
+async def test_a_schedule_never_fired_catches_up_nothing(stand: Stand, clock: VirtualClock) -> None:
+    broker = stand.broker()
+    broker.clock = TrioClock(START + timedelta(seconds=20))
+    app = make_app()
+    schedule = app.schedule(
+        broker,
+        "minutely",
+        Every(MINUTE),
+        REPORT,
+        ticks=TICKS,
+        missed=Missed.all(within=timedelta(minutes=10)),
+    )
+    async with serving(app):
+        await trio.sleep(50)
+    # The tick at 0, 20 s late, is on time; the ten before it are from before the schedule.
+    assert published(stand) == [iso(0), iso(60)]
+    assert schedule.statistics().missed == 0
