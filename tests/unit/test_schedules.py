@@ -183,11 +183,11 @@ def test_app_schedule_refuses_what_it_cannot_run() -> None:
         match=r"^app\.schedule\('x'\): a schedule ticks by Cron\('\.\.\.'\) or "
         r"Every\(timedelta\(\.\.\.\)\), found '0 2 \* \* \*'; pass one of those$",
     ):
-        app.schedule(broker(), "x", "0 2 * * *", REPORT, ticks=TICKS)  # type: ignore[arg-type]
+        app.schedule(broker(), "x", "0 2 * * *", REPORT, ticks=TICKS)  # type: ignore[call-overload]
     with pytest.raises(
         DeclarationError, match=r"^app\.schedule\('x'\): a schedule publishes a Publish"
     ):
-        app.schedule(broker(), "x", Every(timedelta(days=1)), Report, ticks=TICKS)  # type: ignore[arg-type]
+        app.schedule(broker(), "x", Every(timedelta(days=1)), Report, ticks=TICKS)  # type: ignore[call-overload]
     assert [s.name for s in app.schedules] == ["nightly"]
     assert app.brokers  # the schedule's broker opens with the app
 

@@ -29,11 +29,10 @@ from .._declare._capabilities import (
     MySql,
     Postgres,
     RowOf,
-    Serves,
     Sqlite,
 )
 from .._declare._inbox import spec_of
-from .._declare._markers import Form, Mode
+from .._declare._markers import Advisory, Form, Lease, Mode
 from .._declare._ticks import Ticks
 from .._drivers.aio import asyncio_loop
 from ..errors import DeclarationError, HandlerFailed
@@ -50,7 +49,6 @@ logger = logging.getLogger("trinbox.app")
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
 T = TypeVar("T", bound=Callable[..., Awaitable[object]])
-F = TypeVar("F", bound=Form)
 SKIP = Missed.skip()
 
 
@@ -188,12 +186,62 @@ class App:
         self._tasks.append(BackgroundTask.of(task))
         return task
 
+    # One overload per dialect, as a publish checks it: the forms whose rows the broker's
+    # database writes (a row lock table on SQLite matches none).
+    @overload
     def schedule(
         self,
-        broker: SqlBroker[Serves[tuple[F, Any]]],
+        broker: SqlBroker[Sqlite],
         name: str,
         when: When,
-        publish: Publish[RowOf[F, Any]],
+        publish: Publish[RowOf[Lease | Advisory, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[Postgres],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Form, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[MySql],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Form, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[AnyDatabase],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Lease | Advisory, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    def schedule(
+        self,
+        broker: SqlBroker[Any],
+        name: str,
+        when: When,
+        publish: Publish[Any],
         *,
         ticks: Ticks,
         missed: Missed = SKIP,
@@ -215,7 +263,7 @@ class App:
                 )
                 raise DeclarationError(msg)
         found = Schedule(
-            cast("SqlBroker[Any]", broker),
+            broker,
             name,
             when,
             publish,

@@ -167,6 +167,20 @@ class Schedule:
         self._last = self._seen = self._floor = None if found is None else as_utc(found)
         self._started = None
 
+    async def read_ticks(self) -> tuple[datetime | None, datetime]:
+        """The latest tick fired (by any process; ``None``: none kept) and the next one due,
+        read from the tick table on the broker's open pool (``trinbox inspect``)."""
+        pool = self.broker.pool
+        conn = await pool.acquire("inspect schedule")
+        try:
+            last = self.plan.last
+            rows = await conn.fetch(last.sql, last.bind({"schedule": self.name}))
+        finally:
+            await give_back(pool, conn)
+        found = None if not rows or rows[0][0] is None else as_utc(rows[0][0])
+        now = await self._now()
+        return found, self.when.after(max(now, found or now))
+
     # -- the loop -------------------------------------------------------------------------------
 
     def stop(self) -> None:
