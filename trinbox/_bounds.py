@@ -24,6 +24,11 @@ __all__ = [
     "EXTEND_ERROR_WAIT",
     "GRACE",
     "HOOK",
+    "ON_TIME",
+    "PRUNE_EVERY",
+    "SCHEDULER_NAP",
+    "TICK",
+    "TICK_ERROR_WAIT",
     "POOL_WAIT",
     "RELEASE",
     "SETTLE",
@@ -65,6 +70,24 @@ HOOK = 10.0
 
 GRACE = 10.0
 """The default grace period of in-work handlers at shutdown (``App(grace=...)``)."""
+
+ON_TIME = 60.0
+"""How late a tick may be and still fire under ``Missed.skip()`` (a scheduler delayed by its
+database, a host clock behind the others)."""
+
+TICK = 30.0
+"""A tick's transaction (its mark and its row) runs shielded from the app's shutdown, so a
+tick committed is counted; past this it is given up, and rolls back."""
+
+TICK_ERROR_WAIT = 1.0
+"""A tick whose transaction failed is tried again this long after."""
+
+PRUNE_EVERY = 600.0
+"""A scheduler prunes its old ticks at most this often (Trio's clock)."""
+
+SCHEDULER_NAP = 300.0
+"""A scheduler waiting for its next tick reads its clock again at least this often (a host
+clock stepped by NTP, a suspended machine)."""
 
 _bound: ContextVar[within | None] = ContextVar("trinbox_bound", default=None)
 

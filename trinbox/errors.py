@@ -29,7 +29,9 @@
     ├── TransactionHeld         a transaction or connection used after its block ended
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
     ├── Closed                  the broker is shut down
-    └── MissingDriver           a broker's driver is not installed (also an ImportError)
+    ├── MissingDriver           a broker's driver is not installed (also an ImportError)
+    └── MissingExtra            a library an optional feature reads is not installed (also an
+                                ImportError): cronsim, for Cron schedules
 
 Messages state the rule that was broken, what was found, and the fix.
 """
@@ -54,6 +56,7 @@ __all__ = [
     "LeaseLost",
     "LockNotAvailable",
     "MissingDriver",
+    "MissingExtra",
     "NoRoute",
     "PoolExhausted",
     "SchemaError",
@@ -241,3 +244,9 @@ class MissingDriver(TrinboxError, ImportError):
     """The driver a broker talks to its database through is not installed (``name`` is its
     module); the message names the extra that installs it: ``pip install "trinbox[postgres]"``
     or ``"trinbox[mysql]"``. SQLite needs none."""
+
+
+class MissingExtra(TrinboxError, ImportError):
+    """A library an optional feature reads is not installed (``name`` is its module): the
+    message names the extra that installs it, ``pip install "trinbox[cron]"`` for a ``Cron``
+    schedule's cronsim."""

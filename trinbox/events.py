@@ -14,6 +14,7 @@ from ._api.events import PublishEvent as PublishEvent
 from ._api.events import PublishStart as PublishStart
 from ._api.events import ReleaseEvent as ReleaseEvent
 from ._api.events import SettleEvent as SettleEvent
+from ._api.events import TickEvent as TickEvent
 from ._engine.statistics import SharedStatistics as SharedStatistics
 from ._engine.statistics import SubscriptionStatistics as SubscriptionStatistics
 
@@ -28,6 +29,7 @@ __all__ = [
     "PublishStart",
     "ReleaseEvent",
     "SettleEvent",
+    "TickEvent",
     "SharedStatistics",
     "SubscriptionStatistics",
 ]

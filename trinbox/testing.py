@@ -1,6 +1,7 @@
 """Helpers for testing services built on trinbox with pytest-trio: ``VirtualClock`` (Trio's
-clock, as a ``clock`` fixture the test takes), ``TrioClock`` (the broker's clock following it)
-and ``settled`` (wait for deliveries). README.md, "Testing a service", shows a whole test.
+clock, as a ``clock`` fixture the test takes), ``TrioClock`` (the broker's clock following it),
+``settled`` (wait for deliveries) and ``fire`` (a schedule's tick, now). README.md, "Testing a
+service", shows a whole test.
 
 @pytest.fixture
 def clock() -> VirtualClock:
@@ -26,10 +27,11 @@ import trio
 
 from ._api.queue import Subscriber
 from ._api.routed import RoutedSubscriber
+from ._api.schedule import Outcome
 from ._drivers._activity import calls_in_flight
 from ._engine.app import App
 
-__all__ = ["TrioClock", "VirtualClock", "idle", "settled"]
+__all__ = ["TrioClock", "VirtualClock", "fire", "idle", "settled"]
 
 
 class TrioClock:
@@ -88,3 +90,25 @@ async def idle(app: App, subscriber: Subscriber[Any, Any] | RoutedSubscriber[Any
     """Wait until the claim loop of ``subscriber`` waits for its poll interval or a wake (its
     last claim found fewer rows than it could take)."""
     await app._subscription(subscriber).wait_idle()  # pyright: ignore[reportPrivateUsage]
+
+
+async def fire(app: App, schedule: str, *, at: datetime) -> Outcome:
+    """Fire the tick ``at`` (an aware time the schedule ticks at) of the schedule named
+    ``schedule`` of a serving ``app``, now, as its scheduler would: its mark and its row in
+    one transaction. ``"published"``, or ``"taken"`` when its mark was there already (the
+    scheduler or an earlier ``fire`` had it), or ``"skipped"`` (overlap). A time the schedule
+    does not tick at is refused (``ValueError``, naming the next one)."""
+    found = app._schedule(schedule)  # pyright: ignore[reportPrivateUsage]
+    if at.tzinfo is None:
+        msg = f"fire(..., at=) takes an aware datetime, found {at!r}; give it a tzinfo"
+        raise ValueError(msg)
+    tick = at.astimezone(UTC)
+    after = found.when.after(tick - timedelta(microseconds=1))
+    if after != tick:
+        msg = (
+            f"fire(..., {schedule!r}, at=) fires a tick of the schedule ({found.when}), found "
+            f"{at.isoformat()}, which is none; fire the next one, "
+            f"{after.astimezone(found.when.zone).isoformat()}"
+        )
+        raise ValueError(msg)
+    return await found.fire(tick)

@@ -30,13 +30,14 @@ NAMESPACES = [
     "trinbox.typing",
     "trinbox.keys",
     "trinbox.outbox",
+    "trinbox.schedules",
 ]
 """The modules whose ``__all__`` is the surface; ``trinbox.testing`` is checked on its own."""
 
 SUBMODULES = {"keys", "errors", "events", "typing"}
 """The namespaces ``import trinbox`` binds."""
 
-OTHER_MODULES = {"testing", "asyncapi", "schema", "cli", "metrics", "outbox"}
+OTHER_MODULES = {"testing", "asyncapi", "schema", "cli", "metrics", "outbox", "schedules"}
 """Modules users import as ``trinbox.<name>``; importing one binds it on the package."""
 
 SERVICE_NAMES = 45
@@ -60,7 +61,8 @@ def _reexports(module: ModuleType) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "facade", ["trinbox", "trinbox.events", "trinbox.typing", "trinbox.outbox"]
+    "facade",
+    ["trinbox", "trinbox.events", "trinbox.typing", "trinbox.outbox", "trinbox.schedules"],
 )
 def test_all_lists_every_reexport_once(facade: str) -> None:
     module = _module(facade)

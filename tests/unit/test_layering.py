@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "schema": 9,
     "metrics": 9,
     "outbox": 9,
+    "schedules": 9,
     "cli": 10,
     "__main__": 11,
 }
@@ -56,6 +57,7 @@ FACADES = {
     "schema",
     "metrics",
     "outbox",
+    "schedules",
 }
 ALLOWED = {
     # the package binds its namespaces: trinbox.keys, trinbox.events, trinbox.typing

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 __all__ = [
     "ClaimEvent",
@@ -26,6 +27,7 @@ __all__ = [
     "PublishStart",
     "ReleaseEvent",
     "SettleEvent",
+    "TickEvent",
     "EventSource",
     "now_ns",
 ]
@@ -156,6 +158,22 @@ class ReleaseEvent:
     abandoned: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TickEvent:
+    """What became of one tick of a schedule in this process (``outcome``: ``"published"``,
+    ``"skipped"``, ``"taken"``, ``"missed"`` or ``"failed"``, as ``trinbox.schedules.Outcome``
+    says). ``tick`` is its UTC instant; ``error`` why its transaction failed. ``duration``:
+    the tick's transaction (0 for a missed tick)."""
+
+    schedule: str
+    tick: datetime
+    outcome: str
+    system: str
+    start_ns: int
+    duration: float
+    error: BaseException | None
+
+
 class Events:
     """trinbox's event hook: subclass it and override what you need (every method does
     nothing here), then register it with ``App(events=[hook])`` or ``app.add_events(hook)``.
@@ -196,6 +214,9 @@ class Events:
 
     def released(self, event: ReleaseEvent) -> None:
         """A delivery ended unsettled and its row was returned."""
+
+    def ticked(self, event: TickEvent) -> None:
+        """A schedule's tick was fired here, found fired elsewhere, let go, or failed."""
 
 
 class EventBus:
@@ -286,3 +307,10 @@ class EventBus:
                 hook.released(event)
             except Exception:
                 self._failed(hook, "released")
+
+    def ticked(self, event: TickEvent) -> None:
+        for hook in self.hooks:
+            try:
+                hook.ticked(event)
+            except Exception:
+                self._failed(hook, "ticked")

@@ -565,6 +565,16 @@ class Dialect(ColumnRules):
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} DEFAULT VALUES"
 
+    def delete_first(self, table: str, where: Sql, order: str, limit: int) -> Sql:
+        """A DELETE of the first ``limit`` rows of ``table`` that match ``where``, by the
+        column ``order`` (unique among them): a short statement to repeat (tick pruning)."""
+        return (
+            f"DELETE FROM {table} WHERE {order} IN (SELECT {order} FROM {table} WHERE "
+            + where
+            + f" ORDER BY {order} LIMIT {limit}) AND "
+            + where
+        )
+
     def begin(self, spec: TableSpec) -> Statement:
         return self.render("begin", "BEGIN")
 

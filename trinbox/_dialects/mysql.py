@@ -55,7 +55,7 @@ from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
 from ._count_at_claim import GUARD_WAIT_SECONDS
 from ._ddl_types import DdlRules
-from ._statement import Frag, P, ParamStyle, Statement, join
+from ._statement import Frag, P, ParamStyle, Sql, Statement, join
 
 __all__ = ["MySqlDialect"]
 
@@ -311,6 +311,11 @@ class MySqlDialect(Dialect):
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"
+
+    def delete_first(self, table: str, where: Sql, order: str, limit: int) -> Sql:
+        # MySQL takes no LIMIT in an IN subquery, and no subquery of the table it deletes
+        # from; its DELETE takes ORDER BY and LIMIT itself.
+        return f"DELETE FROM {table} WHERE " + where + f" ORDER BY {order} LIMIT {limit}"
 
     def key_column(self, column: str) -> str:
         return f"COALESCE(CAST({column} AS CHAR), '')"

@@ -15,6 +15,8 @@ from .._api.backoff import Backoff, require_backoff
 from .._api.events import EventBus, Events
 from .._api.queue import Subscriber
 from .._api.routed import RoutedSubscriber
+from .._api.schedule import Missed, Publish
+from .._api.when import When
 from .._bounds import GRACE, HOOK, within
 from .._broker.broker import SqlBroker
 from .._broker.notify import NotifyListener
@@ -26,14 +28,17 @@ from .._declare._capabilities import (
     AnyDatabase,
     MySql,
     Postgres,
+    RowOf,
     Sqlite,
 )
 from .._declare._inbox import spec_of
-from .._declare._markers import Mode
+from .._declare._markers import Advisory, Form, Lease, Mode
+from .._declare._ticks import Ticks
 from .._drivers.aio import asyncio_loop
 from ..errors import DeclarationError, HandlerFailed
 from . import startup
 from .background import BackgroundTask, cancelled_at_exit
+from .schedules import Overlap, Schedule
 from .statistics import SharedStatistics, SubscriptionStatistics
 from .subscription import Subscription
 
@@ -44,6 +49,7 @@ logger = logging.getLogger("trinbox.app")
 Hook = Callable[[], Awaitable[object]]
 H = TypeVar("H", bound=Hook)
 T = TypeVar("T", bound=Callable[..., Awaitable[object]])
+SKIP = Missed.skip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +131,7 @@ class App:
     _startup: list[Hook] = field(default_factory=list[Hook], init=False)
     _shutdown_hooks: list[Hook] = field(default_factory=list[Hook], init=False)
     _tasks: list[BackgroundTask] = field(default_factory=list[BackgroundTask], init=False)
+    _schedules: list[Schedule] = field(default_factory=list[Schedule], init=False)
     _task_failed: bool = field(default=False, init=False)
     _stop: trio.Event | None = field(default=None, init=False)
     _stop_asked: bool = field(default=False, init=False)  # shutdown() before serve began
@@ -161,6 +168,15 @@ class App:
         self._shutdown_hooks.append(hook)
         return hook
 
+    def _schedule(self, name: str) -> Schedule:
+        """The schedule named ``name`` (trinbox.testing fires its ticks)."""
+        for schedule in self._schedules:
+            if schedule.name == name:
+                return schedule
+        known = ", ".join(repr(s.name) for s in self._schedules) or "none"
+        msg = f"{self.info.name} has no schedule named {name!r} (schedules: {known})"
+        raise LookupError(msg)
+
     def background(self, task: T) -> T:
         """Run ``task``, an async function taking no arguments (or only ``task_status``), in
         ``serve``'s nursery: started once every subscription serves (``serve`` reports started
@@ -169,6 +185,99 @@ class App:
         gracefully, and ``serve`` raises it."""
         self._tasks.append(BackgroundTask.of(task))
         return task
+
+    # One overload per dialect, as a publish checks it: the forms whose rows the broker's
+    # database writes (a row lock table on SQLite matches none).
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[Sqlite],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Lease | Advisory, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[Postgres],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Form, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[MySql],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Form, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    @overload
+    def schedule(
+        self,
+        broker: SqlBroker[AnyDatabase],
+        name: str,
+        when: When,
+        publish: Publish[RowOf[Lease | Advisory, Any]],
+        *,
+        ticks: Ticks,
+        missed: Missed = ...,
+        overlap: Overlap = ...,
+    ) -> Schedule: ...
+    def schedule(
+        self,
+        broker: SqlBroker[Any],
+        name: str,
+        when: When,
+        publish: Publish[Any],
+        *,
+        ticks: Ticks,
+        missed: Missed = SKIP,
+        overlap: Overlap = "allow",
+    ) -> Schedule:
+        """Publish ``publish``'s row into ``broker`` at each tick of ``when`` (``Cron`` or
+        ``Every``), once per tick across every process serving this app: each tick's row is
+        written in one transaction with the tick's mark in ``ticks`` (its primary key is
+        (schedule, tick)), so a pooler, skewed clocks or ten processes delay a tick, never
+        duplicate it. ``missed``: which ticks whose time passed unfired still fire
+        (``Missed.skip()``: only up to a minute late). ``name`` names its ticks: a renamed
+        schedule is a new one. The returned ``Schedule`` gives ``statistics()``."""
+        for known in self._schedules:
+            if known.name == name:
+                msg = (
+                    f"app.schedule({name!r}): an app has one schedule per name (its ticks are "
+                    f"recorded by name), found {name!r} declared twice; name the second one "
+                    f"apart"
+                )
+                raise DeclarationError(msg)
+        found = Schedule(
+            broker,
+            name,
+            when,
+            publish,
+            ticks=ticks,
+            missed=missed,
+            overlap=overlap,
+        )
+        self._schedules.append(found)
+        return found
+
+    @property
+    def schedules(self) -> tuple[Schedule, ...]:
+        """Every schedule, in the order they were declared."""
+        return tuple(self._schedules)
 
     # One overload per dialect: what it mounts (_capabilities.py) against what the subscriber
     # needs (its Needs: the row, the row's form and isolation level, the mode). A broker typed
@@ -247,7 +356,15 @@ class App:
     @property
     def brokers(self) -> tuple[SqlBroker[Any], ...]:
         """Every broker the app opens: those added with ``add_broker`` and those mounted on."""
-        return tuple(dict.fromkeys([*self._brokers, *(m.broker for m in self._mounts)]))
+        return tuple(
+            dict.fromkeys(
+                [
+                    *self._brokers,
+                    *(m.broker for m in self._mounts),
+                    *(s.broker for s in self._schedules),
+                ]
+            )
+        )
 
     @overload
     def statistics(self) -> tuple[SubscriptionStatistics, ...]: ...
@@ -386,6 +503,8 @@ class App:
                     await hook()
                 for sub in self._subscriptions:
                     await sub.open()
+                for schedule in self._schedules:
+                    await schedule.open(events)
                 for broker in brokers:
                     holding = [
                         (s.where, s.held_connections)
@@ -420,6 +539,9 @@ class App:
                             await nursery.start(sub.run)
                         for task in self._tasks:
                             await tasks.start(task.run, self.info.name, self._background_failed)
+                        if not self._stop.is_set():
+                            for schedule in self._schedules:
+                                await tasks.start(schedule.run)
                         logger.info(
                             "%s: %d subscriptions serving", self.info.name, len(self._subscriptions)
                         )
@@ -430,6 +552,8 @@ class App:
                         # at once, before the subscriptions' own tasks see it.
                         for sub in self._subscriptions:
                             sub.stop()
+                        for schedule in self._schedules:
+                            schedule.stop()
                         for listener in listeners:
                             listener.stop()
             finally:

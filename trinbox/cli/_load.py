@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .._declare._inbox import Inbox
+from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
 from .._engine.app import App
 
@@ -83,16 +84,16 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])
 
 
-def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker:
-    """What ``trinbox schema`` prints the DDL of: a row class, or a ``Tracker``'s
-    seen-records table."""
+def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker | Ticks:
+    """What ``trinbox schema`` prints the DDL of: a row class, a ``Tracker``'s seen-records
+    table, or a ``Ticks``' tick table."""
     found = load_object(target)
-    if isinstance(found, Tracker):
+    if isinstance(found, Tracker | Ticks):
         return found
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = (
-            f"{target} is {found!r}, not a row class or a Tracker; name a class derived from "
-            f"Inbox[...], or a trinbox.outbox.Tracker"
+            f"{target} is {found!r}, not a row class, a Tracker or a Ticks; name a class "
+            f"derived from Inbox[...], a trinbox.outbox.Tracker or a trinbox.schedules.Ticks"
         )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

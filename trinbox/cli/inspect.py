@@ -1,8 +1,9 @@
-"""``trinbox inspect MODULE:APP [--json]``: each mounted queue's rows, read-only.
+"""``trinbox inspect MODULE:APP [--json]``: each mounted queue's rows, and each schedule's
+last and next tick, read-only.
 
 Only the brokers' pools open; no startup hook runs and no subscription starts, so it is safe
 beside a serving app. One statement per table (conditional aggregates, in the database's
-clock), and one per dead letter table.
+clock), one per dead letter table, and one per schedule (its latest tick).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import asdict
 
 import click
 
+from .._engine.schedules import Schedule
 from .._operations.queues import QueueDepth, depths
 from ._queues import app_queues, choose, run_open, table
 
@@ -40,6 +42,27 @@ def age(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
+SCHEDULE_HEADERS = ("SCHEDULE", "WHEN", "TICKS", "LAST TICK", "NEXT TICK")
+
+
+async def schedule_rows(schedules: tuple[Schedule, ...]) -> list[tuple[str, ...]]:
+    """Each schedule's row of the schedules table: its times in the schedule's zone."""
+    rows: list[tuple[str, ...]] = []
+    for schedule in schedules:
+        last, upcoming = await schedule.read_ticks()
+        zone = schedule.when.zone
+        rows.append(
+            (
+                schedule.name,
+                str(schedule.when),
+                schedule.ticks.label,
+                NONE if last is None else last.astimezone(zone).isoformat(),
+                upcoming.astimezone(zone).isoformat(),
+            )
+        )
+    return rows
+
+
 def render(found: list[QueueDepth]) -> str:
     """The text table of ``trinbox inspect``."""
     rows = [
@@ -63,7 +86,8 @@ def render(found: list[QueueDepth]) -> str:
 @click.option("--queue", "queue_name", metavar="NAME", help="Only this queue (NAME or TABLE:NAME).")
 def command(target: str, as_json: bool, queue_name: str | None) -> None:
     """Show each mounted queue of MODULE:APP: rows due now, scheduled for later, in work,
-    dead letters, and how long the oldest due row has waited.
+    dead letters, and how long the oldest due row has waited; then each schedule's last tick
+    (fired by any process) and next (text only: --json lists the queues).
 
     IN WORK counts leased rows (lease tables); row locks and advisory keys cannot be read
     without taking locks, so it shows — there (and their rows in work count as due). Rows
@@ -72,13 +96,19 @@ def command(target: str, as_json: bool, queue_name: str | None) -> None:
     app, queues = app_queues(target)
     chosen = choose(queues, queue_name, what=app.info.name)
 
-    async def read() -> list[QueueDepth]:
-        return await depths(chosen)
+    async def read() -> tuple[list[QueueDepth], list[tuple[str, ...]]]:
+        queues = await depths(chosen)
+        return queues, [] if as_json or queue_name else await schedule_rows(app.schedules)
 
-    found = run_open(app, read)
+    found, schedules = run_open(app, read)
     if as_json:
         click.echo(json.dumps([asdict(d) for d in found], indent=2))
-    elif not found:
-        click.echo(f"{app.info.name} mounts no queue")
-    else:
+        return
+    if found:
         click.echo(render(found))
+    elif not schedules:
+        click.echo(f"{app.info.name} mounts no queue")
+    if schedules:
+        if found:
+            click.echo()
+        click.echo(table(SCHEDULE_HEADERS, schedules, (False,) * len(SCHEDULE_HEADERS)))

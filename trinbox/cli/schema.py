@@ -1,5 +1,5 @@
 """``trinbox schema MODULE:Row``: print the DDL of a row class's table (or of a ``Tracker``'s
-seen-records table)."""
+seen-records table, or of a ``Ticks``' tick table)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def command(target: str, dialect: str, dead_letter: str | None) -> None:
     declares: its columns typed for the database, its claim index and, with --dead-letter,
     its dead letter table. Each statement ends with ';' and creates only what is missing.
 
-    MODULE:NAME may also name a trinbox.outbox.Tracker: its seen-records table.
+    MODULE:NAME may also name a trinbox.outbox.Tracker (its seen-records table) or a
+    trinbox.schedules.Ticks (its tick table).
 
     Put the output in your migrations; for development and tests,
     `await broker.create_tables(Row)` runs the same statements.
