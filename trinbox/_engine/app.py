@@ -252,7 +252,9 @@ class App:
         written in one transaction with the tick's mark in ``ticks`` (its primary key is
         (schedule, tick)), so a pooler, skewed clocks or ten processes delay a tick, never
         duplicate it. ``missed``: which ticks whose time passed unfired still fire
-        (``Missed.skip()``: only up to a minute late). ``name`` names its ticks: a renamed
+        (``Missed.skip()``: only up to a minute late). ``overlap="skip"`` skips a tick while
+        an earlier tick's row is unfinished (keyed by the row's ``Unique()`` field). ``name``
+        names its ticks: a renamed
         schedule is a new one. The returned ``Schedule`` gives ``statistics()``."""
         for known in self._schedules:
             if known.name == name:

@@ -46,8 +46,11 @@ __all__ = ["CATCH_UP", "Overlap", "Schedule", "as_utc"]
 
 logger = logging.getLogger("trinbox.schedules")
 
-Overlap: TypeAlias = Literal["allow"]
-"""Whether a tick publishes while the previous tick's row is unfinished: ``"allow"``."""
+Overlap: TypeAlias = Literal["allow", "skip"]
+"""Whether a tick publishes while an earlier tick's row is unfinished: ``"allow"``, or
+``"skip"``: the row is published with the schedule's key in the row's ``Unique()`` field
+(``schedule:<name>``), so a tick whose earlier row still holds the key publishes nothing and
+is marked skipped."""
 
 CATCH_UP = 1000
 """Ticks one pass fires (``Missed.all``) or counts missed at most; the rest wait for the
@@ -82,6 +85,7 @@ class Schedule:
     ) -> None:
         where = f"app.schedule({name!r})"
         _check(where, name, when, publish, ticks, missed)
+        _check_overlap(where, overlap, spec_of(publish.row))
         self.broker = broker
         self.name = name
         self.when = when
@@ -286,10 +290,16 @@ class Schedule:
                     else:
                         # Any: the row's fields, checked by the publish (unique= among them).
                         columns: dict[str, Any] = dict(self.publish.columns)
-                        await tx.publish(
+                        if self.overlap == "skip":
+                            columns["unique"] = f"schedule:{self.name}"
+                        written = await tx.publish(
                             self.publish.row, message, headers=self.publish.headers, **columns
                         )
                         outcome = "published"
+                        if written.duplicate:  # an earlier tick's row is unfinished
+                            skipped = self.plan.skipped
+                            await tx.execute(skipped.sql, *skipped.bind(values))
+                            outcome = "skipped"
         except BaseException as exc:
             self._count(tick, "failed", start, time.perf_counter() - t0, exc)
             raise
@@ -357,6 +367,20 @@ def _first(ticks: Iterator[datetime], count: int) -> Iterator[datetime]:
         if n >= count:
             return
         yield tick
+
+
+def _check_overlap(where: str, overlap: object, spec: TableSpec) -> None:
+    """``overlap="skip"`` keys the rows by the row's Unique() field, which must be there."""
+    if overlap not in ("allow", "skip"):
+        msg = f"{where}: overlap= is 'allow' or 'skip', found {overlap!r}; pass one of those"
+        raise DeclarationError(msg)
+    if overlap == "skip" and spec.unique is None:
+        msg = (
+            f"{where}: overlap='skip' publishes each tick's row with the schedule's key in the "
+            f"row's Unique() field (an unfinished earlier row holds it), found {spec.label} "
+            f"without one; add one, like dedup: Annotated[str | None, Unique()] = None"
+        )
+        raise DeclarationError(msg)
 
 
 def _check(

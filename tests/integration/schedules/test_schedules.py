@@ -7,20 +7,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Annotated
 from zoneinfo import ZoneInfo
 
 import pytest
 import trio
 
-from trinbox.errors import SchemaError
+from trinbox import Id, Inbox, InboxQueue, Lease, LockedUntil, Payload, Unique, subscriber
+from trinbox.errors import DeclarationError, SchemaError
 from trinbox.events import Events, TickEvent
-from trinbox.schedules import Cron, Every, Missed
+from trinbox.schedules import Cron, Every, Missed, Publish
 from trinbox.schema import ddl_script
 from trinbox.testing import TrioClock, VirtualClock, fire
 
 from ..serving import make_app, serving
 from ..stands import STANDS, Stand, StandName, fresh_stand
-from .kit import DIALECT, REPORT, TICKS, Report, create, mark, marks, published
+from .kit import (
+    DIALECT,
+    REPORT,
+    TICKS,
+    Report,
+    ReportRequest,
+    create,
+    mark,
+    marks,
+    published,
+)
 
 START = datetime(2030, 1, 1, tzinfo=UTC)  # TrioClock's zero
 OSLO = ZoneInfo("Europe/Oslo")
@@ -270,3 +282,59 @@ async def test_a_schedule_never_fired_catches_up_nothing(stand: Stand, clock: Vi
     # The tick at 0, 20 s late, is on time; the ten before it are from before the schedule.
     assert published(stand) == [iso(0), iso(60)]
     assert schedule.statistics().missed == 0
+
+
+class KeyedReport(Inbox[Lease], table="keyed_reports"):
+    id: Annotated[int, Id(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    dedup: Annotated[str | None, Unique()] = None
+    payload: Annotated[bytes, Payload()]
+
+
+async def test_overlap_skip_skips_a_tick_while_an_earlier_ticks_row_is_unfinished(
+    stand: Stand, clock: VirtualClock
+) -> None:
+    broker = stand.broker()
+    handled: list[str] = []
+
+    @subscriber(InboxQueue(KeyedReport, "reports").workers(2))
+    async def report(request: ReportRequest) -> None:
+        await trio.sleep(25)  # longer than the schedule's interval
+        handled.append(request.tick)
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(KeyedReport))
+    app.include(broker, report)
+    every = Every(timedelta(seconds=10))
+    made = Publish(KeyedReport, lambda tick: ReportRequest(tick.at.isoformat()))
+    schedule = app.schedule(broker, "reports", every, made, ticks=TICKS, overlap="skip")
+    async with serving(app):
+        await trio.sleep(35)
+    # The row of tick 0 is in work until 25: ticks 10 and 20 skip; tick 30 publishes.
+    assert marks(stand, "reports") == [
+        (at(0), "published"),
+        (at(10), "skipped"),
+        (at(20), "skipped"),
+        (at(30), "published"),
+    ]
+    assert handled == [iso(0)]
+    stats = schedule.statistics()
+    assert (stats.published, stats.skipped) == (2, 2)
+
+
+def test_overlap_skip_needs_a_unique_field(stand: Stand) -> None:
+    rule = (
+        r"^app.schedule\('reports'\): overlap='skip' publishes each tick's row with the "
+        r"schedule's key in the row's Unique\(\) field \(an unfinished earlier row holds it\), "
+        r"found report_jobs \(Report\) without one; add one, like dedup: "
+        r"Annotated\[str \| None, Unique\(\)\] = None$"
+    )
+    with pytest.raises(DeclarationError, match=rule):
+        make_app().schedule(
+            stand.broker(),
+            "reports",
+            Every(timedelta(seconds=10)),
+            REPORT,
+            ticks=TICKS,
+            overlap="skip",
+        )
