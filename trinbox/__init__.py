@@ -23,6 +23,7 @@ from ._api.backoff import Backoff as Backoff
 from ._api.codecs import Codec as Codec
 from ._api.codecs import JsonCodec as JsonCodec
 from ._api.codecs import RawCodec as RawCodec
+from ._api.message import Message as Message
 from ._api.outcome import FailurePolicy as FailurePolicy
 from ._api.outcome import HandlerOutcome as HandlerOutcome
 from ._api.outcome import OnFailure as OnFailure
@@ -103,6 +104,7 @@ __all__ = [
     "DatabaseClock",
     "SystemClock",
     "Publisher",
+    "Message",
     "InboxQueue",
     "RoutedQueue",
     "subscriber",

@@ -56,7 +56,8 @@ class PublishStart:
     """A publish about to write its row into a table with a Headers field, by
     ``broker.publish`` (``transactional=False``) or ``tx.publish`` (``True``): a hook may give
     headers to write with it (``Events.publishing``). ``headers``: the publish's own (which
-    win over a hook's). ``start_ns`` is the ``PublishEvent``'s."""
+    win over a hook's). ``start_ns`` is the ``PublishEvent``'s. ``rows``: the rows a batch
+    (``publish_many``) writes with these headers; ``group`` is theirs when they share one."""
 
     table: str
     group: str | None
@@ -64,12 +65,14 @@ class PublishStart:
     transactional: bool
     start_ns: int
     headers: Mapping[str, str]
+    rows: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class PublishEvent:
     """A row written by ``broker.publish`` (``transactional=False``) or ``tx.publish``
-    (``True``: it commits with its transaction). ``error``: why the write failed."""
+    (``True``: it commits with its transaction). ``error``: why the write failed. ``rows``:
+    the rows a batch (``publish_many``) wrote; ``group`` is theirs when they share one."""
 
     table: str
     group: str | None
@@ -78,6 +81,7 @@ class PublishEvent:
     start_ns: int
     duration: float
     error: BaseException | None
+    rows: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, NewType, TypeAlias, cast, final, overload
@@ -36,6 +36,10 @@ WriteRow = Callable[..., Awaitable[tuple[str, str | None, Published]]]
 it went (the table and group to wake once the transaction commits) and what the publish
 returns (the row holding its dedup key). The same for a publish by name, where the broker's
 routes lead it."""
+
+WriteMany = Callable[..., Awaitable[tuple[list[tuple[str, str | None]], list[Published]]]]
+"""How a ``Tx`` publishes a batch: its broker writes the rows on the given connection, and
+says where they went (each table and group once) and what each item's publish returns."""
 
 D = TypeVar("D", bound=Serves[Any], covariant=True, default=Any)
 F = TypeVar("F", bound=Form)
@@ -111,11 +115,13 @@ class Tx(_Runs, Generic[D]):
         *,
         ended: str = DELIVERY,
         write_named: WriteRow | None = None,
+        write_many: WriteMany | None = None,
     ) -> None:
         self._tx_conn: Connection | None = conn
         self._style = style
         self._write = write
         self._write_named = write_named
+        self._write_many = write_many
         self._ended = ended
         self.published: list[tuple[str, str | None]] = []
 
@@ -185,6 +191,63 @@ class Tx(_Runs, Generic[D]):
             **columns,
         )
         return self._written(written)
+
+    @overload
+    async def publish_many(
+        self: AnyTx,
+        row_type: type[Inbox[Any, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = ...,
+        headers: Mapping[str, str] | None = ...,
+        on_duplicate: OnDuplicate = ...,
+        chunk: int = ...,
+        **columns: object,
+    ) -> list[Published]: ...
+    @overload
+    async def publish_many(
+        self: Tx[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = ...,
+        headers: Mapping[str, str] | None = ...,
+        on_duplicate: OnDuplicate = ...,
+        chunk: int = ...,
+        **columns: object,
+    ) -> list[Published]: ...
+    async def publish_many(
+        self,
+        row_type: Any,
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_duplicate: OnDuplicate = "return",
+        chunk: int = 1000,
+        **columns: object,
+    ) -> list[Published]:
+        """Write one row per item inside this transaction, one statement per chunk (see
+        ``SqlBroker.publish_many``); they commit with it, and wake each subscription of
+        their groups once it commits. A failure leaves the transaction to roll back: a
+        batch that raised may have written some of its rows in it."""
+        if self._write_many is None:
+            msg = "this transaction publishes no batches: its broker writes none"
+            raise TypeError(msg)
+        written, found = await self._write_many(
+            self._conn,
+            row_type,
+            items,
+            delay=delay,
+            headers=headers,
+            on_duplicate=on_duplicate,
+            chunk=chunk,
+            **columns,
+        )
+        for where in written:
+            if where not in self.published:
+                self.published.append(where)
+        return found
 
     @overload
     async def publish_named(

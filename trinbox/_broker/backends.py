@@ -6,7 +6,7 @@ this table instead of branching on the database.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -17,7 +17,7 @@ from .._dialects.sqlite import SqliteDialect
 from .._drivers._base import Pool
 from .._drivers._requires import load_driver, require_driver
 from .._drivers._urls import Kind, check_server_url, redacted
-from .._drivers.sqlite import SqlitePool, sqlite_path
+from .._drivers.sqlite import SqlitePool, sqlite_path, variable_limit
 from ..errors import ConnectError
 
 __all__ = ["BACKENDS", "Backend", "backend_of_url"]
@@ -32,7 +32,8 @@ class Backend:
     opens; ``system`` its OpenTelemetry ``db.system.name`` (the AsyncAPI protocol too);
     ``database_clock`` whether the statements read the server's clock unless a clock is
     given; ``pool_size`` the default; ``notify`` whether it announces publishes to other
-    processes (LISTEN/NOTIFY) and sits behind PgBouncer."""
+    processes (LISTEN/NOTIFY) and sits behind PgBouncer; ``parameter_limit`` reads the
+    parameters a statement may bind from the driver's library, where that decides it."""
 
     kind: Kind
     server: str
@@ -43,6 +44,7 @@ class Backend:
     database_clock: bool
     pool_size: int
     notify: bool = False
+    parameter_limit: Callable[[], int] | None = None
 
     @property
     def in_process(self) -> bool:
@@ -101,6 +103,7 @@ BACKENDS: Mapping[Kind, Backend] = {
         system="sqlite",
         database_clock=False,
         pool_size=8,
+        parameter_limit=variable_limit,
     ),
 }
 """Every backend, by kind."""

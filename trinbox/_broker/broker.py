@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any, Generic, LiteralString, TypeVar, cast, overload
@@ -59,6 +59,16 @@ from ..errors import (
 )
 from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
+from .many import (
+    CHUNK,
+    BatchLimits,
+    BatchRow,
+    batch_rows,
+    check_chunk,
+    chunked,
+    merged,
+    write_chunk,
+)
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
 from .waiting import Settled, SettledRows, wait_settled
@@ -126,6 +136,10 @@ class SqlBroker(Generic[D]):
         self._closed = False
         self._queues: set[tuple[str, str | None]] = set()
         self.events: EventBus | None = None  # the serving app's hooks
+        # What bounds a batch's statements, read once (batch publish); PostgreSQL's column
+        # types by table, for its arrays.
+        self._batch_limits: BatchLimits | None = None
+        self._batch_types: dict[str, dict[str, str]] = {}
 
     # -- constructors -------------------------------------------------------------------------
 
@@ -586,6 +600,279 @@ class SqlBroker(Generic[D]):
             on_duplicate,
         )
 
+    async def publish_many(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_duplicate: OnDuplicate = "return",
+        chunk: int = CHUNK,
+        **columns: object,
+    ) -> list[Published]:
+        """Write one row per item into ``row_type``'s table, in one transaction, one
+        statement per chunk of at most ``chunk`` rows (fewer where the server's limits say
+        so), and wake each local subscription of their groups once.
+
+        An item is a message, written with ``columns``, ``delay`` and ``headers`` as
+        ``publish`` takes them, or a ``Message(message, delay=, headers=, unique=,
+        **columns)`` with fields of its own (its columns and headers over the shared ones,
+        its delay instead). Returns what each item's ``publish`` would, in the items' order,
+        with every row's id read back: a keyed row held by an unfinished row is that row,
+        ``duplicate=True`` (``Duplicate`` with ``on_duplicate="raise"``, and nothing
+        written). All or nothing: a row refused (before anything is written) or a statement
+        failed leaves none of the batch. An empty batch writes nothing."""
+        if self._closed:
+            raise Closed("the broker is shut down; publish before shutdown")
+        written, found = await self._write_many(
+            spec_of(row_type), items, delay, headers, columns, on_duplicate, chunk, None
+        )
+        for table, group in written:
+            self.wakes.wake(table, group)
+        return found
+
+    async def _write_many_in(
+        self,
+        conn: Connection,
+        row_type: type[Inbox[Any, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_duplicate: OnDuplicate = "return",
+        chunk: int = CHUNK,
+        **columns: object,
+    ) -> tuple[list[tuple[str, str | None]], list[Published]]:
+        """A ``Tx``'s batch: the rows written in its transaction, where they went (once per
+        group), and what each item's publish returns."""
+        return await self._write_many(
+            spec_of(row_type), items, delay, headers, columns, on_duplicate, chunk, conn
+        )
+
+    async def _write_many(
+        self,
+        spec: TableSpec,
+        items: Iterable[object],
+        delay: timedelta | None,
+        headers: Mapping[str, str] | None,
+        columns: dict[str, object],
+        on_duplicate: OnDuplicate,
+        chunk: int,
+        conn: Connection | None,
+    ) -> tuple[list[tuple[str, str | None]], list[Published]]:
+        where = "publish_many" if conn is None else "tx.publish_many"
+        most = check_chunk(chunk, where)
+        messages = merged(spec, items, delay=delay, headers=headers, columns=columns, where=where)
+        if not messages:
+            return [], []
+        groups = {group_of(spec, m.columns) for m in messages}
+        group = next(iter(groups)) if len(groups) == 1 else None
+        events = self.events
+        start, t0 = now_ns(), time.perf_counter()
+        error: BaseException | None = None
+        try:
+            added: Mapping[str, str] = {}
+            if events is not None and spec.headers is not None:
+                added = events.publishing(
+                    PublishStart(
+                        spec.qualified_name,
+                        group,
+                        self.backend.system,
+                        conn is not None,
+                        start,
+                        own_headers(headers),
+                        rows=len(messages),
+                    )
+                )
+            rows = batch_rows(self.dialect, spec, messages, self.clock(), self.codec, added, where)
+            found = await self._write_many_on(conn, spec, rows, on_duplicate, most)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if events is not None:
+                events.published(
+                    PublishEvent(
+                        spec.qualified_name,
+                        group,
+                        self.backend.system,
+                        conn is not None,
+                        start,
+                        time.perf_counter() - t0,
+                        error,
+                        rows=len(messages),
+                    )
+                )
+        written = dict.fromkeys(
+            (spec.qualified_name, row.group)
+            for row, item in zip(rows, found, strict=True)
+            if not item.duplicate
+        )
+        return list(written), found
+
+    async def _write_many_on(
+        self,
+        conn: Connection | None,
+        spec: TableSpec,
+        rows: list[BatchRow],
+        on_duplicate: OnDuplicate,
+        chunk: int,
+    ) -> list[Published]:
+        """The batch on ``conn`` (the caller's transaction), else in a transaction of its
+        own on a pooled connection, written again after a deadlock on the unique index."""
+        return await self._retried(
+            conn,
+            spec,
+            keyed=any(row.key is not None for row in rows),
+            texts=(
+                "publish_many" if conn is None else "tx.publish_many",
+                "the batch",
+                "a batch with dedup keys",
+            ),
+            write=lambda on: self._batch_on(on, spec, rows, on_duplicate, chunk, own=conn is None),
+        )
+
+    async def _batch_on(
+        self,
+        conn: Connection,
+        spec: TableSpec,
+        rows: list[BatchRow],
+        on_duplicate: OnDuplicate,
+        chunk: int,
+        *,
+        own: bool,
+    ) -> list[Published]:
+        """Write the chunks on ``conn``; on a connection of its own, inside a transaction
+        unless one statement writes the whole batch (one chunk, no key to match)."""
+        limits = await self._limits(conn)
+        types = await self._column_types(conn, spec) if self.dialect.batch_types else None
+        keyed = any(row.key is not None for row in rows)
+        plan = self.dialect.batch_insert(spec, keyed=keyed, types=types)
+        chunks = list(chunked(rows, plan, limits, chunk))
+        begin = own and (len(chunks) > 1 or keyed)
+        if begin:
+            await conn.begin(self.dialect.plain_begin().sql)
+        try:
+            found: list[Published] = []
+            for part in chunks:
+                found.extend(await write_chunk(conn, self.dialect, spec, plan, part, on_duplicate))
+            groups = dict.fromkeys(
+                row.group for row, item in zip(rows, found, strict=True) if not item.duplicate
+            )
+            for group in groups:
+                await self._announce(conn, spec, group)
+            if begin:
+                await conn.commit()
+        except BaseException:
+            if begin:
+                await rollback_quietly(conn)
+            raise
+        return found
+
+    async def _limits(self, conn: Connection) -> BatchLimits:
+        """What bounds a batch's statements on this database, read once."""
+        if self._batch_limits is None:
+            packet = None
+            query = self.dialect.packet_limit_query
+            if query is not None:
+                found = await conn.fetch(self.dialect.render("limits", query).sql)
+                packet = int(cast("int", found[0][0]))
+            reader = self.backend.parameter_limit
+            parameters = reader() if reader is not None else self.dialect.parameter_limit
+            self._batch_limits = BatchLimits(parameters, packet)
+        return self._batch_limits
+
+    async def _column_types(self, conn: Connection, spec: TableSpec) -> dict[str, str]:
+        """The table's columns' types as the catalog has them (PostgreSQL's arrays), read
+        once per table."""
+        types = self._batch_types.get(spec.qualified_name)
+        if types is None:
+            query = self.dialect.columns_query(spec)
+            records = await conn.fetch(query.sql, query.bind({}))
+            types = {c.name: c.type for c in self.dialect.read_columns(spec, records)}
+            self._batch_types[spec.qualified_name] = types
+        return types
+
+    @overload
+    def insert_many_statement(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        chunk: int = CHUNK,
+        paramstyle: PositionalStyle | None = None,
+        **columns: object,
+    ) -> list[tuple[LiteralString, tuple[object, ...]]]: ...
+
+    @overload
+    def insert_many_statement(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        chunk: int = CHUNK,
+        paramstyle: NamedStyle,
+        **columns: object,
+    ) -> list[tuple[LiteralString, dict[str, object]]]: ...
+
+    def insert_many_statement(
+        self: SqlBroker[Serves[tuple[F, Any]]],
+        row_type: type[RowOf[F, Any]],
+        items: Iterable[object],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        chunk: int = CHUNK,
+        paramstyle: Paramstyle | None = None,
+        **columns: object,
+    ) -> (
+        list[tuple[LiteralString, tuple[object, ...]]]
+        | list[tuple[LiteralString, dict[str, object]]]
+    ):
+        """``insert_statement`` for a batch: the statements that write one row per item (as
+        ``publish_many`` takes them), a multi-row ``INSERT ... VALUES`` per chunk of at most
+        ``chunk`` rows and within the parameters a statement may bind (PostgreSQL's 65535,
+        the running SQLite library's), to run in order on a connection of your own. Row
+        ``n``'s parameters are named after its columns with ``_n`` (from 1) in the named
+        styles. With a dedup key in any row of a chunk, its statement skips a held key as
+        ``insert_statement(..., unique=)`` does (``ON CONFLICT ... DO NOTHING RETURNING id``,
+        ``ON DUPLICATE KEY UPDATE id = id``). MySQL's ``max_allowed_packet`` is the server's
+        to know: keep ``chunk`` within it. An empty batch: no statement."""
+        spec = spec_of(row_type)
+        where = "insert_many_statement"
+        style = None if paramstyle is None else check_paramstyle(paramstyle)
+        most = check_chunk(chunk, where)
+        messages = merged(
+            spec, items, delay=delay, headers=headers, columns=dict(columns), where=where
+        )
+        rows = batch_rows(self.dialect, spec, messages, self.clock(), self.codec, {}, where)
+        if not rows:
+            return []
+        plan = self.dialect.batch_insert(spec, keyed=False)
+        reader = self.backend.parameter_limit
+        limits = BatchLimits(reader() if reader is not None else self.dialect.parameter_limit)
+        statements: list[Any] = []
+        for part in chunked(rows, plan, limits, most):
+            keyed = any(row.key is not None for row in part)
+            sql = self.dialect.insert_many_sql(spec, len(part), keyed=keyed)
+            values = {
+                f"{slot}_{n}": value
+                for n, row in enumerate(part, start=1)
+                for slot, value in row.values.items()
+            }
+            if style is None:
+                statement = self.dialect.render("insert_many", sql)
+                statements.append((_literal(statement.sql), statement.bind(values)))
+            else:
+                text, params = render_for_driver(sql, values, style)
+                statements.append((_literal(text), params))
+        return statements
+
     async def wait(self, row_type: type[T], row_id: object) -> Settled[T]:
         """Wait until the row ``row_id`` of ``row_type`` has settled, and say how: a
         ``Settled`` with ``outcome`` ``"ack"`` (``result``: the handler's result, decoded by
@@ -639,7 +926,7 @@ class SqlBroker(Generic[D]):
             raise
         finally:
             await give_back(self.pool, conn)
-        for table, group in tx.published:
+        for table, group in dict.fromkeys(tx.published):
             self.wakes.wake(table, group)
 
     @overload
@@ -729,7 +1016,12 @@ class SqlBroker(Generic[D]):
         """The ``Tx`` of a transaction open on ``conn`` (a delivery's, unless ``ended`` says
         otherwise): its publishes write through this broker, on ``conn``."""
         return Tx(
-            conn, self._write_in, self.dialect.style, ended=ended, write_named=self._write_named_in
+            conn,
+            self._write_in,
+            self.dialect.style,
+            ended=ended,
+            write_named=self._write_named_in,
+            write_many=self._write_many_in,
         )
 
     async def _write_in(
@@ -836,42 +1128,65 @@ class SqlBroker(Generic[D]):
             )
 
     async def _write_on(self, conn: Connection | None, row: _Row) -> Published:
+        return await self._retried(
+            conn,
+            row.spec,
+            keyed=row.unique is not None,
+            texts=("publish", "the publish", "a publish with a dedup key"),
+            write=lambda on: self._insert(on, row),
+        )
+
+    async def _retried(
+        self,
+        conn: Connection | None,
+        spec: TableSpec,
+        *,
+        keyed: bool,
+        texts: tuple[str, str, str],
+        write: Callable[[Connection], Awaitable[T]],
+    ) -> T:
+        """``write`` on ``conn`` (inside the caller's transaction), else on a pooled
+        connection given back after; with dedup keys, written again after a deadlock on the
+        unique index (MySQL), which a caller's transaction cannot be. ``texts``: the call,
+        what it writes, and what retries, as the messages name them."""
+        where, what, retries = texts
         if conn is not None:
             try:
-                return await self._insert(conn, row)
+                return await write(conn)
             except LockNotAvailable as exc:
-                if row.unique is None or exc.code not in self.dialect.unique_deadlocks:
+                if not keyed or exc.code not in self.dialect.unique_deadlocks:
                     raise
                 msg = (
-                    f"publish into {row.spec.label}: a deadlock on the unique index of the "
-                    f"Unique field {_field(row.spec)} ({exc}) ended the caller's transaction "
-                    f"(the database rolled it back whole), so the publish cannot be retried "
+                    f"{where} into {spec.label}: a deadlock on the unique index of the "
+                    f"Unique field {_field(spec)} ({exc}) ended the caller's transaction "
+                    f"(the database rolled it back whole), so {what} cannot be retried "
                     f"inside it; retry the whole transaction"
                 )
                 raise LockNotAvailable(msg, statement=exc.statement, code=exc.code) from exc
         for tries in range(1, UNIQUE_TRIES + 1):
-            conn = await self.pool.acquire("publish")
+            own = await self.pool.acquire(where)
             try:
-                return await self._insert(conn, row)
+                return await write(own)
             except LockNotAvailable as exc:
                 # A deadlock on the unique index rolled the one statement back: write again.
-                if row.unique is None or exc.code not in self.dialect.unique_deadlocks:
+                if not keyed or exc.code not in self.dialect.unique_deadlocks:
                     raise
                 if tries == UNIQUE_TRIES:
                     msg = (
-                        f"publish into {row.spec.label}: a publish with a dedup key retries a "
-                        f"deadlock on the unique index of the Unique field {_field(row.spec)} "
-                        f"{UNIQUE_TRIES} times, found one at each try ({exc}); publish again, "
-                        f"or publish the key from fewer writers at once"
+                        f"{where} into {spec.label}: {retries} retries a deadlock on the "
+                        f"unique index of the Unique field {_field(spec)} {UNIQUE_TRIES} "
+                        f"times, found one at each try ({exc}); publish again, or publish "
+                        f"the key from fewer writers at once"
                     )
                     raise LockNotAvailable(msg, statement=exc.statement, code=exc.code) from exc
                 publish_log.info(
-                    "publish into %s: a deadlock on the unique index, writing again (try %d)",
-                    row.spec.label,
+                    "%s into %s: a deadlock on the unique index, writing again (try %d)",
+                    where,
+                    spec.label,
                     tries + 1,
                 )
             finally:
-                await give_back(self.pool, conn)
+                await give_back(self.pool, own)
         raise AssertionError("unreachable: the last try returns or raises")
 
     async def _insert(self, conn: Connection, row: _Row) -> Published:
@@ -896,15 +1211,20 @@ class SqlBroker(Generic[D]):
                     key = str(found.key)
                     raise Duplicate(msg, id=found.id, key=key, table=spec.qualified_name)
                 return found
+        await self._announce(conn, spec, group_of(spec, row.columns))
+        return found
+
+    async def _announce(self, conn: Connection, spec: TableSpec, group: str | None) -> None:
+        """With ``listen_notify``, tell other processes that ``group`` of the table has a new
+        row (inside a transaction, PostgreSQL delivers it at the commit)."""
         notify = self.dialect.notify_statement()
         if not self.listen_notify or notify is None:
-            return found
-        group = group_of(spec, row.columns) or ""
+            return
         # Read before the NOTIFY: a failed statement may end what it ran in.
         in_transaction = conn.in_transaction
         try:
             await conn.execute(
-                notify.sql, notify.bind({"channel": spec.qualified_name, "group": group})
+                notify.sql, notify.bind({"channel": spec.qualified_name, "group": group or ""})
             )
         except DatabaseError as exc:
             if in_transaction:
@@ -916,7 +1236,6 @@ class SqlBroker(Generic[D]):
                 spec.label,
                 exc_info=True,
             )
-        return found
 
     async def _insert_unique(
         self, conn: Connection, row: _Row, values: dict[str, object]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import trio
 
 __all__ = ["Permit", "WakeBoard"]
@@ -28,6 +30,8 @@ class WakeBoard:
 
     def __init__(self) -> None:
         self._permits: dict[tuple[str, str | None], Permit] = {}
+        # Wakes asked for, by (table, group): a batch asks once per group it wrote.
+        self.counts: Counter[tuple[str, str | None]] = Counter()
 
     def permit(self, table: str, group: str | None) -> Permit:
         return self._permits.setdefault((table, group), Permit())
@@ -35,6 +39,7 @@ class WakeBoard:
     def wake(self, table: str, group: str | None) -> None:
         """Wake the subscription of that group, or every subscription of the table when the
         group is ``None`` (a group-less table, or a notification without payload)."""
+        self.counts[(table, group)] += 1
         for (t, g), permit in self._permits.items():
             if t == table and (group is None or g is None or g == group):
                 permit.set()

@@ -37,7 +37,7 @@ from ._columns import ColumnRules
 from ._ddl_types import DdlRules
 from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join, render
 
-__all__ = ["DeadLetter", "Dialect", "UniqueInsert", "fold"]
+__all__ = ["BatchInsert", "DeadLetter", "Dialect", "UniqueInsert", "fold"]
 
 _NOW = Param("now")
 _RETRY_AT = Param("retry_at")
@@ -69,6 +69,23 @@ class UniqueInsert:
     insert: Statement
     holder: Statement
     returns_id: bool = True
+    last_id: Statement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInsert:
+    """The insert of one chunk of a batch publish (``Dialect.batch_insert``): ``head``, then
+    ``row`` once per row (its text and slots, the rows joined by ``, ``), then ``tail``. With
+    ``arrays`` (PostgreSQL) the whole statement is that one, each of its slots bound as the
+    array of the rows' values, the same text for every chunk. ``returns``: the statement
+    returns each new row's id (and key); else (MySQL) ``last_id`` reads the first generated id
+    and the step between ids, and a held key fails the insert."""
+
+    head: str
+    row: Statement
+    tail: str
+    arrays: Statement | None = None
+    returns: bool = True
     last_id: Statement | None = None
 
 
@@ -476,14 +493,20 @@ class Dialect(ColumnRules):
     def unique_insert_sql(self, spec: TableSpec) -> Frag:
         """The insert of a publish with a dedup key, before rendering (``insert_statement``
         renders it for the user's own driver): a row back with its id when it wrote one."""
+        return self.insert_sql(spec) + self.unique_suffix(spec)
+
+    def unique_suffix(self, spec: TableSpec) -> str:
+        """What the insert of a publish with a dedup key adds to the plain insert."""
+        return self.unique_conflict(spec) + f" {self.column(spec.id)}"
+
+    def unique_conflict(self, spec: TableSpec) -> str:
+        """What follows an insert that writes nothing where an unfinished row holds the key,
+        up to its ``RETURNING`` (the returned columns follow)."""
         holds = self.unique_holds(spec)
         target = f" ({self.column(spec.unique)})"
         if holds:
             target += " WHERE " + " AND ".join(holds)
-        return (
-            self.insert_sql(spec)
-            + f" ON CONFLICT{target} DO NOTHING RETURNING {self.column(spec.id)}"
-        )
+        return f" ON CONFLICT{target} DO NOTHING RETURNING"
 
     def unique_holder(self, spec: TableSpec) -> Statement:
         """The id of the row that holds the publish's key (its value in the key column's
@@ -497,6 +520,78 @@ class Dialect(ColumnRules):
             conds = [key + " = " + P(self.slot_of(spec.unique)), *self.unique_holds(spec)]
         return self.render(
             "holder", f"SELECT {self.column(spec.id)} FROM {self.table(spec)}" + self.where(conds)
+        )
+
+    # -- batch publish (publish_many) ----------------------------------------------------------
+    #
+    # A batch writes its rows chunk by chunk, one statement each: multi-row VALUES, the row's
+    # part repeated (PostgreSQL binds one array per slot instead, ``Postgres.batch_insert``).
+    # The statement returns each new row's id and key, and a chunk's rows are inserted in the
+    # order given, so that the generated ids rise in that order: the broker matches the
+    # returned rows to the chunk's by key and by rising id, whatever order they come back in.
+
+    # Parameters a statement may bind (None: no limit the protocol sets); SQLite's is the
+    # running library's (``SQLITE_MAX_VARIABLE_NUMBER``), read when a broker first needs it.
+    parameter_limit: ClassVar[int | None] = None
+    # The statement that reads the largest statement the server takes, in bytes (MySQL's
+    # max_allowed_packet), if there is one.
+    packet_limit_query: ClassVar[str | None] = None
+    # Whether ``batch_insert`` takes the columns' types from the catalog (``columns_query``).
+    batch_types: ClassVar[bool] = False
+
+    def batch_insert(
+        self, spec: TableSpec, *, keyed: bool, types: Mapping[str, str] | None = None
+    ) -> BatchInsert:
+        """The insert of a chunk of a batch publish: with ``keyed``, one that skips a row
+        whose key an unfinished row holds (or an earlier row of the chunk); ``types``, the
+        columns' types as the catalog has them (PostgreSQL's arrays)."""
+        self.check_names(spec)
+        cols = spec.insert_columns
+        if not cols:
+            msg = (
+                f"publish_many into {spec.label}: a batch writes each row's fields, found a "
+                f"table whose every field is generated; publish its rows one by one"
+            )
+            raise DeclarationError(msg)
+        names = ", ".join(self.column(c) for c in cols)
+        head = self.render("insert_many", f"INSERT INTO {self.table(spec)} ({names}) VALUES ")
+        row = self.render("insert_many", self._batch_row(spec))
+        back = self.column(spec.id)
+        if spec.unique is not None:
+            back += ", " + self.column(spec.unique)
+        tail = (self.unique_conflict(spec) if keyed else " RETURNING") + f" {back}"
+        return BatchInsert(head.sql, row, self.render("insert_many", tail).sql)
+
+    def _batch_row(self, spec: TableSpec, suffix: str = "") -> Sql:
+        """One row of a multi-row VALUES, each slot's name followed by ``suffix``."""
+        slots: list[Frag] = []
+        for col in spec.insert_columns:
+            slot = self.insert_slot(spec, col)
+            slots.append(_suffixed(slot, suffix) if suffix else slot)
+        return "(" + join(", ", slots) + ")"
+
+    def insert_many_sql(self, spec: TableSpec, count: int, *, keyed: bool) -> Frag:
+        """``count`` rows in one insert for the user's own driver (``insert_many_statement``):
+        row ``n``'s slots are its columns' followed by ``_n`` (from 1); with ``keyed``, the
+        dedup of ``unique_insert_sql``."""
+        self.batch_insert(spec, keyed=False)  # the names, and a table with fields to write
+        cols = spec.insert_columns
+        names = ", ".join(self.column(c) for c in cols)
+        rows = join(", ", (self._batch_row(spec, f"_{n}") for n in range(1, count + 1)))
+        tail = self.unique_suffix(spec) if keyed else ""
+        return f"INSERT INTO {self.table(spec)} ({names}) VALUES " + rows + tail
+
+    def batch_holders(self, spec: TableSpec, count: int) -> Statement:
+        """The key and id of the rows that hold any of ``count`` keys (slots ``key0``...)."""
+        held = self.unique_held(spec)
+        column = self.quoted(held) if held is not None else self.column(spec.unique)
+        keys = join(", ", (P(f"key{i}") for i in range(count)))
+        conds: list[Frag] = [column + " IN (" + keys + ")"]
+        if held is None:
+            conds.extend(self.unique_holds(spec))
+        return self.render(
+            "holders",
+            f"SELECT {column}, {self.column(spec.id)} FROM {self.table(spec)}" + self.where(conds),
         )
 
     def slot_of(self, col: ColumnSpec | None) -> str:
@@ -1003,6 +1098,13 @@ class Dialect(ColumnRules):
         dialects of the row lock form have one."""
         msg = f"{self.name} has no row lock form, so no count at claim"
         raise AssertionError(msg)
+
+
+def _suffixed(sql: Frag, suffix: str) -> Frag:
+    """``sql`` with ``suffix`` after the name of each of its slots."""
+    if isinstance(sql, str):
+        return sql
+    return Sql(*(Param(p.name + suffix) if isinstance(p, Param) else p for p in sql.parts))
 
 
 def _str(value: object) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -50,7 +50,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from ..errors import DeclarationError, FifoAtSerializable, ServerTooOld
-from ._base import Dialect, UniqueInsert
+from ._base import BatchInsert, Dialect, UniqueInsert
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
 from ._count_at_claim import GUARD_WAIT_SECONDS
@@ -306,8 +306,29 @@ class MySqlDialect(Dialect):
     def unique_insert_sql(self, spec: TableSpec) -> Frag:
         """``ON DUPLICATE KEY UPDATE id = id``: a held key changes nothing, and the driver
         reports 0 rows affected (1 with CLIENT_FOUND_ROWS, which counts matched rows)."""
+        return self.insert_sql(spec) + self.unique_suffix(spec)
+
+    def unique_suffix(self, spec: TableSpec) -> str:
         ident = self.column(spec.id)
-        return self.insert_sql(spec) + f" ON DUPLICATE KEY UPDATE {ident} = {ident}"
+        return f" ON DUPLICATE KEY UPDATE {ident} = {ident}"
+
+    packet_limit_query: ClassVar[str | None] = "SELECT @@max_allowed_packet"
+
+    def batch_insert(
+        self, spec: TableSpec, *, keyed: bool, types: Mapping[str, str] | None = None
+    ) -> BatchInsert:
+        """A plain multi-row insert, which a held key fails with a duplicate key error (the
+        broker writes only the rows whose keys it read free); no ``RETURNING``: the first
+        generated id and ``auto_increment_increment``, the step between the ids of one
+        insert (InnoDB reserves a multi-row insert's ids at once, in every lock mode)."""
+        plain = super().batch_insert(spec, keyed=False)
+        return BatchInsert(
+            plain.head,
+            plain.row,
+            "",
+            returns=False,
+            last_id=self.render("last_id", "SELECT LAST_INSERT_ID(), @@auto_increment_increment"),
+        )
 
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"

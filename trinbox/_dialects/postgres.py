@@ -9,7 +9,7 @@ that holds the delivery; a dead letter moves into its table in one statement.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -30,13 +30,13 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import ColumnSpec, TableSpec
-from ..errors import UnsupportedIsolation
-from ._base import DeadLetter, Dialect
+from ..errors import DeclarationError, UnsupportedIsolation
+from ._base import BatchInsert, DeadLetter, Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
-from ._statement import P, ParamStyle, Sql, Statement
+from ._statement import P, Param, ParamStyle, Sql, Statement, join
 
 __all__ = ["PostgresDialect"]
 
@@ -329,6 +329,56 @@ class PostgresDialect(Dialect):
             ),
         )
 
+    # -- batch publish -------------------------------------------------------------------------
+
+    # The protocol's count of parameters (an Int16): a user's driver binds a multi-row VALUES.
+    parameter_limit: ClassVar[int | None] = 65535
+    batch_types: ClassVar[bool] = True
+
+    def batch_insert(
+        self, spec: TableSpec, *, keyed: bool, types: Mapping[str, str] | None = None
+    ) -> BatchInsert:
+        """Given the columns' types (the broker's driver): ``INSERT ... SELECT ... FROM
+        unnest($1::<type>[], ...) WITH ORDINALITY ... ORDER BY`` the ordinal, one array per
+        slot, so that the text is the same for every chunk (prepared once) and the rows are
+        inserted (their ids drawn from the sequence) in the order given. Without types
+        (``insert_many_statement``): the multi-row VALUES every dialect writes."""
+        values = super().batch_insert(spec, keyed=keyed)
+        if types is None:
+            return values
+        cols = spec.insert_columns
+        slots = list(values.row.params)
+        alias = {slot: f"u.c{i}" for i, slot in enumerate(slots, start=1)}
+        delay = self.delay_slot(spec)
+        arrays: list[Sql] = []
+        for slot in slots:
+            if slot == delay:
+                kind = "bigint"
+            elif slot in types:
+                kind = types[slot]
+            else:
+                msg = (
+                    f"publish_many into {spec.label}: a batch binds each column as an array "
+                    f"of the column's type, found no column {slot!r} in the table's catalog; "
+                    f"add it (trinbox schema prints the table)"
+                )
+                raise DeclarationError(msg)
+            arrays.append(P(slot) + f"::{kind}[]")
+        exprs = [_aliased(self.insert_slot(spec, c), alias) for c in cols]
+        names = ", ".join(self.column(c) for c in cols)
+        outs = ", ".join(f"c{i}" for i in range(1, len(slots) + 1))
+        sql = (
+            f"INSERT INTO {self.table(spec)} ({names}) SELECT "
+            + join(", ", exprs)
+            + " FROM unnest("
+            + join(", ", arrays)
+            + f") WITH ORDINALITY AS u({outs}, ord) ORDER BY u.ord"
+            + values.tail
+        )
+        return BatchInsert(
+            values.head, values.row, values.tail, arrays=self.render("insert_many", sql)
+        )
+
     # -- the catalog ------------------------------------------------------------------------
 
     def unique_index_query(self, spec: TableSpec) -> Statement:
@@ -395,3 +445,10 @@ class PostgresDialect(Dialect):
 
     def allow_null(self, spec: TableSpec, found: FoundColumn) -> str:
         return "allow NULL: " + self._alter(spec, found, "DROP NOT NULL")
+
+
+def _aliased(sql: Sql | str, alias: Mapping[str, str]) -> Sql:
+    """``sql`` with each parameter slot read from the unnested row's column instead."""
+    if isinstance(sql, str):
+        return Sql(sql)
+    return Sql(*(alias[p.name] if isinstance(p, Param) else p for p in sql.parts))

@@ -116,6 +116,8 @@ class SqliteDialect(Dialect):
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
     insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT OR IGNORE INTO", "")
+    # SQLITE_MAX_VARIABLE_NUMBER's default from 3.32 on; a broker reads the running library's.
+    parameter_limit: ClassVar[int | None] = 32766
     server_clock: ClassVar[ServerClock] = _CLOCK
     lock_suffix: ClassVar[str] = ""
     time_rule: ClassVar[str] = "in a STRICT SQLite table TEXT or ANY (trinbox writes times as text)"

@@ -90,6 +90,17 @@ def _refuse_private(path: str, url: str) -> None:
     raise ConnectError(msg, statement="connect")
 
 
+def variable_limit() -> int:
+    """The parameters a statement may bind in the running SQLite library
+    (``SQLITE_LIMIT_VARIABLE_NUMBER``: 999 before 3.32, 32766 after, more where a
+    distribution builds it so); trinbox's connections keep it."""
+    raw = sqlite3.connect(":memory:")
+    try:
+        return raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    finally:
+        raw.close()
+
+
 def _param(value: object) -> object:
     if isinstance(value, list):
         return json.dumps(value)  # read back with json_each (a batch's ids)

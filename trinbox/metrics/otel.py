@@ -133,6 +133,8 @@ def _producer(event: PublishStart | PublishEvent) -> dict[str, Any]:
     }
     if event.group is not None:
         attributes["trinbox.group"] = event.group
+    if event.rows != 1:
+        attributes["messaging.batch.message_count"] = event.rows
     return attributes
 
 

@@ -158,9 +158,9 @@ class PrometheusMetrics(Events):
     def published(self, event: PublishEvent) -> None:
         result = "ok" if event.error is None else "error"
         if self._group_label:
-            self._published.labels(event.table, event.group or "", result).inc()
+            self._published.labels(event.table, event.group or "", result).inc(event.rows)
         else:
-            self._published.labels(event.table, result).inc()
+            self._published.labels(event.table, result).inc(event.rows)
 
     def claimed(self, event: ClaimEvent) -> None:
         queue = (event.source.subscription, event.source.table)
