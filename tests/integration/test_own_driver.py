@@ -411,3 +411,43 @@ async def test_headers_written_in_the_users_transaction_reach_the_handler(
         with trio.fail_after(10):
             await settled(app, handle, 1)
     assert got == [headers]
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])
+async def test_a_batch_written_in_the_users_transaction_is_handled(
+    case: tuple[Stand, str, str | None], table: Table
+) -> None:
+    # insert_many_statement: one multi-row insert per chunk, every name as hostile as above.
+    stand, driver, style = case
+    stand.script(table.ddl(stand.name))
+    broker = own_broker(stand)
+    write = DRIVERS[driver](stand)
+
+    def statements(notes: list[Note]) -> list[tuple[str, Any]]:
+        if style is None:
+            return list(broker.insert_many_statement(table.row, notes, chunk=2, **table.fields))
+        named: Any = style
+        found = broker.insert_many_statement(
+            table.row, notes, chunk=2, paramstyle=named, **table.fields
+        )
+        return list(found)
+
+    assert statements([]) == []
+    write(statements([Note("undone", n) for n in range(3)]), False)
+    assert read(stand, table.retry_after(stand.name)) == []
+    notes = [Note(f"kept %s :x ? {n}", n) for n in range(5)]
+    batch = statements(notes)
+    assert len(batch) == 3  # chunks of two rows
+    write(batch, True)
+    got: list[Note] = []
+
+    @subscriber(InboxQueue(table.row, "emails"))
+    async def handle(note: Note) -> None:
+        got.append(note)
+
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        with trio.fail_after(10):
+            await settled(app, handle, 5)
+    assert sorted(got, key=lambda n: n.n) == notes
