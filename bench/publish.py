@@ -10,8 +10,15 @@ and ``LAST_INSERT_ID()``); ``--unique-table``: the same table, each publish with
 plain insert). Against none they are the publish cost of a key and of the index
 (``python -m bench.ratios unique``).
 
+``--way`` (lease): how the rows are written. ``one`` (the default) publishes them one by one
+from the tasks; ``tx`` publishes them one by one from one task, ``--batch`` to a transaction
+(``tx.publish``); ``many`` writes ``--batch`` at a time with ``publish_many`` (one statement
+per batch, ids read back); ``raw`` writes ``--batch`` at a time with a multi-row insert by hand
+on a connection of the broker's pool (the same driver, no trinbox code: no codec, no checks,
+no ids read back), the bound of the other three (``python -m bench.ratios many``).
+
     python -m bench.publish DB URL FORM N [--tasks K] [--max-seconds S] [--headers]
-                            [--unique | --unique-table]
+                            [--unique | --unique-table] [--way one|tx|many|raw] [--batch B]
 
 Prints one JSON line: publishes/s (``jobs_per_s``), seconds, and whether every row was
 written with the headers asked for (``ok``).
@@ -22,11 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import trio
 
-from trinbox import App, AppInfo
+from trinbox import App, AppInfo, SqlBroker
 
 from .common import (
     GROUP,
@@ -55,6 +63,8 @@ async def publish(
     max_seconds: float,
     headers: bool,
     unique: str | None = None,
+    way: str = "one",
+    batch: int = 1000,
 ) -> dict[str, Any]:
     row = WITH_HEADERS[form] if headers else WITH_UNIQUE[form] if unique else ROWS[form]
     given = HEADERS if headers else None
@@ -72,17 +82,61 @@ async def publish(
             )
             sent += 1
 
+    async def batches() -> None:
+        nonlocal sent
+        for first in range(0, n, batch):
+            jobs = [Job(i) for i in range(first, min(n, first + batch))]
+            if way == "many":
+                await broker.publish_many(row, jobs, name=GROUP, tenant="t0")
+            elif way == "tx":
+                async with broker.transaction() as tx:
+                    for job in jobs:
+                        await tx.publish(row, job, name=GROUP, tenant="t0")
+            else:
+                await raw_insert(broker, db, len(jobs), first)
+            sent += len(jobs)
+
     with trio.fail_after(max_seconds + 30):
         async with trio.open_nursery() as nursery:
             await nursery.start(app.serve)
             started = time.perf_counter()
             with trio.move_on_after(max_seconds):
                 async with trio.open_nursery() as publishers:
-                    for first in range(tasks):
-                        publishers.start_soon(publisher, first)
+                    if way == "one":
+                        for first in range(tasks):
+                            publishers.start_soon(publisher, first)
+                    else:
+                        publishers.start_soon(batches)
             seconds = time.perf_counter() - started
             app.shutdown()
     return {"jobs_per_s": sent / seconds, "seconds": seconds, "sent": sent}
+
+
+_MARKS = {"postgres": "${}", "mysql": "%s", "sqlite": "?"}
+
+
+async def raw_insert(broker: SqlBroker[Any], db: str, count: int, first: int) -> None:
+    """``count`` rows in one multi-row insert written by hand, on a pooled connection in
+    autocommit: what ``publish_many`` writes, without trinbox between."""
+    mark = _MARKS[db]
+    params: list[object] = []
+    rows: list[str] = []
+    now = datetime.now(UTC)
+    for i in range(first, first + count):
+        slots = []
+        for value in (GROUP, "t0", now, 1, None, b'{"n":%d}' % i):
+            params.append(value)
+            slots.append(mark.format(len(params)) if db == "postgres" else mark)
+        rows.append("(" + ", ".join(slots) + ")")
+    sql = (
+        f"INSERT INTO {TABLE} (name, tenant, retry_after, attempt, locked_until, payload) "
+        f"VALUES {', '.join(rows)}"
+    )
+    conn = await broker.pool.acquire("bench")
+    try:
+        await conn.execute(sql, params)
+    finally:
+        await broker.pool.give_back(conn)
 
 
 def written(db: str, url: str, headers: bool) -> tuple[int, int]:
@@ -105,6 +159,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=TASKS, help="publishing tasks at once")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop then")
     parser.add_argument("--headers", action="store_true", help="each publish gives headers")
+    parser.add_argument("--way", choices=["one", "tx", "many", "raw"], default="one")
+    parser.add_argument("--batch", type=int, default=1000, help="rows a batch or tx writes")
     keys = parser.add_mutually_exclusive_group()
     keys.add_argument("--unique", action="store_true", help="a Unique field, a key each")
     keys.add_argument("--unique-table", action="store_true", help="a Unique field, no key")
@@ -121,6 +177,8 @@ def main() -> None:
         args.max_seconds,
         args.headers,
         unique,
+        args.way,
+        args.batch,
     )
     rows, carried = written(args.db, args.url, args.headers)
     result["ok"] = rows == result["sent"] and carried == (rows if args.headers else 0)

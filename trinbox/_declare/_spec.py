@@ -93,6 +93,7 @@ class TableSpec:
     unique_window: timedelta | None = None
     # Columns by role, looked up on every delivery.
     _by_role: dict[str, ColumnSpec] = field(init=False, repr=False, compare=False)
+    _insert: tuple[ColumnSpec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_role: dict[str, ColumnSpec] = {}
@@ -100,6 +101,15 @@ class TableSpec:
             if col.role:
                 by_role.setdefault(col.role, col)
         object.__setattr__(self, "_by_role", by_role)
+        # Read by every publish, once per row of a batch: made once.
+        roles = [
+            c
+            for c in self.columns
+            if c.role and not c.generated and c.role not in ("origin_group", "result")
+        ]
+        roles.sort(key=lambda c: ROLE_NAMES.index(c.role))
+        data = (c for c in self.columns if not c.role and not c.generated)
+        object.__setattr__(self, "_insert", (*roles, *data))
 
     def role(self, role: str) -> ColumnSpec | None:
         return self._by_role.get(role)
@@ -162,13 +172,7 @@ class TableSpec:
     def insert_columns(self) -> tuple[ColumnSpec, ...]:
         """Every column the generated insert writes: roles first, then data columns. The
         OriginGroup is the dead letter step's to write, the Result the ack's: NULL before."""
-        roles = [
-            c
-            for c in self.columns
-            if c.role and not c.generated and c.role not in ("origin_group", "result")
-        ]
-        roles.sort(key=lambda c: ROLE_NAMES.index(c.role))
-        return (*roles, *(c for c in self.data if not c.generated))
+        return self._insert
 
     @property
     def qualified_name(self) -> str:
