@@ -35,6 +35,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_headers": "mail.py",
     "readme_trace": "traced.py",  # imports mail.py
     "readme_unique": "syncs.py",
+    "readme_many": "reminders.py",
     "readme_snooze": None,  # report.py
     "readme_results": None,  # quotes.py
     "readme_schedules": None,  # nightly.py

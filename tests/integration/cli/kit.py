@@ -5,6 +5,7 @@ run as a subprocess (``python -m trinbox``) importing this worktree's trinbox.""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ import trio
 import trinbox
 
 from ..matrix.schema import EMAIL_JOBS, PLAIN_JOBS
+from ..readme import child_env
 from ..stands import Stand
 
 ROOT = Path(trinbox.__file__).resolve().parents[1]
@@ -254,3 +256,23 @@ async def start_run(
     nursery.start_soon(running.pump, process.stdout, running.out)
     nursery.start_soon(running.pump, process.stderr, running.err)
     return running
+
+
+async def runs_as_shown(directory: Path, target: str, printed: str) -> None:
+    """``trinbox run target`` in ``directory`` (a README service written there) prints
+    ``printed`` on stdout, exactly, and ends with status 0 at a SIGINT once it has."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "trinbox", "run", target],
+        cwd=directory,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    running = Running(process)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(running.pump, process.stdout, running.out)
+        nursery.start_soon(running.pump, process.stderr, running.err)
+        await running.wait_lines(*printed.splitlines())
+        process.send_signal(signal.SIGINT)
+        assert await running.ended() == 0, running.err.decode()
+    assert running.out.decode().splitlines() == printed.splitlines()

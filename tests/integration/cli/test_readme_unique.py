@@ -5,40 +5,21 @@ again raises with ``on_duplicate="raise"``."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import trio
 
 from trinbox.errors import Duplicate
 from trinbox.schema import ddl
 
-from ..readme import as_module, block, child_env, shown
+from ..readme import as_module, block, shown
 from ..serving import make_app, serving
-from .kit import Running
+from .kit import runs_as_shown
 
 
 async def test_the_unique_example_runs_as_the_readme_shows(tmp_path: Path) -> None:
     (tmp_path / "syncs.py").write_text(block("readme_unique"))
-    printed = shown("readme_unique_output")
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "trinbox", "run", "syncs:app"],
-        cwd=tmp_path,
-        env=child_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    running = Running(process)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(running.pump, process.stdout, running.out)
-        nursery.start_soon(running.pump, process.stderr, running.err)
-        await running.wait_lines(*printed.splitlines())
-        process.send_signal(signal.SIGINT)
-        assert await running.ended() == 0, running.err.decode()
-    assert running.out.decode().splitlines() == printed.splitlines()
+    await runs_as_shown(tmp_path, "syncs:app", shown("readme_unique_output"))
 
 
 def test_the_index_statements_are_the_ddls(monkeypatch: pytest.MonkeyPatch) -> None:

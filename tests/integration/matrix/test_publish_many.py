@@ -8,6 +8,7 @@ MySQL's max_allowed_packet)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any
@@ -35,6 +36,7 @@ from trinbox import (
     subscriber,
 )
 from trinbox.errors import DeclarationError, Duplicate, IntegrityError
+from trinbox.events import Events, PublishEvent, PublishStart
 from trinbox.testing import settled
 
 from ..serving import make_app, serving
@@ -284,3 +286,40 @@ async def test_mysql_cuts_chunks_at_max_allowed_packet(case: Case) -> None:
         )
     assert [p.id for p in found] == list(range(1, 10))
     assert case.stand.value(f"SELECT COUNT(*) FROM {TABLE} WHERE LENGTH(payload) > 0") == 9
+
+
+class _Seen(Events):
+    """A hook that gives every publish a header and keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.starts: list[PublishStart] = []
+        self.ends: list[PublishEvent] = []
+
+    def publishing(self, event: PublishStart) -> Mapping[str, str] | None:
+        self.starts.append(event)
+        return {"trace": "t1", "shared": "hook's"}
+
+    def published(self, event: PublishEvent) -> None:
+        self.ends.append(event)
+
+
+async def test_event_hooks_see_one_publish_of_the_batchs_rows(case: Case) -> None:
+    row = MANY[case.form]
+    broker = case.stand.broker()
+    seen = _Seen()
+    app = _app(broker, row)
+    app.add_events(seen)
+    async with serving(app):
+        items = [Job(0), Message(Job(1), headers={"trace": "own"})]
+        await broker.publish_many(row, items, queue="jobs", headers={"shared": "call's"})
+        await broker.publish_many(row, [Message(Job(2), queue="x"), Job(3)], queue="jobs")
+    assert [(e.rows, e.group, e.transactional) for e in seen.starts] == [
+        (2, "jobs", False),
+        (2, None, False),
+    ]
+    assert [(e.rows, e.group, e.error) for e in seen.ends] == [(2, "jobs", None), (2, None, None)]
+    found = [_json(h) for (h,) in case.stand.rows(f"SELECT headers FROM {TABLE} ORDER BY id")]
+    assert found[:2] == [
+        {"trace": "t1", "shared": "call's"},
+        {"trace": "own", "shared": "call's"},
+    ]
