@@ -379,6 +379,22 @@ def fill(
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def key_every_row(db: str, url: str) -> None:
+    """Give every row of the bench table a dedup key of its own (``k<id>``), then let the
+    server settle again: the Unique index holds one entry per row, as keyed publishes leave it."""
+    key = "CONCAT('k', id)" if db == "mysql" else "'k' || id"
+    with connect(db, url) as conn:
+        run_sql(db, conn, f"UPDATE {TABLE} SET dedup = {key}")
+        if db == "postgres":
+            run_sql(db, conn, f"VACUUM ANALYZE {TABLE}")
+            run_sql(db, conn, "CHECKPOINT")
+        elif db == "mysql":
+            run_sql(db, conn, f"ANALYZE TABLE {TABLE}")
+        else:
+            conn.execute("ANALYZE")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def remaining(db: str, url: str) -> int:
     with connect(db, url) as conn:
         return int(run_sql(db, conn, f"SELECT count(*) FROM {TABLE}")[0][0])

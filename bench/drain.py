@@ -6,7 +6,7 @@ pre-insert is not timed.
 
     python -m bench.drain DB URL FORM N [--batch K] [--no-fill] [--max-seconds S]
                           [--events none|noop|prometheus] [--clock default|system|database]
-                          [--headers]
+                          [--headers] [--unique]
 
 ``--events`` installs an event hook: ``noop`` an ``Events`` subclass that overrides nothing
 (every event is made and dispatched), ``prometheus`` the Prometheus adapter on a registry of
@@ -14,7 +14,9 @@ its own (the hook's cost, measured in bench/RESULTS.md). ``--clock`` picks the b
 ``system`` (``SystemClock()``, the host's) or ``database`` (``DatabaseClock()``); ``default``
 is the database's own default (the server's clock on PostgreSQL and MySQL). ``--headers``
 (lease and row lock): every row carries ``common.HEADERS``, read through a row class with a
-Headers field, and the handler takes them (``keys.Headers``).
+Headers field, and the handler takes them (``keys.Headers``). ``--unique`` (lease): the table
+has a Unique field and its index (``common.UNIQUE_DDL``), every row holding a key of its own,
+which each ack's delete takes out of the index: the claim cost of a ``Unique()`` column.
 
 Prints one JSON line: jobs/s, seconds, and the process's peak RSS.
 """
@@ -41,7 +43,18 @@ from trinbox import (
 from trinbox.events import Events
 from trinbox.testing import settled
 
-from .common import GROUP, ROWS, WITH_HEADERS, WORKERS, Job, emit, fill, remaining
+from .common import (
+    GROUP,
+    ROWS,
+    WITH_HEADERS,
+    WITH_UNIQUE,
+    WORKERS,
+    Job,
+    emit,
+    fill,
+    key_every_row,
+    remaining,
+)
 
 SHUTDOWN_TIMEOUT = 30.0
 EVENTS = ("none", "noop", "prometheus")
@@ -81,8 +94,9 @@ async def drain(
     events: str = "none",
     clock: str = "default",
     headers: bool = False,
+    unique: bool = False,
 ) -> dict[str, Any]:
-    row = WITH_HEADERS[form] if headers else ROWS[form]
+    row = WITH_HEADERS[form] if headers else WITH_UNIQUE[form] if unique else ROWS[form]
     queue = InboxQueue(row, GROUP).workers(WORKERS).poll_interval(1.0)
     handled = 0
     sub: Any
@@ -151,11 +165,16 @@ def main() -> None:
     parser.add_argument("--events", choices=EVENTS, default="none", help="an event hook to install")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="default", help="whose clock")
     parser.add_argument("--headers", action="store_true", help="rows carry headers, read")
+    parser.add_argument("--unique", action="store_true", help="a Unique field, a key per row")
     args = parser.parse_args()
     if args.headers and (args.form not in WITH_HEADERS or args.batch is not None):
         parser.error("--headers drains the lease and row lock forms, single deliveries")
+    if args.unique and (args.form not in WITH_UNIQUE or args.headers):
+        parser.error("--unique drains the lease form, without --headers")
     if not args.no_fill:
-        fill(args.db, args.url, args.n, form=args.form, headers=args.headers)
+        fill(args.db, args.url, args.n, form=args.form, headers=args.headers, unique=args.unique)
+        if args.unique:
+            key_every_row(args.db, args.url)
     result = trio.run(
         drain,
         args.db,
@@ -167,6 +186,7 @@ def main() -> None:
         args.events,
         args.clock,
         args.headers,
+        args.unique,
     )
     left = remaining(args.db, args.url)
     result["left"] = left

@@ -19,7 +19,8 @@ table whose row class declares ``Priority()`` (``lease-prio``, ``rowlock-prio``:
 (``bench.drain``, the handler taking ``keys.Headers``) of rows that carry two headers over the
 same without them (``--headers`` against none), per database given. ``unique``: the lease
 form's publishes into a table with a Unique field, each with a key of its own (``--unique``)
-and each without one (``--unique-table``), over those into the table without the field.
+and each without one (``--unique-table``), over those into the table without the field; and
+the drain of rows that each hold a key (``bench.drain --unique``) over the plain table's.
 Each run is a subprocess that fills the table first (not timed).
 """
 
@@ -97,6 +98,15 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
                         Side("publish", "lease"),
                     )
                 )
+            found.append(  # the claim (and ack) of rows that each hold a key
+                Pair(
+                    f"{DB_LABEL[db]} · lease · drain, a key per row",
+                    db,
+                    url,
+                    Side("drain", "lease", ("--unique",)),
+                    Side("drain", "lease"),
+                )
+            )
             continue
         if args.what == "headers":
             for module, what in (("publish", "publish"), ("drain", "drain")):
