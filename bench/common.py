@@ -342,8 +342,7 @@ def fill(
             )
             if index:
                 run_sql(db, conn, claim_index)
-            run_sql(db, conn, f"VACUUM ANALYZE {TABLE}")
-            run_sql(db, conn, "CHECKPOINT")
+            settle(db, conn)
         elif db == "mysql":
             naive = due.replace(tzinfo=None)
             done = 0
@@ -361,7 +360,7 @@ def fill(
                 done += step
             if index:
                 run_sql(db, conn, claim_index)
-            run_sql(db, conn, f"ANALYZE TABLE {TABLE}")
+            settle(db, conn)
         else:
             text = due.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
             conn.execute("BEGIN")
@@ -375,8 +374,19 @@ def fill(
             conn.execute("COMMIT")
             if index:
                 conn.execute(claim_index)
-            conn.execute("ANALYZE")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            settle(db, conn)
+
+
+def settle(db: str, conn: Any) -> None:
+    """Leave the server settled after a fill: fresh statistics, a checkpoint."""
+    if db == "postgres":
+        run_sql(db, conn, f"VACUUM ANALYZE {TABLE}")
+        run_sql(db, conn, "CHECKPOINT")
+    elif db == "mysql":
+        run_sql(db, conn, f"ANALYZE TABLE {TABLE}")
+    else:
+        conn.execute("ANALYZE")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def key_every_row(db: str, url: str) -> None:
@@ -385,14 +395,7 @@ def key_every_row(db: str, url: str) -> None:
     key = "CONCAT('k', id)" if db == "mysql" else "'k' || id"
     with connect(db, url) as conn:
         run_sql(db, conn, f"UPDATE {TABLE} SET dedup = {key}")
-        if db == "postgres":
-            run_sql(db, conn, f"VACUUM ANALYZE {TABLE}")
-            run_sql(db, conn, "CHECKPOINT")
-        elif db == "mysql":
-            run_sql(db, conn, f"ANALYZE TABLE {TABLE}")
-        else:
-            conn.execute("ANALYZE")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        settle(db, conn)
 
 
 def remaining(db: str, url: str) -> int:
