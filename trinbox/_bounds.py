@@ -17,6 +17,7 @@ from types import TracebackType
 import trio
 
 __all__ = [
+    "ANNOUNCE",
     "CLAIM",
     "CLAIM_ERROR_WAIT",
     "CLEANUP",
@@ -39,6 +40,10 @@ __all__ = [
 RELEASE = 5.0
 """A dropped delivery's release (rollback, lease release, unlock and close), all its steps
 together, counted from the drop; deliveries dropped together are released side by side."""
+
+ANNOUNCE = 5.0
+"""The settlement notifications still unsent when serving ends: sent within this, else lost
+(the waits of other processes then see the rows at their next poll)."""
 
 SETTLE = 60.0
 """A settlement that takes longer is given up, and its delivery dropped."""

@@ -878,7 +878,9 @@ class SqlBroker(Generic[D]):
         ``Settled`` with ``outcome`` ``"ack"`` (``result``: the handler's result, decoded by
         the broker's codec into the Result field's type), ``"drop"`` or ``"dead_letter"``, and
         the row as it settled. Read from the row itself once a poll interval (the broker's
-        clock), so it works from any process and behind any pooler; the table needs a Result
+        clock), so it works from any process and behind any pooler, and at once when a
+        delivery of this process settles a row of the table or, with ``listen_notify``, one
+        of another process announces it did (``trinbox_settled``); the table needs a Result
         field (and so a ProcessedAt field). Refused in a handler of the row's own queue
         (``DeclarationError``): a saturated queue would wait on itself.
 

@@ -6,6 +6,10 @@ subscription (and one over every group of the table), and an empty payload wakes
 subscription of the table. A lost listening
 connection is opened again every second; once it listens again, every subscription is woken
 once, because notifications sent meanwhile are gone. Polling stays the floor either way.
+
+Settlements travel the same way for ``broker.wait``: the connection also listens on
+``SETTLED_CHANNEL``, whose payload names a table whose rows settled, and wakes the waits on
+it. ``SettledAnnouncer`` sends those notifications for the broker's own deliveries.
 """
 
 from __future__ import annotations
@@ -15,18 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._bounds import RELEASE, within
+from .._bounds import ANNOUNCE, RELEASE, within
+from .._holders.connections import give_back
 from ..errors import DatabaseError, DeclarationError, StartupError
+from .waiting import SETTLED_CHANNEL
 
 if TYPE_CHECKING:
     from .broker import SqlBroker
 
-__all__ = ["CHANNEL_LIMIT", "NotifyListener", "check_channel"]
+__all__ = ["CHANNEL_LIMIT", "NotifyListener", "SettledAnnouncer", "check_channel"]
 
 logger = logging.getLogger("trinbox.app")
 
 CHANNEL_LIMIT = 63  # bytes: a PostgreSQL identifier
 RECONNECT_WAIT = 1.0
+ANNOUNCE_SPACING = 0.02
+"""Seconds from one settlement notification to the next: a busy queue announces 50 times a
+second at most, whatever its settlement rate, and a quiet one at once."""
 
 
 def check_channel(channel: str, where: str) -> None:
@@ -44,7 +53,9 @@ class NotifyListener:
 
     def __init__(self, broker: SqlBroker[Any], channels: set[str]) -> None:
         self._broker = broker
-        self._channels = sorted(channels)
+        self._tables = channels
+        # The settled channel first: a session's last query then names its last table.
+        self._channels = [SETTLED_CHANNEL, *sorted(channels - {SETTLED_CHANNEL})]
         self._scope = trio.CancelScope()
         self.reconnects = 0
 
@@ -52,7 +63,10 @@ class NotifyListener:
         self._scope.cancel()
 
     def _notified(self, channel: str, payload: str) -> None:
-        self._broker.wakes.wake(channel, payload or None)
+        if channel == SETTLED_CHANNEL:
+            self._broker.settled_rows.settled(payload)
+        if channel in self._tables:  # a table may be named as the settled channel is
+            self._broker.wakes.wake(channel, payload or None)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         started = False
@@ -92,6 +106,7 @@ class NotifyListener:
                     # Notifications sent while no connection listened are gone.
                     self.reconnects += 1
                     self._broker.wakes.wake_all()
+                    self._broker.settled_rows.all_settled()
                 await conn.wait_lost()
                 logger.warning("the listening connection was lost; listening again")
             finally:
@@ -108,3 +123,66 @@ class NotifyListener:
         finally:
             with trio.CancelScope(shield=True):
                 await pool.aclose()
+
+
+class SettledAnnouncer:
+    """Tells other processes, on ``SETTLED_CHANNEL``, which tables' rows the broker's
+    deliveries settled, so that their ``broker.wait`` reads at once instead of at its next
+    poll. A task of ``App.serve`` where the broker listens and serves a table with a Result
+    field. One NOTIFY per table settled since the last, on a pooled connection of its own,
+    at most every ``ANNOUNCE_SPACING``: never a statement in a settlement's own round trip.
+    A failed NOTIFY loses only the wake-up (the waits poll)."""
+
+    def __init__(self, broker: SqlBroker[Any]) -> None:
+        self._broker = broker
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        settled = self._broker.settled_rows
+        settled.announcing(True)
+        tables: list[str] = []
+        try:
+            task_status.started()
+            while True:
+                tables = await settled.unannounced()
+                await self._announce(tables)
+                tables = []
+                await trio.sleep(ANNOUNCE_SPACING)
+        finally:
+            # Serving ended: the last settlements (a worker that handles a row and exits)
+            # are announced too, within a bound.
+            rest = sorted({*tables, *settled.take_unannounced()})
+            settled.announcing(False)
+            if rest:
+                with within(ANNOUNCE):
+                    await self._announce(rest)
+
+    async def _announce(self, tables: list[str]) -> None:
+        notify = self._broker.dialect.notify_statement()
+        assert notify is not None, "started only where there is NOTIFY"
+        try:
+            pool = self._broker.pool
+            conn = await pool.acquire("settled announcer")
+            try:
+                for table in tables:
+                    await conn.execute(
+                        notify.sql, notify.bind({"channel": SETTLED_CHANNEL, "group": table})
+                    )
+            finally:
+                await give_back(pool, conn)
+        except DatabaseError as exc:
+            logger.warning(
+                "NOTIFY of settled rows of %s failed: %s; waits in other processes see them "
+                "at their next poll",
+                ", ".join(tables),
+                exc,
+            )
+        except Exception as exc:
+            # Not the database's (a driver's untranslated error, a defect): only a wake-up
+            # is lost, so it never ends serve; its traceback.
+            logger.warning(
+                "NOTIFY of settled rows of %s failed: %r; waits in other processes see them "
+                "at their next poll",
+                ", ".join(tables),
+                exc,
+                exc_info=True,
+            )

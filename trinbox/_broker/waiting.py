@@ -5,7 +5,8 @@ ack and the drop, its Result field by the ack alone (the handler's result as JSO
 when it left none; a drop writes NULL), and a row moved to its dead letter is gone from the
 table (a dead letter table) or unfinished with its OriginGroup set (a dead letter group). The
 wait reads the row once a poll interval, on the broker's clock (Trio's, so that a test under
-``VirtualClock`` waits no real time), until it is settled.
+``VirtualClock`` waits no real time), until it is settled, and at once when a settlement in
+this process or a notification from another says a row of its table settled.
 
 A handler that waits for a row of its own queue could wait for ever: every worker of a
 saturated queue waiting on a row that only a free worker would handle. ``HANDLING`` holds the
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .._dialects._base import Dialect
     from .._drivers._base import Pool
 
-__all__ = ["HANDLING", "Settled", "SettledRows", "wait_settled"]
+__all__ = ["HANDLING", "SETTLED_CHANNEL", "Settled", "SettledRows", "wait_settled"]
 
 R = TypeVar("R")
 
@@ -47,28 +48,74 @@ HANDLING: ContextVar[tuple[str, str | None] | None] = ContextVar("trinbox_handli
 """The (qualified table, group) of the subscription whose handler runs in this task (group
 ``None``: every group of the table)."""
 
+SETTLED_CHANNEL = "trinbox_settled"
+"""The NOTIFY channel that tells other processes a table's rows settled (payload: the table's
+qualified name): one fixed channel, so a process listens on it without knowing beforehand
+which tables it will wait on."""
+
 Outcome = Literal["ack", "drop", "dead_letter"]
 
 
 class SettledRows:
-    """What wakes a wait in this process before its poll interval: the broker's deliveries
-    that settled a row of a table (the delivery runner says so); a wait then reads its row
-    again at once. Rows settled by other processes are seen at the next poll."""
+    """What wakes a wait before its poll interval. Settled here: the broker's deliveries that
+    settled a row of a table (the delivery runner says so). Settled elsewhere: a notification
+    on ``SETTLED_CHANNEL`` naming the table, where the broker listens. A woken wait reads its
+    row again at once; a row settled by a process that announces nothing is seen at the next
+    poll.
+
+    The tables settled here are also kept for the broker's announcer (started where
+    notifications exist), which tells other processes once per table while its NOTIFY is in
+    flight, never in a settlement's own round trip."""
 
     def __init__(self) -> None:
         self._events: dict[str, trio.Event] = {}
+        self._unannounced: set[str] | None = None  # None: nobody announces
+        self._marked = trio.Event()
 
     def settled(self, table: str) -> None:
+        """A row of ``table`` settled: every wait on it reads its row again."""
         event = self._events.pop(table, None)
         if event is not None:
             event.set()
 
+    def settled_here(self, table: str) -> None:
+        """A delivery of this process settled a row of ``table``."""
+        self.settled(table)
+        if self._unannounced is not None:
+            self._unannounced.add(table)
+            self._marked.set()
+
+    def all_settled(self) -> None:
+        """Every wait reads its row again (notifications may have been missed)."""
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
     def event(self, table: str) -> trio.Event:
-        """Set at the next settlement of a row of ``table`` in this process."""
+        """Set at the next settlement of a row of ``table`` that this process hears of."""
         found = self._events.get(table)
         if found is None:
             found = self._events[table] = trio.Event()
         return found
+
+    def announcing(self, on: bool) -> None:
+        """Keep the tables settled here for an announcer (from now on), or stop keeping them."""
+        self._unannounced = set() if on else None
+
+    async def unannounced(self) -> list[str]:
+        """The tables settled here since the last take, once there is one."""
+        assert self._unannounced is not None, "announcing(True) first"
+        while not self._unannounced:
+            self._marked = trio.Event()
+            await self._marked.wait()
+        return self.take_unannounced()
+
+    def take_unannounced(self) -> list[str]:
+        """The tables settled here since the last take, maybe none."""
+        tables = sorted(self._unannounced or ())
+        if self._unannounced:
+            self._unannounced = set()
+        return tables
 
 
 @dataclass(frozen=True, slots=True)

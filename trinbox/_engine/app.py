@@ -19,7 +19,7 @@ from .._api.schedule import Missed, Publish
 from .._api.when import When
 from .._bounds import GRACE, HOOK, within
 from .._broker.broker import SqlBroker
-from .._broker.notify import NotifyListener
+from .._broker.notify import NotifyListener, SettledAnnouncer
 from .._declare._capabilities import (
     ANY_DATABASE_MOUNTS,
     MYSQL_MOUNTS,
@@ -429,6 +429,15 @@ class App:
         shared = self._shared
         return nullcontext() if shared is None else shared.published(self.statistics)
 
+    def _announces_settlements(self, broker: SqlBroker[Any]) -> bool:
+        """Whether the broker tells other processes of its settlements (``broker.wait``):
+        where it listens, so NOTIFY exists, and serves a table with a Result field."""
+        return (
+            broker.listen_notify
+            and broker.dialect.notify_statement() is not None
+            and any(s.broker is broker and s.spec.result is not None for s in self._subscriptions)
+        )
+
     def _fail_fast(self, exc: BaseException) -> None:
         if self._failure is None:
             self._failure = exc
@@ -541,6 +550,9 @@ class App:
                             await nursery.start(sub.run)
                         for task in self._tasks:
                             await tasks.start(task.run, self.info.name, self._background_failed)
+                        for broker in brokers:
+                            if self._announces_settlements(broker):
+                                await tasks.start(SettledAnnouncer(broker).run)
                         if not self._stop.is_set():
                             for schedule in self._schedules:
                                 await tasks.start(schedule.run)

@@ -537,7 +537,7 @@ class DeliveryRunner:
         table with a Result field: only its rows are waited on)."""
         self.outcomes[step.event] += 1
         if self._waited_on:
-            self._broker.settled_rows.settled(self._spec.qualified_name)
+            self._broker.settled_rows.settled_here(self._spec.qualified_name)
 
     def _settle_failed(
         self,

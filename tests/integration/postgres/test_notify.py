@@ -118,7 +118,7 @@ class Inboxes:
         """Whether a session of the stand's database listens."""
         found = stand.value(
             "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%email_jobs%'"
         )
         return bool(found)
 
@@ -224,7 +224,7 @@ async def test_a_lost_listening_connection_listens_again_and_wakes_everyone(
         await inboxes.past_first_claims()
         killed = pg.value(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%email_jobs%'"
         )
         assert killed == 1
         # Rows written while nobody listened: the reconnect wakes every subscription once.
@@ -267,7 +267,7 @@ async def test_a_reconnect_failing_with_any_exception_is_logged_and_tried_again(
         monkeypatch.setattr(inboxes.broker, "open_side_pool", failing_once)
         killed = pg.value(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%email_jobs%'"
         )
         assert killed == 1
         with trio.fail_after(10):

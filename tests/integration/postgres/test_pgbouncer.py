@@ -29,6 +29,7 @@ from trinbox.testing import TrioClock, settled
 from ..matrix.schema import EMAIL, EMAIL_JOBS
 from ..serving import make_app, serving
 from ..stands import PostgresStand, _unreachable, fresh_stand
+from .settle_process import Ask, Quote, QuoteJob
 
 PGBOUNCER_DSN = os.environ.get(
     "TRINBOX_PGBOUNCER_DSN", "postgresql://postgres@127.0.0.1:54349/postgres"
@@ -216,3 +217,25 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
             yield from _leaves(inner)
     else:
         yield exc
+
+
+async def test_a_wait_through_transaction_pooling_reads_by_polling(bounced: Bounced) -> None:
+    # No LISTEN behind PgBouncer: a row settled by another process's broker (a direct one
+    # here, whose settlements this broker never hears of) is read at the wait's next poll.
+    direct = SqlBroker.postgres(bounced.stand.url, poll_interval=0.05, clock=TrioClock())
+
+    @subscriber(InboxQueue(QuoteJob, "quotes"))
+    async def price(ask: Ask) -> HandlerOutcome:
+        return HandlerOutcome.ack(Quote(ask.n * 2))
+
+    settler = make_app()
+    settler.on_startup(lambda: direct.create_tables(QuoteJob))
+    settler.include(direct, price)
+    waiter = make_app()
+    bounced_broker = bounced.broker()
+    waiter.add_broker(bounced_broker)
+    async with serving(settler), serving(waiter):
+        await bounced_broker.publish(QuoteJob, Ask(4), id=4)
+        with trio.fail_after(30):
+            found = await bounced_broker.wait(QuoteJob, 4)
+    assert (found.outcome, found.result) == ("ack", Quote(8))
