@@ -22,6 +22,7 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    Message,
     Payload,
     Publisher,
     RetryAfter,
@@ -161,6 +162,18 @@ async def typed_publishers(sqlite: SqlBroker[Sqlite], pg: SqlBroker[Postgres]) -
     dicts = Publisher(InboxQueue(Outbox, "dicts"), Mail)
     assert_type(dicts, Publisher[Outbox, Mail])
     await dicts.publish(sqlite, {"to": "a"})
+
+
+async def publisher_batches(sqlite: SqlBroker[Sqlite]) -> None:
+    found = await EMAILS.publish_many(sqlite, [Email("a"), Message(Email("b"), unique="b")])
+    assert_type(found, list[Published])
+    async with sqlite.transaction() as tx:
+        assert_type(await EMAILS.publish_many(tx, (Email(t) for t in "ab")), list[Published])
+
+
+async def publisher_batch_wrong_message(sqlite: SqlBroker[Sqlite]) -> None:
+    # List item 0 has incompatible type "Sms"; expected "Email | Message"
+    await EMAILS.publish_many(sqlite, [Sms("1")])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]
 
 
 async def publisher_wrong_message(sqlite: SqlBroker[Sqlite]) -> None:

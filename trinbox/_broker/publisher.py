@@ -9,16 +9,18 @@ of another type on every publish::
     await emails.publish(broker, Email(to="a@example.com"))   # fills the Group field: "emails"
     await emails.publish(broker, "hello")                     # mypy: Argument 2 ... "Email"
 
-Publishing goes through ``broker.publish`` / ``tx.publish``, so it behaves as they do.
+Publishing goes through ``broker.publish`` / ``tx.publish`` (``publish_many``: their
+``publish_many``), so it behaves as they do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final, is_typeddict
 
 from .._api.handles import Tx
+from .._api.message import Message
 from .._api.published import OnDuplicate, Published
 from .._api.queue import InboxQueue
 from .._declare._capabilities import RowOf, Serves
@@ -26,6 +28,7 @@ from .._declare._inbox import spec_of
 from .._declare._markers import Form
 from ..errors import DeclarationError
 from .broker import SqlBroker
+from .many import CHUNK
 
 __all__ = ["Publisher"]
 
@@ -93,6 +96,52 @@ class Publisher(Generic[R, T]):
             on_duplicate=on_duplicate,
             **fields,
         )
+
+    async def publish_many(
+        self: Publisher[RowOf[F, Any], T],
+        to: SqlBroker[Serves[tuple[F, Any]]] | Tx[Serves[tuple[F, Any]]],
+        messages: Iterable[T | Message],
+        *,
+        delay: timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_duplicate: OnDuplicate = "return",
+        chunk: int = CHUNK,
+        **columns: object,
+    ) -> list[Published]:
+        """Write ``messages`` into the queue in one batch, through ``broker.publish_many``
+        or, inside a transaction, ``tx.publish_many``: one row per message, with what the call
+        shares, or a ``Message`` wrapping one with fields of its own (never another group)."""
+        items = [self._item(message) for message in messages]
+        fields = self._columns(columns)
+        if isinstance(to, Tx):
+            return await to.publish_many(
+                self.queue.row,
+                items,
+                delay=delay,
+                headers=headers,
+                on_duplicate=on_duplicate,
+                chunk=chunk,
+                **fields,
+            )
+        return await to.publish_many(
+            self.queue.row,
+            items,
+            delay=delay,
+            headers=headers,
+            on_duplicate=on_duplicate,
+            chunk=chunk,
+            **fields,
+        )
+
+    def _item(self, item: object) -> object:
+        """A batch item checked as a publish checks its message: a ``Message``'s message
+        and its own columns too."""
+        if not isinstance(item, Message):
+            self._check_message(item)
+            return item
+        self._check_message(item.message)
+        self._columns(item.columns)
+        return item
 
     def _check_message(self, message: object) -> None:
         """What type checkers check, checked at runtime too where ``isinstance`` can (not for a

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
+import pytest
+
 from trinbox import (
     GENERATED,
     Attempt,
@@ -18,11 +20,13 @@ from trinbox import (
     InboxQueue,
     Lease,
     LockedUntil,
+    Message,
     Payload,
     Publisher,
     RetryAfter,
 )
 from trinbox._drivers.aio import asyncio_loop
+from trinbox.errors import DeclarationError
 
 from .conftest import Case
 from .kit import cells
@@ -74,6 +78,47 @@ async def test_a_publisher_fills_its_group_and_encodes_its_message(case: Case) -
         ("notes", "c1", b'{"text":"one"}'),
         ("notes", "c2", b'{"text":"two"}'),
     ]
+
+
+@cells(forms=["lease"])
+async def test_a_publishers_batch_fills_its_group_through_the_broker_and_a_transaction(
+    case: Case,
+) -> None:
+    stand = case.stand
+    notes = Publisher(InboxQueue(Outgoing, "notes"), Note)
+    async with asyncio_loop(stand.name != "sqlite"):
+        broker = stand.broker()
+        await broker.open()
+        try:
+            found = await notes.publish_many(
+                broker, [Note("one"), Message(Note("two"), customer="c2")], customer="c1"
+            )
+            async with broker.transaction() as tx:
+                await notes.publish_many(tx, [Note("three")], delay=timedelta(hours=1))
+        finally:
+            await broker.aclose()
+    assert len(found) == 2
+    assert stand.rows("SELECT name, customer, payload FROM email_jobs ORDER BY job_id") == [
+        ("notes", "c1", b'{"text":"one"}'),
+        ("notes", "c2", b'{"text":"two"}'),
+        ("notes", None, b'{"text":"three"}'),
+    ]
+
+
+@cells(stands=["sqlite"], forms=["lease"])
+async def test_a_publishers_batch_refuses_another_group_or_message_type(case: Case) -> None:
+    notes = Publisher(InboxQueue(Outgoing, "notes"), Note)
+    broker = case.stand.broker()
+    await broker.open()
+    try:
+        with pytest.raises(DeclarationError, match=r"found name='other' for the queue 'notes'"):
+            await notes.publish_many(broker, [Note("a"), Message(Note("b"), name="other")])
+        with pytest.raises(DeclarationError, match=r"publishes Note messages .* found str"):
+            # A Message is not typed by its message: checked at runtime only.
+            await notes.publish_many(broker, [Note("a"), Message("b")])
+    finally:
+        await broker.aclose()
+    assert case.stand.rows("SELECT job_id FROM email_jobs") == []  # nothing of either batch
 
 
 @cells(forms=["lease"])
