@@ -424,10 +424,15 @@ class App:
             sub.cut_grace()
 
     def _sharing(self) -> AbstractAsyncContextManager[None]:
-        """Around the subscriptions' nursery: the statistics published for other threads,
-        if any reader asked for them, up to the last subscription's end."""
+        """Around the subscriptions' nursery: the statistics of subscriptions and schedules
+        published for other threads, if any reader asked for them, up to the last
+        subscription's end."""
         shared = self._shared
-        return nullcontext() if shared is None else shared.published(self.statistics)
+        if shared is None:
+            return nullcontext()
+        return shared.published(
+            self.statistics, lambda: tuple(s.statistics() for s in self._schedules)
+        )
 
     def _announces_settlements(self, broker: SqlBroker[Any]) -> bool:
         """Whether the broker tells other processes of its settlements (``broker.wait``):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import trio
 
+from .._api.schedule import ScheduleStatistics
 from ..errors import TrinboxError
 
 __all__ = ["SHARE_EVERY", "Fields", "SharedStatistics", "SubscriptionStatistics"]
@@ -75,34 +76,44 @@ class SubscriptionStatistics:
 
 class SharedStatistics:
     """An app's statistics as its Trio side last published them, for a reader on another
-    thread (a metrics exporter's). ``latest`` is one tuple of frozen snapshots, taken in one
-    step of the Trio thread and replaced whole: every :data:`SHARE_EVERY` seconds while the
-    app serves, and once more when its subscriptions have stopped. A reader takes the
-    reference and reads what it holds; nothing it reaches is live or changes under it.
-    Before the first ``serve`` it is empty."""
+    thread (a metrics exporter's). ``latest`` is one tuple of frozen snapshots of its
+    subscriptions, ``schedules`` of its schedules, each taken in one step of the Trio thread
+    and replaced whole: every :data:`SHARE_EVERY` seconds while the app serves, and once more
+    when its subscriptions have stopped. A reader takes the reference and reads what it
+    holds; nothing it reaches is live or changes under it. Before the first ``serve`` both
+    are empty."""
 
-    __slots__ = ("latest",)
+    __slots__ = ("latest", "schedules")
 
     def __init__(self) -> None:
         self.latest: tuple[SubscriptionStatistics, ...] = ()
+        self.schedules: tuple[ScheduleStatistics, ...] = ()
 
     @asynccontextmanager
     async def published(
-        self, read: Callable[[], tuple[SubscriptionStatistics, ...]]
+        self,
+        read: Callable[[], tuple[SubscriptionStatistics, ...]],
+        read_schedules: Callable[[], tuple[ScheduleStatistics, ...]] = tuple,
     ) -> AsyncGenerator[None]:
-        """Publish ``read()`` now and every :data:`SHARE_EVERY` seconds while the block
-        runs, and once more as it ends."""
+        """Publish ``read()`` and ``read_schedules()`` now and every :data:`SHARE_EVERY`
+        seconds while the block runs, and once more as it ends."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._refresh, read)
+            nursery.start_soon(self._refresh, read, read_schedules)
             try:
                 yield
             finally:
                 nursery.cancel_scope.cancel()
                 self.latest = read()
+                self.schedules = read_schedules()
 
-    async def _refresh(self, read: Callable[[], tuple[SubscriptionStatistics, ...]]) -> None:
+    async def _refresh(
+        self,
+        read: Callable[[], tuple[SubscriptionStatistics, ...]],
+        read_schedules: Callable[[], tuple[ScheduleStatistics, ...]],
+    ) -> None:
         while True:
             self.latest = read()
+            self.schedules = read_schedules()
             await trio.sleep(SHARE_EVERY)
 
 

@@ -21,7 +21,7 @@ import trio
 
 try:
     from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
-    from prometheus_client.core import GaugeMetricFamily, Metric
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
     from prometheus_client.registry import Collector
 except ImportError as exc:  # pragma: no cover - the extra's absence is tested in a subprocess
     msg = (
@@ -81,6 +81,9 @@ class PrometheusMetrics(Events):
     ``trinbox_lease_extensions_total``         lease extensions, by result (extended, lost)
     ``trinbox_in_work``                        deliveries in work (with ``app``; as the
                                                app published them, each second)
+    ``trinbox_schedule_ticks_total``           each schedule's ticks, by result
+                                               (published, skipped, taken, missed,
+                                               failed; with ``app``, as ``in_work``)
     =========================================  =======================================
     """
 
@@ -151,6 +154,7 @@ class PrometheusMetrics(Events):
         self.registry = registry
         if app is not None:
             registry.register(_InWork(app, ns))
+            registry.register(_Ticks(app, ns))
             app.add_events(self)
 
     # -- the hook ------------------------------------------------------------------------------
@@ -215,6 +219,36 @@ class _InWork(Collector):
 
     def describe(self) -> Iterable[Metric]:
         return [GaugeMetricFamily(self._name, "Deliveries in work.", labels=QUEUE)]
+
+
+class _Ticks(Collector):
+    """``trinbox_schedule_ticks_total``: each schedule's ticks in this process, by
+    ``result``, as ``ScheduleStatistics`` counts them, from the statistics the serving app
+    last published (read on the exporter's thread, as ``_InWork`` reads)."""
+
+    RESULTS = ("published", "skipped", "taken", "missed", "failed")
+
+    def __init__(self, app: App, namespace: str) -> None:
+        self._shared = app.share_statistics()
+        self._name = f"{namespace}_schedule_ticks"
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(
+            self._name,
+            "Schedule ticks in this process: published, skipped (overlap), taken (another "
+            "process fired it), missed (the missed-ticks policy), failed (a transaction).",
+            labels=("schedule", "result"),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        for stats in self._shared.schedules:
+            for result in self.RESULTS:
+                family.add_metric([stats.name, result], getattr(stats, result))
+        yield family
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family()]
 
 
 class DepthLike(Protocol):

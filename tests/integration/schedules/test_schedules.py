@@ -12,10 +12,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import trio
+from prometheus_client import CollectorRegistry
 
 from trinbox import Id, Inbox, InboxQueue, Lease, LockedUntil, Payload, Unique, subscriber
 from trinbox.errors import DeclarationError, SchemaError
 from trinbox.events import Events, TickEvent
+from trinbox.metrics.prometheus import PrometheusMetrics
 from trinbox.schedules import Cron, Every, Missed, Publish
 from trinbox.schema import ddl_script
 from trinbox.testing import TrioClock, VirtualClock, fire
@@ -338,3 +340,44 @@ def test_overlap_skip_needs_a_unique_field(stand: Stand) -> None:
             ticks=TICKS,
             overlap="skip",
         )
+
+
+@pytest.mark.parametrize("stand", ["sqlite"], indirect=True)
+async def test_prometheus_counts_each_schedules_ticks_by_result(
+    stand: Stand, clock: VirtualClock
+) -> None:
+    mark(stand, "minutely", at(-300))  # down since: four ticks came due unfired
+    registry = CollectorRegistry()
+    app = make_app()
+    PrometheusMetrics(app, registry=registry)
+    app.schedule(stand.broker(), "minutely", Every(MINUTE), REPORT, ticks=TICKS)
+    app.schedule(stand.broker(), "reports", Every(MINUTE), REPORT, ticks=TICKS)
+
+    def ticks(schedule: str) -> dict[str, float | None]:
+        return {
+            result: registry.get_sample_value(
+                "trinbox_schedule_ticks_total", {"schedule": schedule, "result": result}
+            )
+            for result in ("published", "skipped", "taken", "missed", "failed")
+        }
+
+    async with serving(app):
+        await trio.sleep(30)
+        mark(stand, "reports", at(60))  # fired by another process, before this one
+        await trio.sleep(60)
+        # Published for other threads each second while serving.
+        assert ticks("reports")["taken"] == 1
+    assert ticks("minutely") == {
+        "published": 2.0,
+        "skipped": 0.0,
+        "taken": 0.0,
+        "missed": 4.0,
+        "failed": 0.0,
+    }
+    assert ticks("reports") == {
+        "published": 1.0,
+        "skipped": 0.0,
+        "taken": 1.0,
+        "missed": 0.0,
+        "failed": 0.0,
+    }
