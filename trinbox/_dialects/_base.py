@@ -420,6 +420,8 @@ class Dialect(ColumnRules):
                 # First: MySQL assigns left to right, each reading the values set before it.
                 sets.append(f"{self.column(spec.origin_group)} = {self.column(spec.group)}")
             sets.append(self.column(spec.group) + " = " + P("dest"))
+            if spec.dead_lettered_at is not None:
+                sets.append(self.column(spec.dead_lettered_at) + " = " + P("now"))
             return (self.update("dead_letter", spec, sets, token=token),)
         return self.move_to_table(spec, dead_letter, token=token)
 
@@ -431,15 +433,28 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
         cols = ", ".join(self.column(c) for c in spec.columns)
-        values = ", ".join(
-            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
-        )
         copy = self.render(
             "dead_letter",
-            f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}" + self.by_id(spec, token=token),
+            f"INSERT INTO {dest} ({cols}) SELECT "
+            + self.dead_letter_values(spec)
+            + f" FROM {t}"
+            + self.by_id(spec, token=token),
         )
         delete = self.render("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
         return (copy, delete)
+
+    def dead_letter_values(self, spec: TableSpec) -> Frag:
+        """What a move into a dead letter table copies of each column: the row's own value,
+        but no lease, and the move's now in a ``DeadLetteredAt`` column."""
+        values: list[Frag] = []
+        for c in spec.columns:
+            if c.role == "locked_until":
+                values.append("NULL")
+            elif c.role == "dead_lettered_at":
+                values.append(P("now"))
+            else:
+                values.append(self.column(c))
+        return join(", ", values)
 
     def insert(self, spec: TableSpec) -> Statement:
         """The publish: every writable column, each bound under its column's name."""

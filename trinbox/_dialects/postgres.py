@@ -316,16 +316,15 @@ class PostgresDialect(Dialect):
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
         cols = ", ".join(self.column(c) for c in spec.columns)
-        values = ", ".join(
-            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
-        )
         moved = self.internal(spec, "moved", dead_letter.table, dead_letter.schema)
         return (
             self.render(
                 "dead_letter",
                 f"WITH {moved} AS (DELETE FROM {t}"
                 + self.by_id(spec, token=token)
-                + f" RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT {values} FROM {moved}",
+                + f" RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT "
+                + self.dead_letter_values(spec)
+                + f" FROM {moved}",
             ),
         )
 
