@@ -129,6 +129,9 @@ class Dialect(ColumnRules):
     # A select's row-lock suffix inside a transaction (a redrive's read of its rows); ""
     # where one writer at a time locks nothing per row.
     lock_suffix: ClassVar[str] = " FOR UPDATE"
+    skip_locked_suffix: ClassVar[str] = ""
+    """What a select of rows to delete adds to pass over rows another transaction holds
+    (PostgreSQL's ``FOR UPDATE SKIP LOCKED``; none where the delete cannot select them so)."""
     # What an insert of explicit ids into a generated id column needs (a redrive's copy).
     overriding_identity: ClassVar[str] = ""
 
@@ -675,15 +678,25 @@ class Dialect(ColumnRules):
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} DEFAULT VALUES"
 
-    def delete_first(self, table: str, where: Sql, order: str, limit: int) -> Sql:
+    def delete_first(
+        self, table: str, where: Sql, order: str, limit: int, *, skip_locked: bool = False
+    ) -> Sql:
         """A DELETE of the first ``limit`` rows of ``table`` that match ``where``, by the
-        column ``order`` (unique among them): a short statement to repeat (tick pruning)."""
+        column ``order`` (unique among them): a short statement to repeat (tick pruning,
+        retention). ``skip_locked``: rows another transaction holds are passed over where
+        the dialect can (``skip_locked_suffix``)."""
+        lock = self.skip_locked_suffix if skip_locked else ""
         return (
             f"DELETE FROM {table} WHERE {order} IN (SELECT {order} FROM {table} WHERE "
             + where
-            + f" ORDER BY {order} LIMIT {limit}) AND "
+            + f" ORDER BY {order} LIMIT {limit}{lock}) AND "
             + where
         )
+
+    def prune_begin(self) -> Statement | None:
+        """What runs before each retention delete on its connection (MySQL: the level of
+        the one-statement transaction that follows); none elsewhere."""
+        return None
 
     def begin(self, spec: TableSpec) -> Statement:
         return self.render("begin", "BEGIN")

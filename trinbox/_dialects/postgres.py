@@ -102,6 +102,7 @@ class PostgresDialect(Dialect):
     identifier_limit: ClassVar[int | None] = 63
     identifier_unit: ClassVar[str] = "bytes"
     forms: ClassVar[tuple[type[Form], ...]] = (RowLock, Lease, Advisory)
+    skip_locked_suffix: ClassVar[str] = " FOR UPDATE SKIP LOCKED"
     isolations: ClassVar[tuple[type[Isolation], ...]] = (
         Default,
         ReadCommitted,
