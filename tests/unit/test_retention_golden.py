@@ -164,4 +164,4 @@ def test_dead_letters_need_a_dead_lettered_at_field() -> None:
     msg = _refusal(shape, shape.dead_letter, processed=False, dead_letters=True)
     assert "found no DeadLetteredAt field on jobs" in msg
     assert "DeadLetteredAt()] = None" in msg
-    assert "jobs_dead" in msg
+    assert "a dead letter table gets its column too" in msg

@@ -32,7 +32,7 @@ from ..errors import DeclarationError
 from ._base import DeadLetter, Dialect
 from ._statement import Frag, P, Sql, Statement
 
-__all__ = ["RETAIN_BATCH", "Kind", "Prune", "RetentionPlan", "retention_plan"]
+__all__ = ["RETAIN_BATCH", "Kind", "Prune", "RetentionPlan", "check_ages", "retention_plan"]
 
 RETAIN_BATCH = 1000
 """Rows one retention statement deletes at most: a short transaction, repeated while it
@@ -74,24 +74,14 @@ def retention_plan(
     """The retention of ``spec``'s table on ``dialect``: its finished rows (``processed``)
     and its dead letters in ``dead_letter`` (``dead_letters``). A kind the table cannot tell
     the age of is refused, naming ``where`` and the field to add."""
-    if spec.id is None:  # pragma: no cover - every table declares one (the class statement)
-        msg = f"{where}: retention deletes by the row's Id field, found none on {spec.label}"
-        raise DeclarationError(msg)
     order = dialect.column(spec.id)
+    check_ages(spec, processed=processed, dead_letters=dead_letters, where=where)
     prunes: list[Prune] = []
     if processed:
-        col = spec.processed_at
-        if col is None:
-            msg = (
-                f"{where}: .retain(processed=...) prunes rows marked finished, found no "
-                f"ProcessedAt field on {spec.label} (its ack and drop delete the row, so none "
-                f"is kept); add one, like processed_at: Annotated[datetime | None, "
-                f"ProcessedAt()] = None, or leave processed= out"
-            )
-            raise DeclarationError(msg)
-        prunes.append(_prune(dialect, "processed", dialect.table(spec), dialect.column(col), order))
+        assert spec.processed_at is not None  # check_ages
+        col = dialect.column(spec.processed_at)
+        prunes.append(_prune(dialect, "processed", dialect.table(spec), col, order))
     if dead_letters:
-        col = spec.dead_lettered_at
         if dead_letter is None:
             msg = (
                 f"{where}: .retain(dead_letters=...) prunes the mount's dead letters, found no "
@@ -99,15 +89,8 @@ def retention_plan(
                 f"mount, or leave dead_letters= out"
             )
             raise DeclarationError(msg)
-        if col is None:
-            msg = (
-                f"{where}: .retain(dead_letters=...) ages a dead letter by the time it became "
-                f"one, found no DeadLetteredAt field on {spec.label}; add one, like "
-                f"dead_at: Annotated[datetime | None, DeadLetteredAt()] = None (and its column "
-                f"to {dead_letter.label} where it is a table), or leave dead_letters= out"
-            )
-            raise DeclarationError(msg)
-        died = dialect.column(col)
+        assert spec.dead_lettered_at is not None  # check_ages
+        died = dialect.column(spec.dead_lettered_at)
         if dead_letter.group is not None:
             assert spec.group is not None  # a dead letter group needs one (the plan's check)
             group = dialect.column(spec.group)
@@ -126,6 +109,27 @@ def retention_plan(
             prunes.append(_prune(dialect, "dead_letters", table, died, order))
     now = dialect.render("now", f"SELECT {dialect.server_clock.now}")
     return RetentionPlan(prunes=tuple(prunes), begin=dialect.prune_begin(), now=now)
+
+
+def check_ages(spec: TableSpec, *, processed: bool, dead_letters: bool, where: str) -> None:
+    """Refuse a kind of row whose age ``spec``'s table cannot tell: finished rows without a
+    ``ProcessedAt`` field, dead letters without a ``DeadLetteredAt`` field."""
+    if processed and spec.processed_at is None:
+        msg = (
+            f"{where}: .retain(processed=...) prunes rows marked finished, found no "
+            f"ProcessedAt field on {spec.label} (its ack and drop delete the row, so none "
+            f"is kept); add one, like processed_at: Annotated[datetime | None, "
+            f"ProcessedAt()] = None, or leave processed= out"
+        )
+        raise DeclarationError(msg)
+    if dead_letters and spec.dead_lettered_at is None:
+        msg = (
+            f"{where}: .retain(dead_letters=...) ages a dead letter by the time it became "
+            f"one, found no DeadLetteredAt field on {spec.label}; add one, like "
+            f"dead_at: Annotated[datetime | None, DeadLetteredAt()] = None (a dead letter "
+            f"table gets its column too), or leave dead_letters= out"
+        )
+        raise DeclarationError(msg)
 
 
 def _prune(
