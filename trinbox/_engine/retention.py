@@ -52,6 +52,9 @@ rows); a pass that reaches it goes on at the next pass, so a backlog never makes
 pass."""
 
 
+_LABELS: dict[Kind, str] = {"processed": "finished rows", "dead_letters": "dead letters"}
+
+
 @dataclass(frozen=True, slots=True)
 class Retain:
     """What a mount keeps, as ``Mount.retain`` declared it: finished rows for ``processed``,
@@ -232,11 +235,12 @@ class Retention:
                     )
                 else:
                     self.passes += 1
-                    if any(found.values()):
+                    pruned = [f"{n} {_LABELS[kind]}" for kind, n in found.items() if n]
+                    if pruned:
                         logger.info(
                             "%s: pruned %s",
-                            self.where,
-                            ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in found.items()),
+                            self.spec.label,
+                            " and ".join(pruned),
                             extra={"action": "retention_pass", "table": self.spec.qualified_name},
                         )
                 await trio.sleep(every)
