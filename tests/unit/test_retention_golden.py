@@ -165,3 +165,30 @@ def test_dead_letters_need_a_dead_lettered_at_field() -> None:
     assert "found no DeadLetteredAt field on jobs" in msg
     assert "DeadLetteredAt()] = None" in msg
     assert "a dead letter table gets its column too" in msg
+
+
+def test_a_redrive_clears_the_dead_lettered_at_mark() -> None:
+    """A redriven row is no dead letter any more: both redrives write NULL into the field."""
+    from trinbox._dialects import _inspect
+
+    for name in ("dead-letter-group-dated", "dead-letter-table-dated"):
+        shape = BY_NAME[name]
+        assert shape.dead_letter is not None
+        for dialect in (PostgresDialect(), MySqlDialect(), SqliteDialect()):
+            statements = _inspect.redrive(dialect, spec(shape, Lease), shape.dead_letter, 2)
+            quoted = dialect.quoted("died")
+            first = statements[0].sql
+            assert f"{quoted} = NULL" in first or ", NULL" in first, first
+            if shape.dead_letter.group is not None:
+                assert f"{quoted} = NULL" in first
+
+
+def test_the_move_into_a_dead_letter_writes_its_now() -> None:
+    """The dead letter statements write the settlement's now into DeadLetteredAt."""
+    from trinbox._dialects.plans import build_plan
+
+    for name in ("dead-letter-group-dated", "dead-letter-table-dated"):
+        shape = BY_NAME[name]
+        for dialect in (PostgresDialect(), MySqlDialect(), SqliteDialect()):
+            plan = build_plan(dialect, spec(shape, Lease), shape.dead_letter)
+            assert any("now" in s.params for s in plan.dead_letter), name
