@@ -6,6 +6,8 @@ died yesterday; ``--dry-run`` counts the same rows and deletes none."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -170,3 +172,45 @@ def test_prune_names_a_table_that_cannot_tell_an_age(stand: Stand, tmp_path: Pat
     assert found.returncode == 1
     assert "found no DeadLetteredAt field on kept_jobs" in found.stderr
     assert kept(svc) == [1, 2, 3, 4, 5, 6]
+
+
+def test_two_processes_pruning_at_once_delete_each_row_once(stand: Stand, tmp_path: Path) -> None:
+    """Two ``trinbox prune`` processes over the same backlog (three batches of finished rows
+    and the unfinished ones among them) both end well, and together delete each finished row
+    once: PostgreSQL's batches skip the rows the other holds, MySQL's and SQLite's wait for
+    them and find them gone."""
+    svc = setup(stand, tmp_path)
+    old = stored_time(stand, svc.now() - timedelta(days=3))
+    due = stored_time(stand, svc.now() - timedelta(days=3))
+    backlog = 3000
+    values = ", ".join(
+        f"({100 + n}, 'jobs', 1, ?, {'?' if n % 100 else 'NULL'}, NULL)" for n in range(backlog)
+    )
+    params: list[object] = []
+    for n in range(backlog):
+        params.append(due)
+        if n % 100:
+            params.append(old)
+    stand.execute(
+        "INSERT INTO kept_jobs (id, queue, attempt, retry_after, processed_at, payload) "
+        f"VALUES {values}",
+        *params,
+    )
+    unfinished = backlog // 100
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "trinbox", "prune", "svc:app"],
+            cwd=svc.dir,
+            env=svc.environ(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outs]
+    deleted = [int(out.splitlines()[-1].split()[1]) for out, _ in outs]
+    # Row 1 (finished two days ago), 4 (dead eight days), 6 (another queue's, finished) too.
+    assert sum(deleted) == backlog - unfinished + 3
+    assert len(kept(svc)) == 3 + unfinished
