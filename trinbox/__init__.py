@@ -50,6 +50,7 @@ from ._declare._markers import RowLock as RowLock
 from ._declare._markers import Serializable as Serializable
 from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
+from ._declare._roles import DeadLetteredAt as DeadLetteredAt
 from ._declare._roles import Generated as Generated
 from ._declare._roles import Group as Group
 from ._declare._roles import Headers as Headers
@@ -73,6 +74,7 @@ __all__ = [
     "GENERATED",
     "Id",
     "Group",
+    "DeadLetteredAt",
     "OriginGroup",
     "Priority",
     "RetryAfter",

@@ -27,6 +27,7 @@ __all__ = [
     "HOOK",
     "ON_TIME",
     "PRUNE_EVERY",
+    "RETAIN_EVERY",
     "SCHEDULER_NAP",
     "TICK",
     "TICK_ERROR_WAIT",
@@ -89,6 +90,11 @@ TICK_ERROR_WAIT = 1.0
 
 PRUNE_EVERY = 600.0
 """A scheduler prunes its old ticks at most this often (Trio's clock)."""
+
+RETAIN_EVERY = 60.0
+"""A mount's retention runs a pass this often unless ``.retain(every=...)`` says (Trio's
+clock): each kind it prunes, deleted a batch a statement while a statement finds a full
+batch."""
 
 SCHEDULER_NAP = 300.0
 """A scheduler waiting for its next tick reads its clock again at least this often (a host

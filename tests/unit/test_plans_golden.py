@@ -50,6 +50,7 @@ class Shape:
     origin_group: bool = False
     headers: bool = False
     result: bool = False
+    dead_lettered_at: bool = False
     schema: str | None = None
     dead_letter: DeadLetter | None = None
 
@@ -70,6 +71,15 @@ SHAPES = (
     full("priority", priority=True),
     full("dead-letter-group", origin_group=True, dead_letter=DeadLetter(group="dead")),
     full("dead-letter-table", dead_letter=DeadLetter(table="jobs_dead")),
+    full(
+        "dead-letter-group-dated",
+        origin_group=True,
+        dead_lettered_at=True,
+        dead_letter=DeadLetter(group="dead"),
+    ),
+    full(
+        "dead-letter-table-dated", dead_lettered_at=True, dead_letter=DeadLetter(table="jobs_dead")
+    ),
     full("headers", headers=True, dead_letter=DeadLetter(table="jobs_dead")),
     full("result", result=True),
     full("fifo", fifo=True),
@@ -111,6 +121,8 @@ def spec(shape: Shape, form: type[Form]) -> TableSpec:
         columns.append(ColumnSpec("locked_until", "locked_until", "locked_until"))
     if shape.processed_at:
         columns.append(ColumnSpec("done", "done", "processed_at"))
+    if shape.dead_lettered_at:
+        columns.append(ColumnSpec("died", "died", "dead_lettered_at"))
     columns.append(ColumnSpec("payload", "payload", "payload", python_type=bytes))
     if shape.headers:
         columns.append(ColumnSpec("headers", "headers", "headers", python_type=dict[str, str]))

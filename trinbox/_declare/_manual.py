@@ -110,6 +110,10 @@ class InboxSpec(Generic[F]):
     def processed_at(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("processed_at", column, field, generated=False)
 
+    def dead_lettered_at(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        """The column of the time a row became a dead letter (``DeadLetteredAt()``)."""
+        return self._role("dead_lettered_at", column, field, generated=False)
+
     def payload(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("payload", column, field, generated=False)
 

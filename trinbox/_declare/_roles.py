@@ -13,6 +13,7 @@ from typing import ClassVar
 __all__ = [
     "Attempt",
     "Column",
+    "DeadLetteredAt",
     "Generated",
     "Group",
     "Headers",
@@ -108,6 +109,18 @@ class ProcessedAt(Role):
 
 
 @dataclass(frozen=True, slots=True)
+class DeadLetteredAt(Role):
+    """When the row became a dead letter: the move into a dead letter group or table writes
+    the settlement's now (the broker's clock, as ``ProcessedAt`` is written), a redrive clears
+    it. NULL while the row is not a dead letter: the publish leaves it out. ``.retain(
+    dead_letters=...)`` ages dead letters by it, so a row that waited long in the queue is
+    kept its full time once it is dead. Declare it ``Annotated[datetime | None,
+    DeadLetteredAt()] = None`` (a dead letter table has the same column)."""
+
+    role: ClassVar[str] = "dead_lettered_at"
+
+
+@dataclass(frozen=True, slots=True)
 class Payload(Role):
     """The message bytes: the table is in payload mode."""
 
@@ -179,6 +192,7 @@ ROLE_NAMES = (
     "attempt",
     "locked_until",
     "processed_at",
+    "dead_lettered_at",
     "payload",
     "headers",
     "unique",
@@ -195,6 +209,7 @@ ROLE_CLASSES: dict[str, str] = {
         Attempt,
         LockedUntil,
         ProcessedAt,
+        DeadLetteredAt,
         Payload,
         Headers,
         Unique,

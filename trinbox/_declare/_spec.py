@@ -149,6 +149,10 @@ class TableSpec:
         return self.role("processed_at")
 
     @property
+    def dead_lettered_at(self) -> ColumnSpec | None:
+        return self.role("dead_lettered_at")
+
+    @property
     def payload(self) -> ColumnSpec | None:
         return self.role("payload")
 

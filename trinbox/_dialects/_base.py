@@ -129,6 +129,9 @@ class Dialect(ColumnRules):
     # A select's row-lock suffix inside a transaction (a redrive's read of its rows); ""
     # where one writer at a time locks nothing per row.
     lock_suffix: ClassVar[str] = " FOR UPDATE"
+    skip_locked_suffix: ClassVar[str] = ""
+    """What a select of rows to delete adds to pass over rows another transaction holds
+    (PostgreSQL's ``FOR UPDATE SKIP LOCKED``; none where the delete cannot select them so)."""
     # What an insert of explicit ids into a generated id column needs (a redrive's copy).
     overriding_identity: ClassVar[str] = ""
 
@@ -420,6 +423,8 @@ class Dialect(ColumnRules):
                 # First: MySQL assigns left to right, each reading the values set before it.
                 sets.append(f"{self.column(spec.origin_group)} = {self.column(spec.group)}")
             sets.append(self.column(spec.group) + " = " + P("dest"))
+            if spec.dead_lettered_at is not None:
+                sets.append(self.column(spec.dead_lettered_at) + " = " + P("now"))
             return (self.update("dead_letter", spec, sets, token=token),)
         return self.move_to_table(spec, dead_letter, token=token)
 
@@ -431,15 +436,28 @@ class Dialect(ColumnRules):
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
         cols = ", ".join(self.column(c) for c in spec.columns)
-        values = ", ".join(
-            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
-        )
         copy = self.render(
             "dead_letter",
-            f"INSERT INTO {dest} ({cols}) SELECT {values} FROM {t}" + self.by_id(spec, token=token),
+            f"INSERT INTO {dest} ({cols}) SELECT "
+            + self.dead_letter_values(spec)
+            + f" FROM {t}"
+            + self.by_id(spec, token=token),
         )
         delete = self.render("dead_letter", "DELETE FROM " + t + self.by_id(spec, token=token))
         return (copy, delete)
+
+    def dead_letter_values(self, spec: TableSpec) -> Frag:
+        """What a move into a dead letter table copies of each column: the row's own value,
+        but no lease, and the move's now in a ``DeadLetteredAt`` column."""
+        values: list[Frag] = []
+        for c in spec.columns:
+            if c.role == "locked_until":
+                values.append("NULL")
+            elif c.role == "dead_lettered_at":
+                values.append(P("now"))
+            else:
+                values.append(self.column(c))
+        return join(", ", values)
 
     def insert(self, spec: TableSpec) -> Statement:
         """The publish: every writable column, each bound under its column's name."""
@@ -660,15 +678,25 @@ class Dialect(ColumnRules):
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} DEFAULT VALUES"
 
-    def delete_first(self, table: str, where: Sql, order: str, limit: int) -> Sql:
+    def delete_first(
+        self, table: str, where: Sql, order: str, limit: int, *, skip_locked: bool = False
+    ) -> Sql:
         """A DELETE of the first ``limit`` rows of ``table`` that match ``where``, by the
-        column ``order`` (unique among them): a short statement to repeat (tick pruning)."""
+        column ``order`` (unique among them): a short statement to repeat (tick pruning,
+        retention). ``skip_locked``: rows another transaction holds are passed over where
+        the dialect can (``skip_locked_suffix``)."""
+        lock = self.skip_locked_suffix if skip_locked else ""
         return (
             f"DELETE FROM {table} WHERE {order} IN (SELECT {order} FROM {table} WHERE "
             + where
-            + f" ORDER BY {order} LIMIT {limit}) AND "
+            + f" ORDER BY {order} LIMIT {limit}{lock}) AND "
             + where
         )
+
+    def prune_begin(self) -> Statement | None:
+        """What runs before each retention delete on its connection (MySQL: the level of
+        the one-statement transaction that follows); none elsewhere."""
+        return None
 
     def begin(self, spec: TableSpec) -> Statement:
         return self.render("begin", "BEGIN")

@@ -44,12 +44,13 @@ __all__ = [
     "default_value",
 ]
 
-TIME_ROLES = ("locked_until", "retry_after", "processed_at")
+TIME_ROLES = ("locked_until", "retry_after", "processed_at", "dead_lettered_at")
 
 # What the NULL of a cleared column means, by role.
 _NULL_MEANS = {
     "locked_until": "NULL while the row is free (a release and a settlement write NULL)",
     "processed_at": "NULL until the row is finished (the publish writes NULL)",
+    "dead_lettered_at": "NULL while the row is not a dead letter (the publish writes NULL)",
 }
 
 

@@ -112,7 +112,7 @@ def column_type(
         if given is not None:
             return given.strip()
     role = col.role
-    if role in ("retry_after", "locked_until", "processed_at"):
+    if role in ("retry_after", "locked_until", "processed_at", "dead_lettered_at"):
         return rules.time
     if role in ("attempt", "priority"):
         return rules.count

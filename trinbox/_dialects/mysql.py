@@ -333,10 +333,18 @@ class MySqlDialect(Dialect):
     def insert_defaults(self, table: str) -> str:
         return f"INSERT INTO {table} () VALUES ()"
 
-    def delete_first(self, table: str, where: Sql, order: str, limit: int) -> Sql:
+    def delete_first(
+        self, table: str, where: Sql, order: str, limit: int, *, skip_locked: bool = False
+    ) -> Sql:
         # MySQL takes no LIMIT in an IN subquery, and no subquery of the table it deletes
-        # from; its DELETE takes ORDER BY and LIMIT itself.
+        # from; its DELETE takes ORDER BY and LIMIT itself, and no SKIP LOCKED.
         return f"DELETE FROM {table} WHERE " + where + f" ORDER BY {order} LIMIT {limit}"
+
+    def prune_begin(self) -> Statement:
+        """A retention delete runs at READ COMMITTED: InnoDB then keeps locks on the rows it
+        deletes only, not on every row its scan passed (REPEATABLE READ's next-key locks,
+        which would hold publishes and claims up)."""
+        return self.render("begin", f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[ReadCommitted]}")
 
     def key_column(self, column: str) -> str:
         return f"COALESCE(CAST({column} AS CHAR), '')"

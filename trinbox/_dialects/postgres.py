@@ -102,6 +102,7 @@ class PostgresDialect(Dialect):
     identifier_limit: ClassVar[int | None] = 63
     identifier_unit: ClassVar[str] = "bytes"
     forms: ClassVar[tuple[type[Form], ...]] = (RowLock, Lease, Advisory)
+    skip_locked_suffix: ClassVar[str] = " FOR UPDATE SKIP LOCKED"
     isolations: ClassVar[tuple[type[Isolation], ...]] = (
         Default,
         ReadCommitted,
@@ -316,16 +317,15 @@ class PostgresDialect(Dialect):
         t = self.table(spec)
         dest = self.qualified(str(dead_letter.table), dead_letter.schema)
         cols = ", ".join(self.column(c) for c in spec.columns)
-        values = ", ".join(
-            "NULL" if c.role == "locked_until" else self.column(c) for c in spec.columns
-        )
         moved = self.internal(spec, "moved", dead_letter.table, dead_letter.schema)
         return (
             self.render(
                 "dead_letter",
                 f"WITH {moved} AS (DELETE FROM {t}"
                 + self.by_id(spec, token=token)
-                + f" RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT {values} FROM {moved}",
+                + f" RETURNING {cols}) INSERT INTO {dest} ({cols}) SELECT "
+                + self.dead_letter_values(spec)
+                + f" FROM {moved}",
             ),
         )
 

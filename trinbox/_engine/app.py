@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TypeVar, cast, overload
 
 import trio
@@ -38,6 +39,7 @@ from .._drivers.aio import asyncio_loop
 from ..errors import DeclarationError, HandlerFailed
 from . import startup
 from .background import BackgroundTask, cancelled_at_exit
+from .retention import RETAIN_PASS, Retain, check_retain
 from .schedules import Overlap, Schedule
 from .statistics import SharedStatistics, SubscriptionStatistics
 from .subscription import Subscription
@@ -80,6 +82,7 @@ class Mount:
     attempts: int | None = None
     dead_letter_to: str | None = None
     backoff_policy: Backoff | None = None
+    retention: Retain | None = None
 
     def max_attempts(self, count: int) -> Mount:
         """Retry at most ``count`` deliveries; the failure of the last moves the row to the
@@ -110,6 +113,22 @@ class Mount:
                 f"attempts and move spent rows"
             )
             raise DeclarationError(msg)
+
+    def retain(
+        self,
+        *,
+        processed: timedelta | None = None,
+        dead_letters: timedelta | None = None,
+        every: timedelta = RETAIN_PASS,
+    ) -> Mount:
+        """Delete this mount's rows marked finished (``ProcessedAt``) once older than
+        ``processed``, and its dead letters (``DeadLetteredAt``) once older than
+        ``dead_letters``: a pass ``every`` minute in each serving process (and one now with
+        ``trinbox prune``), a short batch a statement. An unfinished row is never deleted."""
+        found = Retain(processed, dead_letters, every)
+        check_retain(f"{self.subscriber!r}", spec_of(self.subscriber.queue.row), found)
+        self.retention = found
+        return self
 
     def backoff(self, policy: Backoff) -> Mount:
         """The backoff of this mount's failed deliveries (over the queue's own)."""
@@ -500,6 +519,7 @@ class App:
                 max_attempts=mount.attempts,
                 dead_letter=mount.dead_letter_to,
                 backoff=mount.backoff_policy,
+                retain=mount.retention,
                 grace=self.grace,
                 on_fail_fast=self._fail_fast,
                 events=events,
@@ -561,6 +581,9 @@ class App:
                         if not self._stop.is_set():
                             for schedule in self._schedules:
                                 await tasks.start(schedule.run)
+                            for sub in self._subscriptions:
+                                if sub.retention is not None:
+                                    await tasks.start(sub.retention.run)
                         logger.info(
                             "%s: %d subscriptions serving", self.info.name, len(self._subscriptions)
                         )
@@ -573,6 +596,9 @@ class App:
                             sub.stop()
                         for schedule in self._schedules:
                             schedule.stop()
+                        for sub in self._subscriptions:
+                            if sub.retention is not None:
+                                sub.retention.stop()
                         for listener in listeners:
                             listener.stop()
             finally:

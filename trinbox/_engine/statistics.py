@@ -72,6 +72,10 @@ class SubscriptionStatistics:
     """Row holds released by shutdown."""
     connections_closed: int
     """Sessions closed because their release was not confirmed."""
+    pruned_processed: int = 0
+    """Finished rows this process's retention deleted (``Mount.retain(processed=...)``)."""
+    pruned_dead_letters: int = 0
+    """Dead letters this process's retention deleted (``Mount.retain(dead_letters=...)``)."""
 
 
 class SharedStatistics:

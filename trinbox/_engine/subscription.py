@@ -30,6 +30,7 @@ from .._broker import pgbouncer
 from .._broker.broker import SqlBroker
 from .._declare._inbox import spec_of
 from .._declare._markers import Transactional
+from .._dialects.retention import Kind
 from .._forms.table import make_form
 from .._holders._base import ClaimForm, Delivery, FormContext
 from ..errors import AlreadySubscribed, StartupError, TrinboxError
@@ -38,6 +39,7 @@ from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
+from .retention import Retain, Retention
 from .statistics import SubscriptionStatistics
 from .tracking import SeenRecords, consumer_of
 
@@ -79,6 +81,8 @@ _COUNTS = (
     "leases_lost",
     "locks_released",
     "connections_closed",
+    "pruned_processed",
+    "pruned_dead_letters",
 )
 
 
@@ -94,6 +98,7 @@ class Subscription:
         dead_letter: str | None,
         grace: float,
         backoff: Backoff | None = None,
+        retain: Retain | None = None,
         on_fail_fast: Callable[[BaseException], None],
         events: EventBus | None = None,
     ) -> None:
@@ -105,6 +110,8 @@ class Subscription:
         self.group = self.queue.group
         self.max_attempts = max_attempts
         self.dead_letter_name = dead_letter
+        self.retain = retain
+        self.retention: Retention | None = None
         self.grace = grace
         self._grace_scope: trio.CancelScope | None = None
         self.backoff = backoff or _backoff_of(self.queue)
@@ -152,6 +159,10 @@ class Subscription:
             self.spec,
             count_at_claim=self.queue.attempt_at_claim,
         )
+        if self.retain is not None:
+            self.retention = Retention(
+                self.broker, self.spec, self._checked.dead_letter, self.retain, where=self.where
+            )
 
     async def open(self) -> None:
         """Register the queue, prepare every statement against the database, and set up the
@@ -192,6 +203,8 @@ class Subscription:
             seen.statements if seen is not None else (),
             checked.dead_letter,
         )
+        if self.retention is not None:
+            await self.retention.open()
         permit = broker.wakes.permit(self.spec.qualified_name, self.group)
         self.form: ClaimForm = make_form(
             FormContext(
@@ -417,7 +430,12 @@ class Subscription:
             leases_lost=self.leases_lost,
             locks_released=self.locks_released,
             connections_closed=self.connections_closed,
+            pruned_processed=self._pruned("processed"),
+            pruned_dead_letters=self._pruned("dead_letters"),
         )
+
+    def _pruned(self, kind: Kind) -> int:
+        return 0 if self.retention is None else self.retention.pruned[kind]
 
     @property
     def settle_errors(self) -> list[TrinboxError]:

@@ -23,6 +23,7 @@ from .._dialects._base import DeadLetter
 from .._drivers._base import Connection
 from .._drivers.aio import asyncio_loop
 from .._engine.app import App, Mount
+from .._engine.retention import Retention
 from .._engine.startup import declared_dead_letter
 from .._holders.connections import give_back, rollback_quietly
 from ..errors import DeclarationError
@@ -40,6 +41,7 @@ __all__ = [
     "queues_of",
     "redrive",
     "redrive_group",
+    "retentions_of",
 ]
 
 CHUNK = 500  # ids per statement of a redrive
@@ -122,6 +124,19 @@ def queue_of(mount: Mount) -> Queue:
     where = f"{queue.name} on {spec.label}"
     dead = declared_dead_letter(where, spec, mount.attempts, mount.dead_letter_to)
     return Queue(mount.broker, spec, queue.name, queue.group, dead, queue.attempt_at_claim)
+
+
+def retentions_of(app: App) -> list[tuple[Queue, Retention]]:
+    """Every mounted queue that declares ``.retain(...)``, with its retention (``trinbox
+    prune`` runs one pass of each), in the order it was included."""
+    found: list[tuple[Queue, Retention]] = []
+    for mount in app.mounts:
+        if mount.retention is None:
+            continue
+        q = queue_of(mount)
+        where = f"{q.name} on {q.spec.label}"
+        found.append((q, Retention(q.broker, q.spec, q.dead_letter, mount.retention, where=where)))
+    return found
 
 
 def queues_of(app: App) -> list[Queue]:

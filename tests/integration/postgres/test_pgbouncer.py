@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -24,9 +25,10 @@ import trio
 
 from trinbox import HandlerOutcome, Inbox, InboxQueue, SqlBroker, keys, subscriber
 from trinbox.errors import DatabaseError, StartupError
-from trinbox.testing import TrioClock, settled
+from trinbox.testing import TrioClock, VirtualClock, settled
 
 from ..matrix.schema import EMAIL, EMAIL_JOBS
+from ..matrix.test_retention import Job, LeasedJob
 from ..serving import make_app, serving
 from ..stands import PostgresStand, _unreachable, fresh_stand
 from .settle_process import Ask, Quote, QuoteJob
@@ -239,3 +241,31 @@ async def test_a_wait_through_transaction_pooling_reads_by_polling(bounced: Boun
         with trio.fail_after(30):
             found = await bounced_broker.wait(QuoteJob, 4)
     assert (found.outcome, found.result) == ("ack", Quote(8))
+
+
+async def test_retention_runs_through_transaction_pooling(
+    bounced: Bounced, clock: VirtualClock
+) -> None:
+    """Retention's passes (a prepared delete a batch, its own transaction) serve through
+    PgBouncer's transaction pooling, with no LISTEN: the acked rows go after their age."""
+    broker = SqlBroker.postgres(
+        bounced.url, pgbouncer="transaction", poll_interval=3600, clock=TrioClock()
+    )
+
+    @subscriber(InboxQueue(LeasedJob, "jobs"))
+    async def work(job: Job) -> None:
+        return None
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(LeasedJob))
+    app.include(broker, work).retain(processed=timedelta(hours=1), every=timedelta(minutes=10))
+    async with serving(app):
+        for n in (1, 2, 3):
+            await broker.publish(LeasedJob, Job(n), id=n, queue="jobs")
+        with trio.fail_after(3600):
+            await settled(app, work, 3)
+        await trio.sleep(1200)
+        assert bounced.stand.value("SELECT count(*) FROM kept_jobs") == 3
+        await trio.sleep(3600)
+        assert bounced.stand.value("SELECT count(*) FROM kept_jobs") == 0
+        assert app.statistics(work).pruned_processed == 3

@@ -1,0 +1,74 @@
+-- MySQL, Lease form, table shape 'dead-letter-group-dated', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: lease_seconds, group, limit)
+SELECT `id`, `queue`, `origin`, `due`, `attempt`, `locked_until`, `done`, `died`, `payload`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE `queue` = %s AND `due` <= UTC_TIMESTAMP(6) AND `done` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= UTC_TIMESTAMP(6)) ORDER BY `due`, `id` LIMIT %s FOR UPDATE SKIP LOCKED
+
+-- claim[1] (event stamp; params: lease, id)
+UPDATE `jobs` SET `locked_until` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s AND (`locked_until` IS NULL OR `locked_until` <= UTC_TIMESTAMP(6))
+
+-- ack (event ack; params: id, token)
+UPDATE `jobs` SET `done` = UTC_TIMESTAMP(6), `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- retry (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- retry_after (event retry_after; params: delay, id, token)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- dead_letter[0] (event dead_letter; params: dest, id, token)
+UPDATE `jobs` SET `origin` = `queue`, `queue` = %s, `died` = UTC_TIMESTAMP(6), `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- insert (event insert; params: queue, locked_until, done, died, payload)
+INSERT INTO `jobs` (`queue`, `locked_until`, `done`, `died`, `payload`) VALUES (%s, %s, %s, %s, %s)
+
+-- snooze (event snooze; params: delay, id, token)
+UPDATE `jobs` SET `due` = (UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), `attempt` = `attempt` - 1, `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- extend[0] (event extend; params: lease_seconds, id0, token0)
+SELECT `id`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
+
+-- extend[1] (event extend; params: lease, id0, token0)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s))
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- rounds of 1 [0] (event extend; params: lease_seconds, id0, token0)
+SELECT `id`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
+
+-- rounds of 1 [1] (event extend; params: lease, id0, token0)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s))
+
+-- rounds of 3 [0] (event extend; params: lease_seconds, id0, token0, id1, token1, id2, token2)
+SELECT `id`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s), (%s, %s), (%s, %s)) FOR UPDATE
+
+-- rounds of 3 [1] (event extend; params: lease, id0, token0, id1, token1, id2, token2)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s), (%s, %s), (%s, %s))
