@@ -7,25 +7,30 @@ The claims here are the form's own, on a clock the test moves by hand: no sleeps
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
+import trio
 
-from trinbox import InboxQueue
+from trinbox import InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.lease import LeaseForm
 from trinbox._holders._base import Ack, Delivery, FormContext, whole_seconds
+from trinbox.testing import idle
 
+from ..serving import make_app, serving
 from ..stands import STANDS
 from .conftest import Case
-from .kit import DUE, insert_rows, lease_form
+from .kit import DUE, HOUR, insert_rows, lease_form
 from .schema import LeasedEmail, LeasedPlain
 from .test_lease import ManualClock, broker_on
 
@@ -76,8 +81,13 @@ def emails(case: Case, customers: Sequence[str | None]) -> None:
         case.stand,
         "email_jobs",
         [
-            {"name": "emails", "customer": c, "retry_after": DUE, "payload": f"{i}".encode()}
-            for i, c in enumerate(customers)
+            {
+                "name": "emails",
+                "customer": c,
+                "retry_after": DUE,
+                "payload": json.dumps({"to": c}).encode(),
+            }
+            for c in customers
         ],
     )
 
@@ -183,3 +193,63 @@ async def test_a_table_without_groups_is_limited_whole(case: Case) -> None:
     async with limited_form(case, ManualClock(), limits, row=LeasedPlain) as form:
         taken = await form.claim(10)
         assert Counter(d.values["tenant"] for d in taken) == {"x": 1, "y": 1}
+
+
+# -- served: workers of one subscription ----------------------------------------------------
+
+
+@dataclass
+class Email:
+    to: str
+
+
+@LEASE_CELLS
+async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
+    case: Case,
+) -> None:
+    # A poll of an hour: every claim after the first is one a settling worker asks for.
+    broker = case.stand.broker(poll_interval=HOUR, lease=30)
+    in_work: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+    done: list[str] = []
+    changed = trio.Event()
+    release: dict[str, trio.Event] = {"a": trio.Event(), "b": trio.Event()}
+
+    queue = InboxQueue(LeasedEmail, "emails").workers(6).limit(key="customer", concurrency=2)
+
+    @subscriber(queue)
+    async def send(email: Email) -> None:
+        customer = email.to
+        in_work[customer] += 1
+        most[customer] = max(most[customer], in_work[customer])
+        changed.set()
+        await release[customer].wait()
+        in_work[customer] -= 1
+        done.append(customer)
+        changed.set()
+
+    async def until(check: Callable[[], bool]) -> None:
+        nonlocal changed
+        with trio.fail_after(10):
+            while not check():
+                changed = trio.Event()
+                await changed.wait()
+
+    emails(case, ["a"] * 5 + ["b"] * 2)
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        # Six free workers, five rows of a first in claim order: two of a, and both of b.
+        await until(lambda: in_work == {"a": 2, "b": 2})
+        await idle(app, send)
+        assert in_work == {"a": 2, "b": 2}
+        # b's rows finish; a stays at its limit with three rows waiting, and no more of a
+        # start although four workers are free.
+        release["b"].set()
+        await until(lambda: done.count("b") == 2)
+        await idle(app, send)
+        assert +in_work == {"a": 2}
+        release["a"].set()
+        await until(lambda: done.count("a") == 5)
+    assert most == {"a": 2, "b": 2}
+    assert case.stand.rows("SELECT job_id FROM email_jobs") == []
