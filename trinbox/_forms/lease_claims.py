@@ -14,6 +14,7 @@ from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from .._holders._base import Delivery, FormContext, held
 from .._holders.connections import rollback_quietly
+from ..errors import TrinboxError
 from .custom import bare_delivery, claimed_ids, delivery_of, rows_of
 from .heads import due_groups
 
@@ -82,7 +83,8 @@ async def limited_claim(
     which lets the lock go. MySQL: the session lock (waited for a bounded time; not had,
     the claim takes nothing), the select and stamps, and the lock let go; a claim that fails
     once it asked for the lock abandons its connection, whose session's end frees the lock,
-    so no pooled connection keeps it."""
+    so no pooled connection keeps it (a claim whose stamps committed stands, whether or not
+    its release went through)."""
     plan = ctx.statements
     lock, unlock = plan.limit_lock, plan.limit_unlock
     assert lock is not None
@@ -109,11 +111,17 @@ async def limited_claim(
             released = True  # the wait ran out: nothing is held
             return []
         try:
-            return await select_and_stamp(ctx, conn, values)
+            records = await select_and_stamp(ctx, conn, values)
         finally:
             with cleanup_scope():
-                await conn.fetch(unlock.sql, unlock.bind(values))
-                released = True
+                try:
+                    await conn.fetch(unlock.sql, unlock.bind(values))
+                    released = True
+                except TrinboxError:
+                    # The claim stands (its stamps committed); the abandoned session frees
+                    # the lock.
+                    pass
+        return records
     finally:
         if not released:
             ctx.pool.abandon(conn)

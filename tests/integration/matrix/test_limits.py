@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.lease import LeaseForm
 from trinbox._holders._base import Ack, Delivery, FormContext, whole_seconds
+from trinbox.errors import DatabaseError
 from trinbox.testing import idle
 
 from ..serving import make_app, serving
@@ -253,3 +254,55 @@ async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
         await until(lambda: done.count("a") == 5)
     assert most == {"a": 2, "b": 2}
     assert case.stand.rows("SELECT job_id FROM email_jobs") == []
+
+
+# -- MySQL's session lock never stays with a pooled connection -------------------------------
+
+
+async def lock_is_free(case: Case) -> bool:
+    """Whether another session gets the table's limit lock within five seconds (a session
+    ended by an abandoned socket frees it as the server notices). On a thread: the socket's
+    close runs on this thread's event loop meanwhile."""
+    from trinbox._dialects.mysql import MySqlDialect
+
+    name = MySqlDialect().limit_name(spec_of(LeasedEmail))
+    found = await trio.to_thread.run_sync(case.stand.rows, f"SELECT GET_LOCK({name}, 5)")
+    ((got,),) = found
+    return bool(got == 1)
+
+
+@pytest.mark.parametrize("case", [("mariadb", "lease")], ids=["mariadb-lease"], indirect=True)
+@pytest.mark.parametrize("fails", ["claim", "release"])
+async def test_a_failed_mysql_limited_claim_leaves_the_lock_free(
+    case: Case, fails: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trinbox._forms import lease_claims
+
+    emails(case, ["a", "b"])
+
+    async def failing_claim(*args: object) -> list[Any]:
+        raise DatabaseError("the select failed")
+
+    async with limited_form(case, ManualClock(), per_key(1)) as form:
+        ctx = form._ctx
+        if fails == "claim":
+            monkeypatch.setattr(lease_claims, "select_and_stamp", failing_claim)
+        else:
+            unlock = ctx.statements.limit_unlock
+            assert unlock is not None
+            # The release's statement fails: the connection is abandoned, not given back.
+            bad = replace(ctx.statements, limit_unlock=replace(unlock, sql="SELECT nope()"))
+            form._ctx = replace(ctx, statements=bad)
+        if fails == "claim":
+            # The select failed: nothing is claimed, and the release went through.
+            with pytest.raises(DatabaseError):
+                await form.claim(10)
+            assert await lock_is_free(case)
+            monkeypatch.undo()
+            assert keys_of(await form.claim(10)) == {"a": 1, "b": 1}
+        else:
+            # The stamps committed: the claim stands; its connection is closed, not pooled,
+            # and the server frees the lock with its session.
+            assert keys_of(await form.claim(10)) == {"a": 1, "b": 1}
+            assert await lock_is_free(case)
+            form._ctx = ctx
