@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from trinbox._declare._group_names import GroupNames
+from trinbox._declare._limits import ClaimLimits
 from trinbox._declare._markers import Advisory, Default, Form, Lease, RowLock
 from trinbox._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec
 from trinbox._dialects._base import DeadLetter, Dialect
@@ -104,9 +105,21 @@ NAMED_GROUPS = {
 }
 NAMED_GROUP_SHAPES = ("grouped", "full", "dead-letter-group")
 
+# A limited lease claim (InboxQueue.limit): per key (a tenant column), for the whole queue, and
+# both; on shapes with and without a group, a due time, a processed mark and a priority.
+TENANT = ColumnSpec("tenant", "tenant", python_type=str)
+LIMITS = {
+    "limit-key": ClaimLimits(TENANT, 3),
+    "limit-whole": ClaimLimits(whole=20),
+    "limit-both": ClaimLimits(TENANT, 3, 20),
+}
+LIMIT_SHAPES = ("plain", "grouped", "full", "priority")
 
-def spec(shape: Shape, form: type[Form]) -> TableSpec:
+
+def spec(shape: Shape, form: type[Form], *, tenant: bool = False) -> TableSpec:
     columns = [ColumnSpec("id", "id", "id", generated=True, python_type=int)]
+    if tenant:
+        columns.append(TENANT)
     if shape.group:
         columns.append(ColumnSpec("queue", "queue", "group", python_type=str))
     if shape.origin_group:
@@ -151,6 +164,7 @@ class Case:
     count_at_claim: bool = False
     custom_claim: bool = False
     groups: str | None = None  # a key of NAMED_GROUPS
+    limits: str | None = None  # a key of LIMITS
 
     @property
     def option(self) -> str:
@@ -165,6 +179,8 @@ class Case:
             found.append("custom-claim")
         if self.groups is not None:
             found.append(self.groups)
+        if self.limits is not None:
+            found.append(self.limits)
         return "-".join(found) or "host-clock"
 
     @property
@@ -177,12 +193,13 @@ class Case:
     def plan(self) -> Plan:
         return build_plan(
             self.dialect,
-            spec(self.shape, self.form),
+            spec(self.shape, self.form, tenant=self.limits is not None),
             self.shape.dead_letter,
             every_group=self.every_group,
             count_at_claim=self.count_at_claim,
             custom_claim=self.custom_claim,
             groups=None if self.groups is None else NAMED_GROUPS[self.groups],
+            limits=None if self.limits is None else LIMITS[self.limits],
         )
 
 
@@ -204,6 +221,9 @@ def cases() -> Iterator[Case]:
                     if form is Lease and shape.name in NAMED_GROUP_SHAPES:
                         for groups in NAMED_GROUPS:
                             yield Case(dialect, form, shape, groups=groups)
+                    if form is Lease and shape.name in LIMIT_SHAPES:
+                        for limits in LIMITS:
+                            yield Case(dialect, form, shape, limits=limits)
 
 
 CASES = list(cases())
@@ -227,6 +247,8 @@ def rendered(case: Case) -> str:
         value = getattr(found, part.name)
         if part.name == "rounds":
             continue
+        if part.name in ("limit_lock", "limit_unlock") and value is None:
+            continue  # only a limited claim has them: the other files stay as they were
         if value is None or value == ():
             lines.extend(["", f"-- {part.name}: none"])
         elif isinstance(value, Statement):
@@ -290,5 +312,6 @@ def test_building_a_plan_is_pure() -> None:
             case.count_at_claim,
             case.custom_claim,
             case.groups,
+            case.limits,
         )
         assert case.plan() == case.plan() == again.plan()

@@ -31,6 +31,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_testing": None,  # mailer.py, test_mailer.py
     "readme_clock": "clock.py",
     "readme_custom_claim": "custom_claim.py",
+    "readme_limits": "tenant_sync.py",
     "readme_routes": "orders.py",
     "readme_headers": "mail.py",
     "readme_trace": "traced.py",  # imports mail.py

@@ -50,6 +50,7 @@ from typing_extensions import TypeVar
 from .._declare._capabilities import RowOf
 from .._declare._group_names import GroupNames
 from .._declare._inbox import Inbox, spec_of
+from .._declare._limits import ClaimLimits, add_limit
 from .._declare._markers import (
     Advisory,
     Form,
@@ -245,6 +246,8 @@ class InboxQueue(Generic[R, M, B]):
     group_names: GroupNames | None
     whole_rows: bool
     tracker: Tracker | None
+    # .limit(..): at most N rows in work per key and for the whole queue, across processes.
+    limits: ClaimLimits | None
 
     def __init__(self, row: type[R], name: str) -> None:
         spec_of(row)  # a clear error now for anything but a row class
@@ -264,6 +267,7 @@ class InboxQueue(Generic[R, M, B]):
         object.__setattr__(self, "group_names", None)
         object.__setattr__(self, "whole_rows", False)
         object.__setattr__(self, "tracker", None)
+        object.__setattr__(self, "limits", None)
 
     @property
     def group(self) -> str | None:
@@ -369,6 +373,22 @@ class InboxQueue(Generic[R, M, B]):
             raise ValueError(msg)
         return evolve(self, worker_count=count)
 
+    def limit(self, key: str | None = None, *, concurrency: int) -> InboxQueue[R, M, B]:
+        """At most ``concurrency`` rows in work at once across every process: per value of
+        the field ``key``, or for the whole queue without one (both may be declared, once
+        each). The claim counts the live leases under a lock that serializes the table's
+        claims, and skips a key at its limit while other keys' rows are still claimed. For now
+        on lease tables only, and beside neither ``Group(fifo=True)`` nor ``.custom_claim()``."""
+        limits = add_limit(
+            spec_of(self.row),
+            self.limits,
+            key=key,
+            concurrency=concurrency,
+            fifo=spec_of(self.row).fifo,
+            custom=self.custom is not None,
+        )
+        return evolve(self, limits=limits)
+
     def codec(self, codec: Codec) -> InboxQueue[R, M, B]:
         """The codec that decodes payloads (JSON unless set)."""
         return evolve(self, codec_used=codec)
@@ -470,6 +490,8 @@ class InboxQueue(Generic[R, M, B]):
             )
         elif self.attempt_at_claim:
             refused = ".count_attempt_at_claim(); drop it or the custom claim"
+        elif self.limits is not None:
+            refused = f"{self.limits.label}; drop it or the custom claim"
         if refused is not None:
             msg = (
                 f"{spec.label}: .custom_claim() claims rows of a row lock or lease table by "

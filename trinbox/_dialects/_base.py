@@ -29,6 +29,7 @@ from typing import ClassVar
 from uuid import UUID
 
 from .._declare._group_names import GroupNames
+from .._declare._limits import ClaimLimits
 from .._declare._markers import Form, Isolation, Lease
 from .._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec, check_name
 from ..errors import DeclarationError, IdentifierTooLong, UnsupportedForm, UnsupportedIsolation
@@ -112,6 +113,8 @@ class Dialect(ColumnRules):
     # (a transaction of several statements that locks the rows it reads) serialises only lease
     # claims: ``claims_one_at_a_time`` reads both.
     one_claim_at_a_time: ClassVar[bool] = False
+    # Equality that takes two NULLs for equal (a limit's key may be NULL: one key of its own).
+    null_safe_equal: ClassVar[str] = "IS NOT DISTINCT FROM"
     lease_claim_serial: ClassVar[bool] = False
     extra: dict[str, object] = field(default_factory=dict[str, object])
     # "Now" is the server's clock, written into the statements (_clock.py), not the host's.
@@ -750,6 +753,27 @@ class Dialect(ColumnRules):
     ) -> tuple[Statement, ...]:
         """The lease claim of the subscription's group, or of the groups ``groups`` names."""
         raise NotImplementedError
+
+    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+        """The lease claim under ``InboxQueue.limit`` (``_limited.py`` chooses the rows), in
+        the shape of ``lease_claim``; run behind ``limit_lock``."""
+        raise NotImplementedError
+
+    def limit_lock(self, spec: TableSpec) -> Statement | None:
+        """What serializes the limited claims of ``spec``'s table across processes, run first
+        on the claim's connection: a transaction lock inside ``limited_claim_begin``
+        (PostgreSQL), a session lock before it (MySQL, let go by ``limit_unlock``); none where
+        one writer at a time serializes every claim (SQLite)."""
+        return None
+
+    def limit_unlock(self, spec: TableSpec) -> Statement | None:
+        """The release of a session ``limit_lock`` (MySQL), after the claim's commit."""
+        return None
+
+    def limited_claim_begin(self) -> Statement:
+        """The transaction of a limited claim: READ COMMITTED, so each statement reads what
+        the claims before it committed."""
+        return self.lease_claim_begin()
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         """The lease claim of a FIFO group's head ("FIFO groups" below), in the shape of

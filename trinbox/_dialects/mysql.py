@@ -36,6 +36,7 @@ from typing import ClassVar
 from uuid import UUID
 
 from .._declare._group_names import GroupNames
+from .._declare._limits import ClaimLimits
 from .._declare._markers import (
     Advisory,
     Default,
@@ -55,6 +56,7 @@ from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
 from ._count_at_claim import GUARD_WAIT_SECONDS
 from ._ddl_types import DdlRules
+from ._limited import TAKE, limited_ids
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -77,6 +79,9 @@ _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 
 # GET_LOCK refuses longer names (and an empty one).
 _LOCK_NAME_LIMIT = 64
+# How long a limited claim waits for the table's limit lock (held only for another claim's
+# statements; a dead holder's session ends and frees it) before it takes nothing this time.
+LIMIT_WAIT_SECONDS = 10
 
 # A name may not end in ASCII whitespace (the server tests its last character); MariaDB reads a
 # table name with this prefix as a raw file name.
@@ -177,6 +182,7 @@ class MySqlDialect(Dialect):
         Serializable,
     )
     lease_claim_serial: ClassVar[bool] = True
+    null_safe_equal: ClassVar[str] = "<=>"
     ddl_rules: ClassVar[DdlRules] = _DDL
     insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT IGNORE INTO", "")
     server_clock: ClassVar[ServerClock] = _CLOCK
@@ -405,6 +411,48 @@ class MySqlDialect(Dialect):
             + self.lease_free(spec),
         )
         return (select, stamp)
+
+    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+        """As ``lease_claim``, the select a consistent read of the rows ``_limited.py`` chose
+        (a locking read with SKIP LOCKED could skip live leases as it counts them): under
+        ``limit_lock`` no other limited claim stamps meanwhile, and each stamp still takes
+        its row only while its lease is free."""
+        t = self.table(spec)
+        ident = self.column(spec.id)
+        select = self.render(
+            "claim",
+            "WITH "
+            + limited_ids(self, spec, limits)
+            + f" SELECT {self.select_list(spec)}"
+            + self.token_column(spec)
+            + f" FROM {t} WHERE {ident} IN (SELECT {ident} FROM {self.internal(spec, TAKE)})"
+            + f" ORDER BY {self.order_by(spec)}",
+        )
+        return (select, self.lease_claim(spec)[1])
+
+    def limit_name(self, spec: TableSpec) -> str:
+        """The ``GET_LOCK`` name of a table's limited claims: ``database.trinbox_limit:table``,
+        as is when at most 64 characters long, else its SHA-256 in hex."""
+        database = "DATABASE()" if spec.schema is None else self.literal(spec.schema)
+        name = (
+            f"CONCAT_WS('', LOWER({database}), '.', {self.literal('trinbox_limit:' + spec.table)})"
+        )
+        return f"IF(CHAR_LENGTH({name}) <= {_LOCK_NAME_LIMIT}, {name}, SHA2({name}, 256))"
+
+    def limit_lock(self, spec: TableSpec) -> Statement | None:
+        """A session lock, waited for up to ``LIMIT_WAIT_SECONDS``: 1 once held, 0 when the
+        wait ran out (the claim then takes nothing)."""
+        return self.render(
+            "lock",
+            f"SELECT CAST(COALESCE(GET_LOCK({self.limit_name(spec)}, {LIMIT_WAIT_SECONDS}), 0) "
+            "AS SIGNED)",
+        )
+
+    def limit_unlock(self, spec: TableSpec) -> Statement | None:
+        return self.render(
+            "unlock",
+            f"SELECT CAST(COALESCE(RELEASE_LOCK({self.limit_name(spec)}), 0) AS SIGNED)",
+        )
 
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         """The lease claim of the head: the locking select, then the form's own stamp."""

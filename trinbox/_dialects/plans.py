@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .._declare._group_names import GroupNames
+from .._declare._limits import ClaimLimits
 from .._declare._markers import Advisory, Lease, RowLock
 from .._declare._spec import TableSpec
 from ._base import DeadLetter, Dialect
@@ -77,6 +78,11 @@ class Plan:
     ids (PostgreSQL's; ``None`` where the queue brings its fetch); the lease form then
     ``stamp``s each row, on the database clock with the token ``lease_token`` read, all in one
     ``claim_begin`` transaction (the row lock form's is the delivery's, ``begin``).
+
+    A limited lease claim (``InboxQueue.limit``): ``claim`` chooses its rows by the live leases
+    it counts (``_limited.py``), behind ``limit_lock``, which serializes the table's limited
+    claims: PostgreSQL's transaction lock inside ``claim_begin`` (READ COMMITTED), MySQL's
+    session lock before it, let go by ``limit_unlock`` after the commit; none on SQLite.
     """
 
     begin: Statement
@@ -101,6 +107,8 @@ class Plan:
     fetch: Statement | None = None
     stamp: Statement | None = None
     lease_token: Statement | None = None
+    limit_lock: Statement | None = None
+    limit_unlock: Statement | None = None
 
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
@@ -131,6 +139,8 @@ class Plan:
             self.fetch,
             self.stamp,
             self.lease_token,
+            self.limit_lock,
+            self.limit_unlock,
         ):
             if one is not None:
                 found.append(one)
@@ -146,6 +156,7 @@ def build_plan(
     count_at_claim: bool = False,
     custom_claim: bool = False,
     groups: GroupNames | None = None,
+    limits: ClaimLimits | None = None,
 ) -> Plan:
     """The plan of a subscription to ``spec`` on ``dialect``, for its form, after the
     dialect's checks (``UnsupportedForm``...). ``every_group``: a subscription over every
@@ -153,8 +164,19 @@ def build_plan(
     claim (``InboxQueue.count_attempt_at_claim()``); ``custom_claim``: the queue brings its
     claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
     form); ``groups``: a lease claim over the groups named (a relay's, over an outbox's
-    records by name), never its dead letter group."""
+    records by name), never its dead letter group; ``limits``: a lease claim under
+    ``InboxQueue.limit`` (which refuses the other forms, FIFO groups and a custom claim)."""
     dialect.check(spec, dead_letter)
+    if limits is not None:
+        assert spec.form is Lease and not spec.fifo and groups is None
+        assert not every_group and not count_at_claim and not custom_claim
+        return replace(
+            _lease(dialect, spec, dead_letter),
+            claim_begin=dialect.limited_claim_begin(),
+            claim=dialect.limited_lease_claim(spec, limits),
+            limit_lock=dialect.limit_lock(spec),
+            limit_unlock=dialect.limit_unlock(spec),
+        )
     if groups is not None:
         assert spec.form is Lease and spec.group is not None and not spec.fifo
         assert not every_group and not count_at_claim and not custom_claim

@@ -17,6 +17,7 @@ from typing import ClassVar
 from uuid import UUID
 
 from .._declare._group_names import GroupNames
+from .._declare._limits import ClaimLimits
 from .._declare._markers import (
     Advisory,
     Default,
@@ -36,6 +37,7 @@ from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
+from ._limited import TAKE, limited_ids
 from ._statement import P, Param, ParamStyle, Sql, Statement, join
 
 __all__ = ["PostgresDialect"]
@@ -203,6 +205,42 @@ class PostgresDialect(Dialect):
                 + f" FROM {claimed} ORDER BY {order}",
             ),
         )
+
+    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+        """One statement, as ``lease_claim``, over the ids ``_limited.py`` chose: lock them
+        (skipping any another transaction holds), stamp them, return them before the stamp."""
+        t = self.table(spec)
+        ident = self.column(spec.id)
+        claimed = self.internal(spec, "__claimed")
+        stamped = self.internal(spec, "__stamped")
+        row = self.internal(spec, "__row")
+        order = self.order_by(spec)
+        return (
+            self.render(
+                "claim",
+                "WITH "
+                + limited_ids(self, spec, limits)
+                + f", {claimed} AS (SELECT {self.select_list(spec)} FROM {t} WHERE {ident} IN "
+                + f"(SELECT {ident} FROM {self.internal(spec, TAKE)}) ORDER BY {order} "
+                + "FOR UPDATE SKIP LOCKED), "
+                + f"{stamped} AS (UPDATE {t} AS {row} SET "
+                + self.lease_stamp(spec, lease=self.lease_at(), row=row)
+                + f" FROM {claimed} WHERE {row}.{ident} = {claimed}.{ident}) "
+                + "SELECT *"
+                + self.token_column(spec)
+                + f" FROM {claimed} ORDER BY {order}",
+            ),
+        )
+
+    def limit_lock(self, spec: TableSpec) -> Statement | None:
+        """A transaction lock on the table's name (as declared), waited for: held from
+        before the claim's statement (whose snapshot then sees every claim committed before)
+        to the claim's commit."""
+        name = self.literal(f"trinbox_limit:{spec.qualified_name}")
+        return self.render("lock", f"SELECT pg_advisory_xact_lock(hashtextextended({name}, 0))")
+
+    def limited_claim_begin(self) -> Statement:
+        return self.render("begin", "BEGIN ISOLATION LEVEL READ COMMITTED")
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:
         return self.lease_batch_where(spec, "= ANY(" + P("ids") + ")")

@@ -15,6 +15,7 @@ from typing import ClassVar
 from uuid import UUID
 
 from .._declare._group_names import GroupNames
+from .._declare._limits import ClaimLimits
 from .._declare._markers import (
     Advisory,
     Default,
@@ -31,6 +32,7 @@ from ._base import Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
+from ._limited import TAKE, limited_ids
 from ._statement import P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
@@ -113,6 +115,7 @@ class SqliteDialect(Dialect):
     identifier_limit: ClassVar[int | None] = None
     forms: ClassVar[tuple[type[Form], ...]] = (Lease, Advisory)
     isolations: ClassVar[tuple[type[Isolation], ...]] = (Default, Deferred, Immediate, Exclusive)
+    null_safe_equal: ClassVar[str] = "IS"
     one_claim_at_a_time: ClassVar[bool] = True
     ddl_rules: ClassVar[DdlRules] = _DDL
     insert_if_absent: ClassVar[tuple[str, str]] = ("INSERT OR IGNORE INTO", "")
@@ -194,6 +197,24 @@ class SqliteDialect(Dialect):
                 + f" WHERE {self.column(spec.id)} IN ("
                 + inner
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}"
+                + self.token_column(spec, stored=True),
+            ),
+        )
+
+    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+        """One statement, as ``lease_claim``, over the ids ``_limited.py`` chose; the single
+        writer serializes it with every other claim."""
+        t = self.table(spec)
+        ident = self.column(spec.id)
+        return (
+            self.render(
+                "claim",
+                "WITH "
+                + limited_ids(self, spec, limits)
+                + f" UPDATE {t} SET "
+                + self.lease_stamp(spec, lease=self.lease_at())
+                + f" WHERE {ident} IN (SELECT {ident} FROM {self.internal(spec, TAKE)})"
+                + f" RETURNING {self.select_list(spec, attempt_before=True)}"
                 + self.token_column(spec, stored=True),
             ),
         )

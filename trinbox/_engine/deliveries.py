@@ -182,9 +182,11 @@ class DeliveryRunner:
                         self._finished_changed.set()
                         self._finished_changed = trio.Event()
                         self._finished_wanted = math.inf
-                    if self._queue.serves_every_group:
+                    if self._queue.serves_every_group or self._queue.limits is not None:
                         # Over every group of a FIFO table, its group is free now: a claim
                         # that ran dry while the row was in work may take the group's next.
+                        # Under .limit(..), so is its slot: the rows of a key that was at
+                        # its limit may be claimed.
                         self._claims.wake()
                 if chained and self.stopping:
                     await self.release(chained)  # claimed as the subscription began to stop

@@ -79,6 +79,7 @@ def check(
         count_at_claim=queue.attempt_at_claim,
         custom_claim=queue.custom is not None,
         groups=queue.group_names,
+        limits=queue.limits,
     )
 
     if transactional and queue.batch_size is not None:

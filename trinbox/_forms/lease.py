@@ -46,7 +46,13 @@ from .._holders.lease_token import HeldTokens, LeaseKeeper, LeaseTokens
 from .._holders.settlement import settle_alone, settle_each, settlement_ran
 from ..errors import LeaseLost, TrinboxError
 from ._coalesce import SettleTogether
-from .lease_claims import custom_lease_claim, guarded_claim, heads_claim, select_and_stamp
+from .lease_claims import (
+    custom_lease_claim,
+    guarded_claim,
+    heads_claim,
+    limited_claim,
+    select_and_stamp,
+)
 
 __all__ = ["LeaseForm"]
 
@@ -84,8 +90,10 @@ class LeaseForm:
     @property
     def claims_in_one_statement(self) -> bool:
         """PostgreSQL and SQLite claim with one statement; MySQL selects, then stamps (and a
-        FIFO group's claim on a server runs its guard first)."""
-        return len(self._ctx.statements.claim) == 1 and self._ctx.statements.guard is None
+        FIFO group's claim on a server runs its guard first, and a limited claim on a server
+        its lock)."""
+        plan = self._ctx.statements
+        return len(plan.claim) == 1 and plan.guard is None and plan.limit_lock is None
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
@@ -118,10 +126,13 @@ class LeaseForm:
         return deliveries
 
     async def _claim_rows(self, conn: Connection, values: dict[str, object]) -> list[Record]:
-        """The rows the plan's claim took, in the claim's shape: over every group's heads, a
-        FIFO group's behind its guard, one statement, or MySQL's select and stamps."""
+        """The rows the plan's claim took, in the claim's shape: a limited claim behind its
+        lock, over every group's heads, a FIFO group's behind its guard, one statement, or
+        MySQL's select and stamps."""
         ctx = self._ctx
         claim = ctx.statements.claim
+        if ctx.statements.limit_lock is not None:
+            return await limited_claim(ctx, conn, values)
         if ctx.statements.heads is not None:
             return await heads_claim(ctx, conn, values)
         if ctx.statements.guard is not None:

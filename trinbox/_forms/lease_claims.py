@@ -3,14 +3,18 @@ per-row stamps, a FIFO group's claim on a server, its guard first, and a queue's
 Each runs in one transaction (READ COMMITTED on MySQL) on a connection the lease form lends,
 and returns what it took.
 Over every group of a FIFO table on a server, the groups whose head is due are read first,
-and each group's head is claimed so, in one transaction for them all."""
+and each group's head is claimed so, in one transaction for them all.
+A limited claim (``InboxQueue.limit``) runs behind the lock that serializes the table's
+limited claims."""
 
 from __future__ import annotations
 
+from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
 from .._holders._base import Delivery, FormContext, held
 from .._holders.connections import rollback_quietly
+from ..errors import TrinboxError
 from .custom import bare_delivery, claimed_ids, delivery_of, rows_of
 from .heads import due_groups
 
@@ -19,6 +23,7 @@ __all__ = [
     "custom_lease_claim",
     "guarded_claim",
     "heads_claim",
+    "limited_claim",
     "select_and_stamp",
 ]
 
@@ -67,6 +72,59 @@ async def _stamp(
     ]
     stamped = await conn.script([*stamps, Op("commit")])
     return [record for record, n in zip(records, stamped, strict=False) if n == 1]
+
+
+async def limited_claim(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """A limited claim on a server. PostgreSQL, one round trip: the READ COMMITTED
+    transaction, its lock on the table's limited claims (waited for), the claim (whose
+    snapshot, taken after the lock, sees every claim committed before it) and the commit,
+    which lets the lock go. MySQL: the session lock (waited for a bounded time; not had,
+    the claim takes nothing), the select and stamps, and the lock let go; a claim that fails
+    once it asked for the lock abandons its connection, whose session's end frees the lock,
+    so no pooled connection keeps it (a claim whose stamps committed stands, whether or not
+    its release went through)."""
+    plan = ctx.statements
+    lock, unlock = plan.limit_lock, plan.limit_unlock
+    assert lock is not None
+    if unlock is None:
+        (claim,) = plan.claim
+        try:
+            done = await conn.script(
+                [
+                    Op("begin", plan.claim_begin.sql),
+                    Op("execute", lock.sql, lock.bind(values)),
+                    Op("fetch", claim.sql, claim.bind(values)),
+                    Op("commit"),
+                ]
+            )
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+        records = done[2]
+        assert isinstance(records, list)
+        return records
+    released = False
+    try:
+        if not held(await conn.fetch(lock.sql, lock.bind(values))):
+            released = True  # the wait ran out: nothing is held
+            return []
+        try:
+            records = await select_and_stamp(ctx, conn, values)
+        finally:
+            with cleanup_scope():
+                try:
+                    await conn.fetch(unlock.sql, unlock.bind(values))
+                    released = True
+                except TrinboxError:
+                    # The claim stands (its stamps committed); the abandoned session frees
+                    # the lock.
+                    pass
+        return records
+    finally:
+        if not released:
+            ctx.pool.abandon(conn)
 
 
 async def guarded_claim(

@@ -1,6 +1,7 @@
 """PgBouncer in transaction pooling in front of PostgreSQL (scripts/start-pgbouncer,
 ``TRINBOX_PGBOUNCER_DSN``): the row lock and lease forms serve through it with
-``pgbouncer="transaction"``; the advisory form and ``listen_notify`` are refused at startup.
+``pgbouncer="transaction"`` (a limited lease claim too); the advisory form and
+``listen_notify`` are refused at startup.
 
 Each test makes a fresh database on the PostgreSQL server (through ``TRINBOX_PG_DSN``) and
 reaches it through PgBouncer, whose wildcard ``[databases]`` entry forwards every database
@@ -9,6 +10,7 @@ name. Assertions read the database directly, never through PgBouncer.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -27,6 +29,7 @@ from trinbox import HandlerOutcome, Inbox, InboxQueue, SqlBroker, keys, subscrib
 from trinbox.errors import DatabaseError, StartupError
 from trinbox.testing import TrioClock, VirtualClock, settled
 
+from ..matrix.kit import DUE, insert_rows
 from ..matrix.schema import EMAIL, EMAIL_JOBS
 from ..matrix.test_retention import Job, LeasedJob
 from ..serving import make_app, serving
@@ -269,3 +272,45 @@ async def test_retention_runs_through_transaction_pooling(
         await trio.sleep(3600)
         assert bounced.stand.value("SELECT count(*) FROM kept_jobs") == 0
         assert app.statistics(work).pruned_processed == 3
+
+
+async def test_a_limited_lease_claim_serves_through_transaction_pooling(
+    bounced: Bounced, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The limit's lock is the claim transaction's own (pg_advisory_xact_lock), so it holds
+    # through whichever server session PgBouncer lends that transaction.
+    broker = bounced.broker()
+    in_work: dict[str, int] = {}
+    most: dict[str, int] = {}
+
+    queue = InboxQueue(EMAIL["lease"], "emails").workers(6).limit(key="customer", concurrency=2)
+
+    @subscriber(queue)
+    async def send(email: Email) -> None:
+        in_work[email.to] = in_work.get(email.to, 0) + 1
+        most[email.to] = max(most.get(email.to, 0), in_work[email.to])
+        await trio.sleep(0.01)
+        in_work[email.to] -= 1
+
+    # Written before serving: the first claim finds every row, and takes two of each customer.
+    insert_rows(
+        bounced.stand,
+        "email_jobs",
+        [
+            {
+                "name": "emails",
+                "customer": f"c{n % 3}",
+                "retry_after": DUE,
+                "payload": json.dumps({"to": f"c{n % 3}"}).encode(),
+            }
+            for n in range(MESSAGES)
+        ],
+    )
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        with trio.fail_after(30):
+            await settled(app, send, MESSAGES)
+    assert most == {"c0": 2, "c1": 2, "c2": 2}
+    assert bounced.stand.rows("SELECT job_id FROM email_jobs") == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -1,0 +1,53 @@
+"""The process the kill -9 test of limits kills (test_limit_processes.py).
+
+    python -m tests.integration.matrix.limit_holder_process <stand> <url>
+
+serves plain_jobs of ``url`` in the lease form with four workers under
+``.limit(key="tenant", concurrency=3)`` and a lease of two seconds; each handler prints
+``holding <n>`` and then waits forever, so the process holds three leases of the tenant until
+it is killed.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+
+from .schema import PLAIN
+
+LEASE = 2.0
+
+
+@dataclass
+class Job:
+    n: int
+    tenant: str
+
+
+async def hold(stand: str, url: str) -> None:
+    broker: SqlBroker[Any]
+    if stand == "sqlite":
+        broker = SqlBroker.sqlite(url, poll_interval=0.05, lease=LEASE)
+    elif stand == "postgres":
+        broker = SqlBroker.postgres(url, poll_interval=0.05, lease=LEASE)
+    else:
+        broker = SqlBroker.mysql(url, poll_interval=0.05, lease=LEASE)
+    queue = InboxQueue(PLAIN["lease"], "plain").workers(4).limit(key="tenant", concurrency=3)
+
+    @subscriber(queue)
+    async def handle(job: Job) -> None:
+        print(f"holding {job.n}", flush=True)
+        await trio.sleep_forever()
+
+    app = App(AppInfo(f"limit-holder-{stand}"))
+    app.include(broker, handle)
+    await app.serve()
+
+
+if __name__ == "__main__":
+    trio.run(hold, sys.argv[1], sys.argv[2])

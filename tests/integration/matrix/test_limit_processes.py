@@ -1,0 +1,178 @@
+"""A limit held by four OS processes (``InboxQueue.limit``, lease form): with
+``.limit(key="tenant", concurrency=3)`` and four workers in each process, never more than three
+rows of one tenant are in work at once across all of them, while the other tenants' rows run
+beside them; every row is handled once.
+
+Each process is ``python -m tests.integration.matrix.limit_process`` (limit_process.py); the
+handlers' intervals are read on ``time.monotonic()``, one clock for every process of the host,
+and each lies within its row's lease (claimed before, settled after), so their overlaps bound
+the leases' from below. A holder killed with SIGKILL while it holds the limit's three slots
+leaves nothing behind: its slots end with its leases, and its rows are handled after them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import trio
+
+from trinbox import InboxQueue, subscriber
+
+from ..serving import make_app, serving
+from .conftest import Case
+from .kit import cells, insert_rows
+from .schema import LeasedPlain
+from .test_processes import ROOT, Handled, Worker, plain_rows
+
+PROCESSES = 4
+
+
+@dataclass
+class Job:
+    n: int
+    tenant: str
+
+
+async def run_processes(case: Case, count: int) -> list[Handled]:
+    command = [
+        sys.executable,
+        "-m",
+        "tests.integration.matrix.limit_process",
+        case.name,
+        case.form,
+        case.stand.url,
+        str(count),
+    ]
+    workers: list[Worker] = []
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            for _ in range(PROCESSES):
+                process = await trio.lowlevel.open_process(
+                    command,
+                    cwd=ROOT,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                worker = Worker(process)
+                workers.append(worker)
+                nursery.start_soon(worker.read)
+                nursery.start_soon(worker.drain)
+            for worker in workers:
+                await worker.ready.wait()
+            for worker in workers:
+                assert worker.process.stdin is not None
+                await worker.process.stdin.send_all(b"go\n")
+            for worker in workers:
+                await worker.process.wait()
+    return [worker.result() for worker in workers]
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most intervals open at one instant (one that ends as another starts: not both)."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    found = at = 0
+    for _, step in edges:
+        at += step
+        found = max(found, at)
+    return found
+
+
+@cells(forms=["lease"])
+async def test_a_limit_of_three_held_by_four_processes_is_never_four(case: Case) -> None:
+    # One hot tenant with most rows, in claim order first, and a few others behind it.
+    tenants = ["hot"] * 48 + [f"t{i % 4}" for i in range(16)]
+    insert_rows(case.stand, "plain_jobs", plain_rows(tenants))
+    results = await run_processes(case, len(tenants))
+    by_key: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+    for result in results:
+        for tenant, start, end in result.intervals:
+            by_key[tenant].append((start, end))
+    assert Counter({k: len(v) for k, v in by_key.items()}) == Counter(tenants)
+    for key, spans in by_key.items():
+        assert most_at_once(spans) <= 3, f"more than 3 rows of {key} in work at once"
+    # Three at once, so the limit, not chance, kept it there; and the other tenants' rows ran
+    # beside the hot one's: more than three rows in work at some instant.
+    assert most_at_once(by_key["hot"]) == 3
+    assert most_at_once([s for spans in by_key.values() for s in spans]) > 3
+    handled = sorted(n for result in results for n in result.ids)
+    assert handled == list(range(len(tenants)))
+    assert sum(1 for result in results if result.ids) > 1, "one process handled every row"
+    assert case.stand.rows("SELECT * FROM plain_jobs") == []
+
+
+async def read_lines(stream: trio.abc.ReceiveStream, count: int) -> list[str]:
+    """The first ``count`` lines a process writes (fewer: it ended first)."""
+    found = b""
+    async for chunk in stream:
+        found += chunk
+        if found.count(b"\n") >= count:
+            break
+    return found.decode().splitlines()[:count]
+
+
+@cells(forms=["lease"])
+async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
+    case: Case,
+) -> None:
+    rows = 6
+    insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
+    command = [
+        sys.executable,
+        "-m",
+        "tests.integration.matrix.limit_holder_process",
+        case.name,
+        case.stand.url,
+    ]
+    with trio.fail_after(60):
+        process = await trio.lowlevel.open_process(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        try:
+            assert process.stdout is not None
+            holding = await read_lines(process.stdout, 3)
+            assert len(holding) == 3 and all(h.startswith("holding ") for h in holding), holding
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+    assert process.returncode == -signal.SIGKILL
+    # Four workers, three slots: the holder took three rows of the tenant, no fourth, and its
+    # leases still hold them after its death.
+    held = case.stand.rows("SELECT id FROM plain_jobs WHERE locked_until IS NOT NULL")
+    assert len(held) == 3
+
+    intervals: list[tuple[float, float]] = []
+    handled: list[int] = []
+    done = trio.Event()
+
+    @subscriber(
+        InboxQueue(LeasedPlain, "plain")
+        .workers(4)
+        .limit(key="tenant", concurrency=3)
+        .poll_interval(0.05)
+    )
+    async def handle(job: Job) -> None:
+        start = time.monotonic()
+        await trio.sleep(0.05)
+        handled.append(job.n)
+        intervals.append((start, time.monotonic()))
+        if len(handled) == rows:
+            done.set()
+
+    broker = case.stand.broker(poll_interval=0.05, lease=2)
+    app = make_app()
+    app.include(broker, handle)
+    async with serving(app):
+        # The killed process's leases end within their two seconds; then its rows come back
+        # and every row is handled, three at once at most.
+        with trio.fail_after(30):
+            await done.wait()
+    assert sorted(handled) == list(range(rows))
+    assert most_at_once(intervals) <= 3
+    assert case.stand.rows("SELECT * FROM plain_jobs") == []

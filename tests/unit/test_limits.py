@@ -1,0 +1,173 @@
+"""Declaring limits (``InboxQueue.limit``): what a queue records, and every refusal's whole
+message (the rule, what was found, the fix)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+import pytest
+
+from trinbox import (
+    Advisory,
+    Group,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    Payload,
+    RetryAfter,
+    RowLock,
+)
+from trinbox._declare._limits import ClaimLimits
+from trinbox.errors import DeclarationError
+
+
+class Job(Inbox[Lease], table="jobs"):
+    id: Annotated[int, Id(generated=True)]
+    queue: Annotated[str, Group()]
+    tenant: str | None
+    due: Annotated[datetime, RetryAfter()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class Ordered(Inbox[Lease], table="ordered"):
+    id: Annotated[int, Id(generated=True)]
+    queue: Annotated[str, Group(fifo=True)]
+    tenant: str
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class Locked(Inbox[RowLock], table="locked"):
+    id: Annotated[int, Id(generated=True)]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+class Keyed(Inbox[Advisory], table="keyed", advisory_lock="keyed-{tenant}"):
+    id: Annotated[int, Id(generated=True)]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+def whole(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+async def ids(conn: Any, group: str | None, limit: int) -> list[object]:
+    return []
+
+
+def test_a_per_key_limit_and_a_whole_queue_cap_are_recorded_on_the_queue() -> None:
+    queue = InboxQueue(Job, "sync")
+    assert queue.limits is None
+    limited = queue.limit(key="tenant", concurrency=3).limit(concurrency=20)
+    assert limited.limits is not None
+    assert limited.limits.key is not None and limited.limits.key.column == "tenant"
+    assert (limited.limits.per_key, limited.limits.whole) == (3, 20)
+    assert limited.limits.label == ".limit(key='tenant', concurrency=3).limit(concurrency=20)"
+    # A new queue each time: the first is as it was.
+    assert queue.limits is None
+    assert InboxQueue(Job, "sync").limit(concurrency=2).limits == ClaimLimits(whole=2)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "3", None])
+def test_a_limit_is_one_row_or_more(bad: object) -> None:
+    with pytest.raises(
+        ValueError,
+        match=whole(
+            f"jobs (Job): a limit lets one row or more be in work at once, found "
+            f".limit(key='tenant', concurrency={bad!r}); pass concurrency=N with an int N >= 1"
+        ),
+    ):
+        InboxQueue(Job, "sync").limit(key="tenant", concurrency=bad)  # type: ignore[arg-type]
+
+
+def test_a_key_is_a_field_of_the_row() -> None:
+    fields = "'id', 'queue', 'tenant', 'due', 'payload'"
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "jobs (Job): a limit's key is a field of the row, found .limit(key='customer', "
+            f"concurrency=3) and no field 'customer'; pass key= one of {fields}"
+        ),
+    ):
+        InboxQueue(Job, "sync").limit(key="customer", concurrency=3)
+    # The lease's own field is no key: every live row's lease differs.
+    with pytest.raises(DeclarationError, match="no field 'locked_until'"):
+        InboxQueue(Job, "sync").limit(key="locked_until", concurrency=3)
+    with pytest.raises(
+        TypeError,
+        match=whole(
+            "jobs (Job): a limit's key is the name of a field of the row, found .limit(key=3, "
+            f"concurrency=3) (int); pass key= one of {fields}"
+        ),
+    ):
+        InboxQueue(Job, "sync").limit(key=3, concurrency=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("row", "form"), [(Locked, "RowLock"), (Keyed, "Advisory")])
+def test_only_the_lease_form_takes_a_limit_for_now(row: type[Any], form: str) -> None:
+    table = row.__name__.lower()
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            f"{table} ({row.__name__}): .limit() is supported for now on Inbox[Lease] tables "
+            f"only (the claim counts live leases), found an Inbox[{form}] table; declare the "
+            f"table Inbox[Lease] with a LockedUntil field, or drop .limit()"
+        ),
+    ):
+        InboxQueue(row, "q").limit(key="tenant", concurrency=3)
+
+
+def test_a_fifo_table_and_a_custom_claim_take_no_limit_for_now() -> None:
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "ordered (Ordered): .limit() is supported for now beside neither "
+            "Group(fifo=True) nor .custom_claim(), found .limit(key='tenant', concurrency=3) "
+            "beside Group(fifo=True) (a FIFO group runs one row at a time already); drop one "
+            "of them"
+        ),
+    ):
+        InboxQueue(Ordered, "q").limit(key="tenant", concurrency=3)
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "jobs (Job): .limit() is supported for now beside neither Group(fifo=True) nor "
+            ".custom_claim(), found .limit(concurrency=3) beside .custom_claim() (the limit "
+            "lives in trinbox's claim); drop one of them"
+        ),
+    ):
+        InboxQueue(Job, "q").custom_claim(ids).limit(concurrency=3)
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "jobs (Job): .custom_claim() claims rows of a row lock or lease table by the "
+            "queue's own function, found .limit(concurrency=3); drop it or the custom claim"
+        ),
+    ):
+        InboxQueue(Job, "q").limit(concurrency=3).custom_claim(ids)
+
+
+def test_each_kind_of_limit_is_declared_once() -> None:
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "jobs (Job): a queue takes one limit for the whole queue, found "
+            ".limit(concurrency=3) and then .limit(concurrency=4); keep one of them"
+        ),
+    ):
+        InboxQueue(Job, "q").limit(concurrency=3).limit(concurrency=4)
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "jobs (Job): a queue takes one per-key limit for now, found .limit(key='tenant', "
+            "concurrency=3) and then .limit(key='queue', concurrency=2); keep one of them"
+        ),
+    ):
+        InboxQueue(Job, "q").limit(key="tenant", concurrency=3).limit(key="queue", concurrency=2)

@@ -1,0 +1,95 @@
+"""The limited lease claim's choice of rows (``InboxQueue.limit``, trinbox._declare._limits),
+written once for every dialect: common table expressions that end in one named ``take``
+holding the ids to claim.
+
+Live leases are counted, never kept: a row of the subscription's group, unfinished, whose lease
+ends after ``now`` (the same ``now`` that decides a lease is free). Then, over the due rows
+whose lease is free, in claim order:
+
+- ``live``: the live leases per key;
+- ``ranked``: each due row's place among its key's due rows, beside its key's live leases; a
+  row fits while place + live <= the per-key limit, so a key at its limit is skipped and the
+  keys behind it still fill the claim;
+- ``fits``: the fitting rows' place in claim order;
+- ``take``: the first ``limit`` of them, and no more than the whole queue's limit leaves
+  beside its live leases.
+
+The dialect runs it behind a lock that serializes the table's limited claims (``limit_lock``),
+so no two claims count the same free slot.
+"""
+
+from __future__ import annotations
+
+from .._declare._limits import ClaimLimits
+from .._declare._spec import TableSpec
+from ._base import Dialect
+from ._statement import Frag, P, Sql, join
+
+__all__ = ["TAKE", "limited_ids", "live_conditions"]
+
+# The name of the expression that holds the ids to claim (internal() keeps it clear of columns).
+TAKE = "__take"
+
+
+def live_conditions(d: Dialect, spec: TableSpec, *, prefix: str = "") -> list[Frag]:
+    """A live lease: a row of the group, unfinished, its lease in the future."""
+    conds: list[Frag] = []
+    if spec.group is not None:
+        conds.append(prefix + d.column(spec.group) + " = " + P("group"))
+    if spec.processed_at is not None:
+        conds.append(f"{prefix}{d.column(spec.processed_at)} IS NULL")
+    conds.append(prefix + d.column(spec.locked_until) + " > " + P("now"))
+    return conds
+
+
+def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
+    """The expressions after ``WITH`` (no ``WITH``), the last one ``take`` (``d.internal(spec,
+    TAKE)``) with one column, the ids to claim."""
+    t = d.table(spec)
+    row = d.internal(spec, "__row")
+    ident = d.column(spec.id)
+    order = d.order_by(spec)
+    # The columns of the claim order, carried through to the last expression.
+    kept = [d.column(c) for c in (spec.priority, spec.retry_after) if c is not None]
+    carried = ", ".join([*kept, ident])
+    place = d.quoted(d.internal(spec, "__place"))
+    exprs: list[Frag] = []
+    source: Sql
+    if limits.key is not None:
+        live = d.internal(spec, "__live")
+        ranked = d.internal(spec, "__ranked")
+        key, count = d.quoted(d.internal(spec, "__key")), d.quoted(d.internal(spec, "__count"))
+        used, rank = d.quoted(d.internal(spec, "__used")), d.quoted(d.internal(spec, "__rank"))
+        column = d.column(limits.key)
+        prefixed = ", ".join(f"{row}.{c}" for c in [*kept, ident])
+        exprs.append(
+            f"{live} AS (SELECT {column} AS {key}, COUNT(*) AS {count} FROM {t}"
+            + d.where(live_conditions(d, spec))
+            + f" GROUP BY {column})"
+        )
+        exprs.append(
+            f"{ranked} AS (SELECT {prefixed}, ROW_NUMBER() OVER (PARTITION BY {row}.{column} "
+            f"ORDER BY {d.order_by(spec, prefix=row + '.')}) AS {rank}, "
+            f"COALESCE({live}.{count}, 0) AS {used} FROM {t} AS {row} LEFT JOIN {live} ON "
+            f"{live}.{key} {d.null_safe_equal} {row}.{column}"
+            + d.where([*d.claimable(spec, prefix=row + "."), d.lease_free(spec, prefix=row + ".")])
+            + ")"
+        )
+        source = Sql(f"{ranked} WHERE {rank} + {used} <= {limits.per_key}")
+    else:
+        source = t + d.where([*d.claimable(spec), d.lease_free(spec)])
+    fits = d.internal(spec, "__fits")
+    exprs.append(
+        f"{fits} AS (SELECT {carried}, ROW_NUMBER() OVER (ORDER BY {order}) AS {place} FROM "
+        + source
+        + ")"
+    )
+    bounds: list[Frag] = [f"{place} <= " + P("limit")]
+    if limits.whole is not None:
+        bounds.append(
+            f"{place} + (SELECT COUNT(*) FROM {t}"
+            + d.where(live_conditions(d, spec))
+            + f") <= {limits.whole}"
+        )
+    exprs.append(f"{d.internal(spec, TAKE)} AS (SELECT {ident} FROM {fits}" + d.where(bounds) + ")")
+    return join(", ", exprs)
