@@ -29,6 +29,7 @@ from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
+from .._declare._pauses import Pauses
 from .._declare._spec import TableSpec
 from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
@@ -42,6 +43,7 @@ from .._dialects._paramstyle import (
 )
 from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
+from .._dialects.pauses import pause_plan
 from .._dialects.seen import seen_plan
 from .._dialects.ticks import tick_plan
 from .._drivers._base import Connection, Op, Pool
@@ -356,11 +358,11 @@ class SqlBroker(Generic[D]):
         return True
 
     async def create_tables(
-        self, row_type: type | Tracker | Ticks, *, dead_letter: str | None = None
+        self, row_type: type | Tracker | Ticks | Pauses, *, dead_letter: str | None = None
     ) -> None:
         """Create ``row_type``'s table and claim index, and its dead letter table when
         ``dead_letter`` names one as the mount does (or a ``Tracker``'s seen-records table,
-        or a ``Ticks``' tick table),
+        a ``Ticks``' tick table, or a ``Pauses``' pause table),
         where they are missing: idempotent, for
         development and tests (an ``on_startup`` hook runs before the subscriptions check
         their tables). A production schema belongs to your migrations: ``trinbox schema``
@@ -376,6 +378,10 @@ class SqlBroker(Generic[D]):
             label = row_type.label
             where = f"create_tables({row_type!r})"
             ddl = list(tick_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        elif isinstance(row_type, Pauses):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(pause_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
         else:
             spec = spec_of(row_type)
             label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)
