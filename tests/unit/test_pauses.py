@@ -7,6 +7,7 @@ import pytest
 
 from trinbox import Pauses
 from trinbox._broker.backends import BACKENDS
+from trinbox._broker.pausing import PauseBoard
 from trinbox._dialects.pauses import WHOLE, pause_plan
 from trinbox.errors import DeclarationError
 from trinbox.schema import ddl, dialect_named
@@ -90,3 +91,22 @@ def test_on_the_database_clock_the_pause_writes_the_servers_now() -> None:
 def test_a_name_too_long_for_the_database_is_refused() -> None:
     with pytest.raises(DeclarationError, match="here"):
         pause_plan(dialect_named("postgres"), "p" * 64, None, "here")
+
+
+def test_a_read_begun_before_a_pause_of_this_process_does_not_undo_it() -> None:
+    board = PauseBoard()
+    whole = board.gate("jobs", None)
+    grouped = board.gate("grouped", "a")
+    every = board.gate("grouped", None)
+    writes = board.writes  # a read begins
+    board.add(("jobs", WHOLE))  # this process pauses meanwhile
+    assert whole.paused
+    board.read([], writes=writes)  # the read, older than the pause, is dropped
+    assert whole.paused
+    assert board.reads == 1
+    board.read([("grouped", "a")], writes=board.writes)
+    assert (whole.paused, grouped.paused, every.paused) == (False, True, False)
+    board.read([("grouped", WHOLE)], writes=board.writes)
+    assert (whole.paused, grouped.paused, every.paused) == (False, True, True)
+    assert board.paused("grouped", "b")
+    assert not board.paused("jobs", "b")
