@@ -65,6 +65,7 @@ class PauseBoard:
         self.writes = 0
         self.read_failures = 0
         self._poked = trio.Event()
+        self._read = trio.Event()
 
     def gate(self, table: str, group: str | None) -> PauseGate:
         gate = PauseGate(table, group, paused_by(self.keys, table, group))
@@ -85,6 +86,12 @@ class PauseBoard:
         self.reads += 1
         if writes == self.writes:
             self._set(frozenset(keys))
+        self._read.set()
+        self._read = trio.Event()
+
+    async def wait_read(self) -> None:
+        """Wait for the watcher's next read of the pause table (tests, ``trinbox inspect``)."""
+        await self._read.wait()
 
     def add(self, key: Key) -> None:
         self.writes += 1
