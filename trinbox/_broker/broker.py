@@ -438,13 +438,13 @@ class SqlBroker(Generic[D]):
         ``listen_notify``), and after a restart. Deliveries in work finish, and their leases
         keep extending; a claim already running when the pause comes hands over what it
         took. A second pause changes nothing."""
-        await self._pause_write(row_type, group, pause=True)
+        await self.write_pause(spec_of(row_type), group, pause=True)
 
     async def resume(self, row_type: type, *, group: str | None = None) -> None:
         """End the pause that ``pause(row_type, group=group)`` wrote: claiming starts again
         within one poll interval (at once in this process). A group's pause and the table's
         are two: resuming one leaves the other."""
-        await self._pause_write(row_type, group, pause=False)
+        await self.write_pause(spec_of(row_type), group, pause=False)
 
     def paused(self, row_type: type, *, group: str | None = None) -> bool:
         """Whether this process holds the subscription of ``group`` of ``row_type``'s table
@@ -452,9 +452,10 @@ class SqlBroker(Generic[D]):
         spec = spec_of(row_type)
         return self.pause_board.paused(spec.qualified_name, group)
 
-    async def _pause_write(self, row_type: type, group: str | None, *, pause: bool) -> None:
+    async def write_pause(self, spec: TableSpec, group: str | None, *, pause: bool) -> None:
+        """Write (``pause``) or delete the pause of ``group`` of ``spec``'s table (``None``:
+        the whole table): ``pause``/``resume``, and ``trinbox queues pause|resume``."""
         verb = "pause" if pause else "resume"
-        spec = spec_of(row_type)
         where = f"broker.{verb}({spec.label}{'' if group is None else f', group={group!r}'})"
         key = (spec.qualified_name, _pause_group(where, spec, group))
         plan = self.pause_plan
