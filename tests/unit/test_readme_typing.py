@@ -39,6 +39,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_snooze": None,  # report.py
     "readme_results": None,  # quotes.py
     "readme_schedules": None,  # nightly.py
+    "readme_pauses": "pausing.py",
 }
 
 # What each fragment assumes, written before it.
