@@ -430,7 +430,7 @@ class SqlBroker(Generic[D]):
 
     # -- pauses ----------------------------------------------------------------------------------
 
-    async def pause(self, row_type: type, *, group: str | None = None) -> None:
+    async def pause(self, row_type: type[Inbox[Any, Any]], *, group: str | None = None) -> None:
         """Pause the queue of ``row_type``'s table (every subscription of it), or of its
         group ``group`` (the subscription ``InboxQueue(Row, group)``), in the pause table
         (``pauses=``): every process serving this broker's database stops claiming it within
@@ -440,13 +440,13 @@ class SqlBroker(Generic[D]):
         took. A second pause changes nothing."""
         await self.write_pause(spec_of(row_type), group, pause=True)
 
-    async def resume(self, row_type: type, *, group: str | None = None) -> None:
+    async def resume(self, row_type: type[Inbox[Any, Any]], *, group: str | None = None) -> None:
         """End the pause that ``pause(row_type, group=group)`` wrote: claiming starts again
         within one poll interval (at once in this process). A group's pause and the table's
         are two: resuming one leaves the other."""
         await self.write_pause(spec_of(row_type), group, pause=False)
 
-    def paused(self, row_type: type, *, group: str | None = None) -> bool:
+    def paused(self, row_type: type[Inbox[Any, Any]], *, group: str | None = None) -> bool:
         """Whether this process holds the subscription of ``group`` of ``row_type``'s table
         paused, as it last read the pause table (or paused or resumed it itself)."""
         spec = spec_of(row_type)
