@@ -8,9 +8,10 @@ import json
 import signal
 from typing import Any
 
+import pytest
 import trio
 
-from .kit import SERVICE, Service, start_run
+from .kit import SERVICE, Running, Service, start_run
 
 # The kit's service, its broker with a pause table.
 PAUSED_SERVICE = (
@@ -107,3 +108,43 @@ async def test_a_serving_process_obeys_another_process_pause_and_after_a_restart
         await running.wait_lines("email held")
         running.process.send_signal(signal.SIGINT)
         assert await running.ended() == 0, running.err.decode()
+
+
+async def _printed(runs: list[Running], text: bytes, count: int) -> None:
+    """Until the processes together printed ``text`` ``count`` times."""
+    with trio.fail_after(60):
+        while sum(r.out.count(text) for r in runs) < count:
+            for r in runs:
+                r.grew = trio.Event()
+            async with trio.open_nursery() as nursery:
+
+                async def grown(r: Running) -> None:
+                    await r.grew.wait()
+                    nursery.cancel_scope.cancel()
+
+                for r in runs:
+                    nursery.start_soon(grown, r)
+
+
+async def test_two_serving_processes_obey_one_pause(svc: Service) -> None:
+    if svc.stand.name == "sqlite":
+        pytest.skip("one process serves a SQLite file")
+    paused_service(svc)
+    async with trio.open_nursery() as nursery:
+        runs = [await start_run(nursery, svc, ["psvc:app"]) for _ in range(2)]
+        for running in runs:
+            await running.wait_for("2 subscriptions serving")
+        done = await trio.to_thread.run_sync(svc.trinbox, "queues", "pause", "psvc:app", "emails")
+        assert done.returncode == 0, done.stderr
+        await trio.sleep(2.5)  # past each serving process's next read of the pauses (1 s)
+        for n in range(6):
+            svc.email("emails", payload=f"held {n}".encode())
+        await trio.sleep(2)  # forty of each email queue's polls
+        assert [r.out.count(b"email ") for r in runs] == [0, 0]
+        done = await trio.to_thread.run_sync(svc.trinbox, "queues", "resume", "psvc:app", "emails")
+        assert done.returncode == 0, done.stderr
+        await _printed(runs, b"email held", 6)
+        for running in runs:
+            running.process.send_signal(signal.SIGINT)
+        for running in runs:
+            assert await running.ended() == 0, running.err.decode()
