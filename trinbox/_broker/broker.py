@@ -454,7 +454,7 @@ class SqlBroker(Generic[D]):
 
     async def write_pause(self, spec: TableSpec, group: str | None, *, pause: bool) -> None:
         """Write (``pause``) or delete the pause of ``group`` of ``spec``'s table (``None``:
-        the whole table): ``pause``/``resume``, and ``trinbox queues pause|resume``."""
+        the whole table): ``pause``/``resume``, and ``trinbox queues MODULE:APP pause|resume``."""
         verb = "pause" if pause else "resume"
         where = f"broker.{verb}({spec.label}{'' if group is None else f', group={group!r}'})"
         key = (spec.qualified_name, _pause_group(where, spec, group))

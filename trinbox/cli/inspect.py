@@ -89,8 +89,9 @@ def render(found: list[QueueDepth]) -> str:
 def command(target: str, as_json: bool, queue_name: str | None) -> None:
     """Show each mounted queue of MODULE:APP: rows due now, scheduled for later, in work,
     dead letters, and how long the oldest due row has waited; then the paused queues
-    (`trinbox queues pause`; --json: "paused" where the broker has a pause table), and each
-    schedule's last tick (fired by any process) and next (text only: --json lists the queues).
+    (`trinbox queues MODULE:APP pause`; --json: "paused" where the broker has a pause
+    table), and each schedule's last tick (fired by any process) and next (text only: --json
+    lists the queues).
 
     IN WORK counts leased rows (lease tables); row locks and advisory keys cannot be read
     without taking locks, so it shows — there (and their rows in work count as due). Rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from typing import Any
 
 import pytest
@@ -35,6 +36,13 @@ def paused_service(svc: Service) -> None:
     svc.stand.script(PAUSES_DDL[svc.stand.name])
 
 
+async def queues(svc: Service, action: str) -> subprocess.CompletedProcess[str]:
+    """``trinbox queues psvc:app ACTION --queue emails``, off the Trio thread."""
+    return await trio.to_thread.run_sync(
+        svc.trinbox, "queues", "psvc:app", action, "--queue", "emails"
+    )
+
+
 def held(svc: Service) -> list[tuple[str, str]]:
     rows = svc.stand.rows("SELECT tbl, grp FROM app_pauses ORDER BY tbl, grp")
     return [(str(t), str(g)) for t, g in rows]
@@ -42,13 +50,13 @@ def held(svc: Service) -> list[tuple[str, str]]:
 
 def test_pause_and_resume_write_the_pause_table_and_inspect_shows_it(svc: Service) -> None:
     paused_service(svc)
-    done = svc.trinbox("queues", "pause", "psvc:app", "emails")
+    done = svc.trinbox("queues", "psvc:app", "pause", "--queue", "emails")
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         "paused email_jobs:emails: serving processes stop claiming it within a poll interval\n"
     )
     assert held(svc) == [("email_jobs", "emails")]
-    done = svc.trinbox("queues", "pause", "psvc:app", "plain", "--table")
+    done = svc.trinbox("queues", "psvc:app", "pause", "--queue", "plain", "--table")
     assert done.returncode == 0, done.stderr
     assert held(svc) == [("email_jobs", "emails"), ("plain_jobs", "")]
     shown = svc.trinbox("inspect", "psvc:app")
@@ -63,7 +71,7 @@ def test_pause_and_resume_write_the_pause_table_and_inspect_shows_it(svc: Servic
     as_json = svc.trinbox("inspect", "psvc:app", "--json")
     found: list[dict[str, Any]] = json.loads(as_json.stdout)
     assert [(q["queue"], q["paused"]) for q in found] == [("emails", True), ("plain", True)]
-    done = svc.trinbox("queues", "resume", "psvc:app", "emails")
+    done = svc.trinbox("queues", "psvc:app", "resume", "--queue", "emails")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("resumed email_jobs:emails: ")
     assert held(svc) == [("plain_jobs", "")]
@@ -72,7 +80,7 @@ def test_pause_and_resume_write_the_pause_table_and_inspect_shows_it(svc: Servic
     assert [(q["queue"], q["paused"]) for q in found] == [("emails", False), ("plain", True)]
     # Without a pause table: no "paused" key, no section; and queues pause refuses.
     assert "paused" not in json.loads(svc.trinbox("inspect", "svc:app", "--json").stdout)[0]
-    refused = svc.trinbox("queues", "pause", "svc:app", "emails")
+    refused = svc.trinbox("queues", "svc:app", "pause", "--queue", "emails")
     assert refused.returncode == 1
     assert refused.stderr.strip().endswith(
         "email_jobs:emails: a pause is kept in its broker's pause table, found a broker "
@@ -87,7 +95,7 @@ async def test_a_serving_process_obeys_another_process_pause_and_after_a_restart
     async with trio.open_nursery() as nursery:
         running = await start_run(nursery, svc, ["psvc:app"])
         await running.wait_for("2 subscriptions serving")
-        done = await trio.to_thread.run_sync(svc.trinbox, "queues", "pause", "psvc:app", "emails")
+        done = await queues(svc, "pause")
         assert done.returncode == 0, done.stderr
         await trio.sleep(2.5)  # past the serving process's next read of the pauses (1 s)
         svc.email("emails", payload=b"held")
@@ -103,7 +111,7 @@ async def test_a_serving_process_obeys_another_process_pause_and_after_a_restart
         await running.wait_for("2 subscriptions serving")
         await trio.sleep(2)
         assert b"email held" not in running.out
-        done = await trio.to_thread.run_sync(svc.trinbox, "queues", "resume", "psvc:app", "emails")
+        done = await queues(svc, "resume")
         assert done.returncode == 0, done.stderr
         await running.wait_lines("email held")
         running.process.send_signal(signal.SIGINT)
@@ -134,14 +142,14 @@ async def test_two_serving_processes_obey_one_pause(svc: Service) -> None:
         runs = [await start_run(nursery, svc, ["psvc:app"]) for _ in range(2)]
         for running in runs:
             await running.wait_for("2 subscriptions serving")
-        done = await trio.to_thread.run_sync(svc.trinbox, "queues", "pause", "psvc:app", "emails")
+        done = await queues(svc, "pause")
         assert done.returncode == 0, done.stderr
         await trio.sleep(2.5)  # past each serving process's next read of the pauses (1 s)
         for n in range(6):
             svc.email("emails", payload=f"held {n}".encode())
         await trio.sleep(2)  # forty of each email queue's polls
         assert [r.out.count(b"email ") for r in runs] == [0, 0]
-        done = await trio.to_thread.run_sync(svc.trinbox, "queues", "resume", "psvc:app", "emails")
+        done = await queues(svc, "resume")
         assert done.returncode == 0, done.stderr
         await _printed(runs, b"email held", 6)
         for running in runs:
