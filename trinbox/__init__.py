@@ -48,6 +48,7 @@ from ._declare._markers import ReadUncommitted as ReadUncommitted
 from ._declare._markers import RepeatableRead as RepeatableRead
 from ._declare._markers import RowLock as RowLock
 from ._declare._markers import Serializable as Serializable
+from ._declare._pauses import Pauses as Pauses
 from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
 from ._declare._roles import DeadLetteredAt as DeadLetteredAt
@@ -105,6 +106,7 @@ __all__ = [
     "SqlBroker",
     "DatabaseClock",
     "SystemClock",
+    "Pauses",
     "Publisher",
     "Message",
     "InboxQueue",

@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 from ._broker.backends import BACKENDS
 from ._declare._inbox import spec_of
+from ._declare._pauses import Pauses
 from ._declare._ticks import Ticks
 from ._declare._tracker import Tracker
 from ._dialects._base import Dialect
 from ._dialects.ddl import render_ddl
+from ._dialects.pauses import pause_plan
 from ._dialects.seen import seen_plan
 from ._dialects.ticks import tick_plan
 
@@ -43,7 +45,10 @@ def dialect_named(name: str) -> Dialect:
 
 
 def ddl(
-    row: type[Any] | Tracker | Ticks, dialect: DialectName, *, dead_letter: str | None = None
+    row: type[Any] | Tracker | Ticks | Pauses,
+    dialect: DialectName,
+    *,
+    dead_letter: str | None = None,
 ) -> list[str]:
     """The statements (without their ``;``) that create ``row``'s table and its claim index,
     and, given ``dead_letter`` as the mount names it (``.dead_letter("jobs_dead")``), its dead
@@ -53,16 +58,21 @@ def ddl(
     ``dialect`` is ``"postgres"``, ``"mysql"`` (MySQL and MariaDB) or ``"sqlite"``. A field
     whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``.
     A ``trinbox.outbox.Tracker``: its seen-records table; a ``trinbox.schedules.Ticks``:
-    its tick table."""
+    its tick table; a ``trinbox.Pauses``: its pause table."""
     if isinstance(row, Tracker):
         return list(seen_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Ticks):
         return list(tick_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
+    if isinstance(row, Pauses):
+        return list(pause_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     return render_ddl(dialect_named(dialect), spec_of(row), dead_letter)
 
 
 def ddl_script(
-    row: type[Any] | Tracker | Ticks, dialect: DialectName, *, dead_letter: str | None = None
+    row: type[Any] | Tracker | Ticks | Pauses,
+    dialect: DialectName,
+    *,
+    dead_letter: str | None = None,
 ) -> str:
     """:func:`ddl`'s statements as one script to print or save: each ends with ``;`` and a
     blank line parts them."""

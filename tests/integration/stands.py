@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pymysql
 import pytest
 
-from trinbox import SqlBroker
+from trinbox import Pauses, SqlBroker
 from trinbox.testing import TrioClock
 
 StandName = Literal["sqlite", "postgres", "mariadb"]
@@ -62,14 +62,16 @@ class Stand:
         lease: float = 30.0,
         pool_size: int = 8,
         url: str | None = None,
+        pauses: Pauses | None = None,
     ) -> SqlBroker[Any]:
         """A broker on the stand's database (``url``: the same database by another way, a
-        relay of the test's own)."""
+        relay of the test's own; ``pauses``: its pause table)."""
         options: dict[str, Any] = {
             "poll_interval": poll_interval,
             "lease": lease,
             "pool_size": pool_size,
             "clock": TrioClock(),
+            "pauses": pauses,
         }
         url = url or self.url
         if self.name == "sqlite":

@@ -41,6 +41,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_results": None,  # quotes.py
     "readme_retention": None,  # receipts.py
     "readme_schedules": None,  # nightly.py
+    "readme_pauses": "pausing.py",
 }
 
 # What each fragment assumes, written before it.

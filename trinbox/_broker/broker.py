@@ -29,6 +29,7 @@ from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
+from .._declare._pauses import Pauses
 from .._declare._spec import TableSpec
 from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
@@ -42,6 +43,7 @@ from .._dialects._paramstyle import (
 )
 from .._dialects._statement import render
 from .._dialects.ddl import render_ddl
+from .._dialects.pauses import WHOLE, PausePlan, pause_plan
 from .._dialects.seen import seen_plan
 from .._dialects.ticks import tick_plan
 from .._drivers._base import Connection, Op, Pool
@@ -69,6 +71,7 @@ from .many import (
     merged,
     write_chunk,
 )
+from .pausing import PauseBoard
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
 from .waiting import Settled, SettledRows, wait_settled
@@ -109,6 +112,7 @@ class SqlBroker(Generic[D]):
         codec: Codec | None,
         listen_notify: bool = False,
         pgbouncer: PoolMode | None = None,
+        pauses: Pauses | None = None,
     ) -> None:
         if pool_size < 2:
             msg = (
@@ -130,6 +134,13 @@ class SqlBroker(Generic[D]):
         self.pgbouncer: PoolMode | None = check_pool_mode(pgbouncer)
         self._pool_options = driver_options(self.pgbouncer)
         self.wakes: WakeBoard = WakeBoard()
+        self.pauses: Pauses | None = _pauses(pauses)
+        self.pause_plan: PausePlan | None = (
+            None
+            if self.pauses is None
+            else pause_plan(dialect, self.pauses.table, self.pauses.schema, repr(self.pauses))
+        )
+        self.pause_board: PauseBoard = PauseBoard()
         self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
@@ -152,13 +163,15 @@ class SqlBroker(Generic[D]):
         lease: timedelta | float = 30.0,
         clock: HostClock | DatabaseClock | None = None,
         codec: Codec | None = None,
+        pauses: Pauses | None = None,
     ) -> SqlBroker[Sqlite]:
         """A SQLite database file (``sqlite:///path.db``); one process serves a file.
 
         ``clock``: the host's system clock unless given; ``DatabaseClock()`` reads SQLite's
-        ``'now'`` in the statements (milliseconds)."""
+        ``'now'`` in the statements (milliseconds). ``pauses``: the table of the paused
+        queues (``broker.pause``), read by every serving process each poll interval."""
         broker = SqlBroker._made(
-            BACKENDS["sqlite"], url, pool_size, poll_interval, lease, clock, codec
+            BACKENDS["sqlite"], url, pool_size, poll_interval, lease, clock, codec, pauses=pauses
         )
         return cast("SqlBroker[Sqlite]", broker)
 
@@ -173,6 +186,7 @@ class SqlBroker(Generic[D]):
         codec: Codec | None = None,
         listen_notify: bool = False,
         pgbouncer: PoolMode | None = None,
+        pauses: Pauses | None = None,
     ) -> SqlBroker[Postgres]:
         """A PostgreSQL database (asyncpg); ``listen_notify`` wakes subscriptions of other
         processes on publish.
@@ -185,7 +199,9 @@ class SqlBroker(Generic[D]):
         every form works.
 
         ``clock``: the server's (``DatabaseClock()``, ``statement_timestamp()``) unless
-        given; ``SystemClock()`` or any callable is the host's.
+        given; ``SystemClock()`` or any callable is the host's. ``pauses``: the table of the
+        paused queues (``broker.pause``), read by every serving process each poll interval
+        (at once on a pause, with ``listen_notify``).
         """
         broker = SqlBroker._made(
             BACKENDS["postgres"],
@@ -197,6 +213,7 @@ class SqlBroker(Generic[D]):
             codec,
             listen_notify=listen_notify,
             pgbouncer=pgbouncer,
+            pauses=pauses,
         )
         return cast("SqlBroker[Postgres]", broker)
 
@@ -209,13 +226,15 @@ class SqlBroker(Generic[D]):
         lease: timedelta | float = 30.0,
         clock: HostClock | DatabaseClock | None = None,
         codec: Codec | None = None,
+        pauses: Pauses | None = None,
     ) -> SqlBroker[MySql]:
         """A MySQL 8.0.1+ or MariaDB 10.6+ database (aiomysql).
 
         ``clock``: the server's (``DatabaseClock()``, ``UTC_TIMESTAMP(6)``) unless given;
-        ``SystemClock()`` or any callable is the host's."""
+        ``SystemClock()`` or any callable is the host's. ``pauses``: the table of the
+        paused queues (``broker.pause``), read by every serving process each poll interval."""
         broker = SqlBroker._made(
-            BACKENDS["mysql"], url, pool_size, poll_interval, lease, clock, codec
+            BACKENDS["mysql"], url, pool_size, poll_interval, lease, clock, codec, pauses=pauses
         )
         return cast("SqlBroker[MySql]", broker)
 
@@ -230,6 +249,7 @@ class SqlBroker(Generic[D]):
         codec: Codec | None = None,
         listen_notify: bool = False,
         pgbouncer: PoolMode | None = None,
+        pauses: Pauses | None = None,
     ) -> SqlBroker[AnyDatabase]:
         """The broker of the database ``url`` names by its scheme: ``postgresql://`` (or
         ``postgres://``) as ``postgres(url)``, ``mysql://`` (or ``mariadb://``) as
@@ -259,6 +279,7 @@ class SqlBroker(Generic[D]):
             codec,
             listen_notify=listen_notify,
             pgbouncer=pgbouncer,
+            pauses=pauses,
         )
         return cast("SqlBroker[AnyDatabase]", broker)
 
@@ -274,6 +295,7 @@ class SqlBroker(Generic[D]):
         *,
         listen_notify: bool = False,
         pgbouncer: PoolMode | None = None,
+        pauses: Pauses | None = None,
     ) -> SqlBroker[Any]:
         """The broker of ``backend``: its URL and driver checked here (a missing driver or a
         port that is not a number fails at the line that made the broker, not at startup),
@@ -291,6 +313,7 @@ class SqlBroker(Generic[D]):
             codec=codec,
             listen_notify=listen_notify,
             pgbouncer=pgbouncer,
+            pauses=pauses,
         )
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -341,6 +364,7 @@ class SqlBroker(Generic[D]):
         self._closed = True
         pool, self._pool = self._pool, None
         self._queues.clear()
+        self.pause_board.forget_gates()
         if pool is not None:
             with trio.CancelScope(shield=True):
                 await pool.aclose()
@@ -356,11 +380,11 @@ class SqlBroker(Generic[D]):
         return True
 
     async def create_tables(
-        self, row_type: type | Tracker | Ticks, *, dead_letter: str | None = None
+        self, row_type: type | Tracker | Ticks | Pauses, *, dead_letter: str | None = None
     ) -> None:
         """Create ``row_type``'s table and claim index, and its dead letter table when
         ``dead_letter`` names one as the mount does (or a ``Tracker``'s seen-records table,
-        or a ``Ticks``' tick table),
+        a ``Ticks``' tick table, or a ``Pauses``' pause table),
         where they are missing: idempotent, for
         development and tests (an ``on_startup`` hook runs before the subscriptions check
         their tables). A production schema belongs to your migrations: ``trinbox schema``
@@ -376,6 +400,10 @@ class SqlBroker(Generic[D]):
             label = row_type.label
             where = f"create_tables({row_type!r})"
             ddl = list(tick_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        elif isinstance(row_type, Pauses):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(pause_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
         else:
             spec = spec_of(row_type)
             label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)
@@ -399,6 +427,76 @@ class SqlBroker(Generic[D]):
                 await conn.execute(statement.sql, ())
         finally:
             await give_back(pool, conn)
+
+    # -- pauses ----------------------------------------------------------------------------------
+
+    async def pause(self, row_type: type[Inbox[Any, Any]], *, group: str | None = None) -> None:
+        """Pause the queue of ``row_type``'s table (every subscription of it), or of its
+        group ``group`` (the subscription ``InboxQueue(Row, group)``), in the pause table
+        (``pauses=``): every process serving this broker's database stops claiming it within
+        one poll interval (this process at once; the others at once too with
+        ``listen_notify``), and after a restart. Deliveries in work finish, and their leases
+        keep extending; a claim already running when the pause comes hands over what it
+        took. A second pause changes nothing."""
+        await self.write_pause(spec_of(row_type), group, pause=True)
+
+    async def resume(self, row_type: type[Inbox[Any, Any]], *, group: str | None = None) -> None:
+        """End the pause that ``pause(row_type, group=group)`` wrote: claiming starts again
+        within one poll interval (at once in this process). A group's pause and the table's
+        are two: resuming one leaves the other."""
+        await self.write_pause(spec_of(row_type), group, pause=False)
+
+    def paused(self, row_type: type[Inbox[Any, Any]], *, group: str | None = None) -> bool:
+        """Whether this process holds the subscription of ``group`` of ``row_type``'s table
+        paused, as it last read the pause table (or paused or resumed it itself)."""
+        spec = spec_of(row_type)
+        return self.pause_board.paused(spec.qualified_name, group)
+
+    async def write_pause(self, spec: TableSpec, group: str | None, *, pause: bool) -> None:
+        """Write (``pause``) or delete the pause of ``group`` of ``spec``'s table (``None``:
+        the whole table): ``pause``/``resume``, and ``trinbox queues MODULE:APP pause|resume``."""
+        verb = "pause" if pause else "resume"
+        where = f"broker.{verb}({spec.label}{'' if group is None else f', group={group!r}'})"
+        key = (spec.qualified_name, _pause_group(where, spec, group))
+        plan = self.pause_plan
+        if plan is None:
+            msg = (
+                f"{where}: a pause is kept in the broker's pause table, found a broker without "
+                f"one; pass pauses=Pauses('app_pauses') to SqlBroker.{self.kind}(..) (create "
+                f"it with broker.create_tables(pauses) or trinbox schema)"
+            )
+            raise DeclarationError(msg)
+        try:
+            pool = self.pool
+        except Closed:
+            msg = (
+                f"{where} writes on the broker's pool, found the broker not open (its pool "
+                f"opens when the app serves, or with await broker.open())"
+            )
+            raise Closed(msg) from None
+        statement = plan.pause if pause else plan.resume
+        values = {"tbl": key[0], "grp": key[1], "now": self.clock()}
+        conn = await pool.acquire(verb)
+        try:
+            await conn.execute(statement.sql, statement.bind(values))
+            notify = self.dialect.notify_statement()
+            if self.listen_notify and notify is not None and self.pauses is not None:
+                channel = self.pauses.label
+                try:
+                    await conn.execute(notify.sql, notify.bind({"channel": channel, "group": ""}))
+                except DatabaseError:
+                    publish_log.warning(
+                        "%s: NOTIFY failed; the pause is written, and other processes read it "
+                        "at their next poll",
+                        where,
+                        exc_info=True,
+                    )
+        finally:
+            await give_back(pool, conn)
+        if pause:
+            self.pause_board.add(key)
+        else:
+            self.pause_board.discard(key)
 
     # -- routes ----------------------------------------------------------------------------------
 
@@ -1287,6 +1385,36 @@ class SqlBroker(Generic[D]):
             f"and free at each read (its holders finished in between); publish again"
         )
         raise DatabaseError(msg, statement=plan.insert.sql)
+
+
+def _pauses(pauses: object) -> Pauses | None:
+    if pauses is None or isinstance(pauses, Pauses):
+        return pauses
+    msg = (
+        f"a broker's pause table is a trinbox.Pauses, found pauses={pauses!r}; pass "
+        f"pauses=Pauses('app_pauses')"
+    )
+    raise DeclarationError(msg)
+
+
+def _pause_group(where: str, spec: TableSpec, group: object) -> str:
+    """The pause table's ``grp`` of a pause of ``group``: ``WHOLE`` for the whole table, the
+    group's name for a table with a ``Group`` field; else ``DeclarationError``."""
+    if group is None:
+        return WHOLE
+    if spec.group is None:
+        msg = (
+            f"{where}: group= pauses one group of a table with a Group field, found "
+            f"{spec.label} without one; leave group= out to pause the table"
+        )
+        raise DeclarationError(msg)
+    if not isinstance(group, str) or not group:
+        msg = (
+            f"{where}: a group is named by a non-empty str, found group={group!r}; name the "
+            f"group, as InboxQueue(Row, 'name') does, or leave group= out to pause the table"
+        )
+        raise DeclarationError(msg)
+    return group
 
 
 class _Row:

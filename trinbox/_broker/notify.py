@@ -3,7 +3,8 @@
 The broker keeps one connection of its own listening on the channel of every subscribed table
 (the table's qualified name). A notification's payload is a group: it wakes that group's
 subscription (and one over every group of the table), and an empty payload wakes every
-subscription of the table. A lost listening
+subscription of the table; one on the pause table's channel (its name) has the pause
+watcher read the pauses at once. A lost listening
 connection is opened again every second; once it listens again, every subscription is woken
 once, because notifications sent meanwhile are gone. Polling stays the floor either way.
 
@@ -65,6 +66,10 @@ class NotifyListener:
     def _notified(self, channel: str, payload: str) -> None:
         if channel == SETTLED_CHANNEL:
             self._broker.settled_rows.settled(payload)
+        pauses = self._broker.pauses
+        if pauses is not None and channel == pauses.label:
+            self._broker.pause_board.poke()  # a pause or resume: the watcher reads them now
+            return
         if channel in self._tables:  # a table may be named as the settled channel is
             self._broker.wakes.wake(channel, payload or None)
 
@@ -107,6 +112,7 @@ class NotifyListener:
                     self.reconnects += 1
                     self._broker.wakes.wake_all()
                     self._broker.settled_rows.all_settled()
+                    self._broker.pause_board.poke()
                 await conn.wait_lost()
                 logger.warning("the listening connection was lost; listening again")
             finally:

@@ -39,6 +39,7 @@ from .._drivers.aio import asyncio_loop
 from ..errors import DeclarationError, HandlerFailed
 from . import startup
 from .background import BackgroundTask, cancelled_at_exit
+from .pauses import PauseWatcher
 from .retention import RETAIN_PASS, Retain, check_retain
 from .schedules import Overlap, Schedule
 from .statistics import SharedStatistics, SubscriptionStatistics
@@ -537,6 +538,14 @@ class App:
                     await broker.open()
                 for hook in self._startup:
                     await hook()
+                watchers = [
+                    PauseWatcher(broker, broker.pause_plan)
+                    for broker in brokers
+                    if broker.pause_plan is not None
+                    and any(s.broker is broker for s in self._subscriptions)
+                ]
+                for watcher in watchers:  # the pauses read before any claim
+                    await watcher.open()
                 for sub in self._subscriptions:
                     await sub.open()
                 for schedule in self._schedules:
@@ -561,7 +570,8 @@ class App:
                                 s.spec.qualified_name
                                 for s in self._subscriptions
                                 if s.broker is broker
-                            },
+                            }
+                            | ({broker.pauses.label} if broker.pauses is not None else set()),
                         )
                         for broker in brokers
                         if broker.listen_notify
@@ -569,6 +579,8 @@ class App:
                     try:
                         for listener in listeners:
                             await nursery.start(listener.run)
+                        for watcher in watchers:
+                            await nursery.start(watcher.run)
                         for sub in self._subscriptions:
                             if self._stop.is_set():
                                 sub.stop()  # shut down during startup: claim nothing
@@ -601,6 +613,8 @@ class App:
                                 sub.retention.stop()
                         for listener in listeners:
                             listener.stop()
+                        for watcher in watchers:
+                            watcher.stop()
             finally:
                 self.report = ShutdownReport(
                     locks_released=sum(s.locks_released for s in self._subscriptions if s.opened),

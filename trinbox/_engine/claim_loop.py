@@ -92,9 +92,16 @@ class ClaimLoop:
             claims.start_soon(self._claim, slots, scope)
 
     async def _wait_turn(self) -> None:
-        while not self._may_claim():
-            await self._claim_ended.wait()
-        await self._state.wait_turn()
+        state = self._state
+        while True:
+            while not self._may_claim():
+                await self._claim_ended.wait()
+            if state.paused:  # a bool: the claim statement never reads the pauses
+                await state.wait_resumed()
+                continue
+            await state.wait_turn()
+            if not state.paused:  # a pause that came while the loop waited for rows
+                return
 
     def _may_claim(self) -> bool:
         if not self._state.in_flight:

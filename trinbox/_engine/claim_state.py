@@ -16,6 +16,7 @@ import trio
 
 from .._api.events import ClaimEvent, EventBus, EventSource
 from .._bounds import CLAIM_ERROR_WAIT, RELEASE, within
+from .._broker.pausing import PauseGate
 from .._broker.wake import Permit
 from .._holders._base import Claimed
 from ..errors import TrinboxError
@@ -31,9 +32,16 @@ class ClaimState:
     next may run, and the counts."""
 
     def __init__(
-        self, *, permit: Permit, poll: float, source: EventSource, events: EventBus | None
+        self,
+        *,
+        permit: Permit,
+        gate: PauseGate,
+        poll: float,
+        source: EventSource,
+        events: EventBus | None,
     ) -> None:
         self._permit = permit
+        self._gate = gate
         self._poll = poll
         self.stopped = False
         self.scope = trio.CancelScope()  # around the claim loop, not its claims
@@ -69,6 +77,21 @@ class ClaimState:
                 scope.deadline = min(scope.deadline, deadline)
 
     # -- the next turn --------------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        """Whether the queue is paused (``broker.pause``): no claim begins, neither the claim
+        loop's nor a settlement's."""
+        return self._gate.paused
+
+    async def wait_resumed(self) -> None:
+        """Wait out a pause (idle meanwhile); once it ends the next claim runs at once."""
+        self._set_idle(True)
+        try:
+            await self._gate.wait_resumed()
+        finally:
+            self._set_idle(False)
+        self.wake()
 
     async def wait_turn(self) -> None:
         """Wait out what the last claim asks of the next: a second after a failure, the poll

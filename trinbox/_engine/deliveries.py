@@ -458,13 +458,14 @@ class DeliveryRunner:
     def _may_chain(self, batch: bool) -> bool:
         """Whether a settling delivery (``batch``: batch) claims the next row (batch) for its
         worker in the same round trip: where the form chains them, while claims find rows
-        and claiming goes on."""
+        and claiming goes on (not stopping, not paused)."""
         traits = self._form.traits
         return (
             (traits.chains_batches if batch else traits.chains)
             and (self._queue.batch_size is not None) == batch
             and self._claims.found_rows
             and not self.stopping
+            and not self._claims.paused
         )
 
     async def _arguments(

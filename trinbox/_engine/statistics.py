@@ -40,6 +40,9 @@ class SubscriptionStatistics:
     group: str | None
     serving: bool
     """Whether the subscription is open and has not begun to stop."""
+    paused: bool
+    """Whether its queue is paused (``broker.pause``), as this process last read the pause
+    table: it claims nothing meanwhile, and its deliveries in work finish."""
     claimed: int
     """Deliveries claimed (by the claim loop and by settlements claiming their next row)."""
     in_work: int

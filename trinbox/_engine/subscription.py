@@ -235,6 +235,7 @@ class Subscription:
         slots = trio.Semaphore(workers)
         claiming = ClaimState(
             permit=permit,
+            gate=broker.pause_board.gate(self.spec.qualified_name, self.group),
             poll=(self.queue.poll_every or broker.poll_interval).total_seconds(),
             source=self.source,
             events=self._events,
@@ -401,6 +402,7 @@ class Subscription:
                 table=source.table,
                 group=source.group,
                 serving=False,
+                paused=self.broker.pause_board.paused(source.table, source.group),
                 **dict.fromkeys(_COUNTS, 0),
                 settle_errors=(),
             )
@@ -411,6 +413,7 @@ class Subscription:
             table=source.table,
             group=source.group,
             serving=not self._stopped.is_set(),
+            paused=claims.paused,
             claimed=claims.claimed,
             in_work=self.form.in_work,
             finished=runner.finished,

@@ -12,14 +12,17 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from .._broker.broker import SqlBroker
+from .._broker.pausing import paused_by
 from .._declare._inbox import spec_of
 from .._declare._spec import TableSpec
 from .._dialects import _inspect as sql
 from .._dialects._base import DeadLetter
+from .._dialects.pauses import WHOLE
 from .._drivers._base import Connection
 from .._drivers.aio import asyncio_loop
 from .._engine.app import App, Mount
@@ -29,6 +32,8 @@ from .._holders.connections import give_back, rollback_quietly
 from ..errors import DeclarationError
 
 __all__ = [
+    "QueuePause",
+    "pauses_of",
     "DeadRow",
     "Queue",
     "QueueDepth",
@@ -473,3 +478,45 @@ async def _free_keys(
 def _key(value: object) -> str:
     """Ids compared as the database gave them back and as they were asked for."""
     return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePause:
+    """Whether a queue is paused (``broker.pause``), as its broker's pause table holds it, and
+    since when (the earliest pause that covers it: its table's or its group's)."""
+
+    paused: bool
+    since: datetime | None
+
+
+async def pauses_of(queues: Sequence[Queue]) -> list[QueuePause | None]:
+    """Each queue's pause (brokers open), in the order given; ``None`` where its broker has
+    no pause table. One statement per broker."""
+    read: dict[int, dict[tuple[str, str], object]] = {}
+    found: list[QueuePause | None] = []
+    for queue in queues:
+        broker, plan = queue.broker, queue.broker.pause_plan
+        if plan is None:
+            found.append(None)
+            continue
+        if id(broker) not in read:
+            rows = await broker.database.fetch(plan.read.sql)
+            read[id(broker)] = {(str(r[0]), str(r[1])): r[2] for r in rows}
+        held = read[id(broker)]
+        covering = [(queue.table, WHOLE)]
+        if queue.group is not None:
+            covering.append((queue.table, queue.group))
+        times = [_utc(held[k]) for k in covering if k in held]
+        paused = paused_by(frozenset(held), queue.table, queue.group)
+        found.append(QueuePause(paused, min(times) if times else None))
+    return found
+
+
+def _utc(value: object) -> datetime:
+    """A time as the drivers read it (aware, naive UTC, or UTC text on SQLite), aware UTC."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        msg = f"a pause time is a timestamp, found {value!r}"
+        raise TypeError(msg)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .._declare._inbox import Inbox
+from .._declare._pauses import Pauses
 from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
 from .._engine.app import App
@@ -84,16 +85,17 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])
 
 
-def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker | Ticks:
+def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses:
     """What ``trinbox schema`` prints the DDL of: a row class, a ``Tracker``'s seen-records
-    table, or a ``Ticks``' tick table."""
+    table, a ``Ticks``' tick table, or a ``Pauses``' pause table."""
     found = load_object(target)
-    if isinstance(found, Tracker | Ticks):
+    if isinstance(found, Tracker | Ticks | Pauses):
         return found
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = (
-            f"{target} is {found!r}, not a row class, a Tracker or a Ticks; name a class "
-            f"derived from Inbox[...], a trinbox.outbox.Tracker or a trinbox.schedules.Ticks"
+            f"{target} is {found!r}, not a row class, a Tracker, a Ticks or a Pauses; name a "
+            f"class derived from Inbox[...], a trinbox.outbox.Tracker, a "
+            f"trinbox.schedules.Ticks or a trinbox.Pauses"
         )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

@@ -14,7 +14,7 @@ from dataclasses import asdict
 import click
 
 from .._engine.schedules import Schedule
-from .._operations.queues import QueueDepth, depths
+from .._operations.queues import QueueDepth, QueuePause, depths, pauses_of
 from ._queues import app_queues, choose, run_open, table
 
 __all__ = ["command", "render"]
@@ -41,6 +41,8 @@ def age(seconds: float | None) -> str:
         return f"{seconds / 3600:.1f}h"
     return f"{seconds / 86400:.1f}d"
 
+
+PAUSED_HEADERS = ("PAUSED TABLE", "QUEUE", "SINCE")
 
 SCHEDULE_HEADERS = ("SCHEDULE", "WHEN", "TICKS", "LAST TICK", "NEXT TICK")
 
@@ -86,8 +88,10 @@ def render(found: list[QueueDepth]) -> str:
 @click.option("--queue", "queue_name", metavar="NAME", help="Only this queue (NAME or TABLE:NAME).")
 def command(target: str, as_json: bool, queue_name: str | None) -> None:
     """Show each mounted queue of MODULE:APP: rows due now, scheduled for later, in work,
-    dead letters, and how long the oldest due row has waited; then each schedule's last tick
-    (fired by any process) and next (text only: --json lists the queues).
+    dead letters, and how long the oldest due row has waited; then the paused queues
+    (`trinbox queues MODULE:APP pause`; --json: "paused" where the broker has a pause
+    table), and each schedule's last tick (fired by any process) and next (text only: --json
+    lists the queues).
 
     IN WORK counts leased rows (lease tables); row locks and advisory keys cannot be read
     without taking locks, so it shows — there (and their rows in work count as due). Rows
@@ -96,18 +100,31 @@ def command(target: str, as_json: bool, queue_name: str | None) -> None:
     app, queues = app_queues(target)
     chosen = choose(queues, queue_name, what=app.info.name)
 
-    async def read() -> tuple[list[QueueDepth], list[tuple[str, ...]]]:
+    async def read() -> tuple[list[QueueDepth], list[QueuePause | None], list[tuple[str, ...]]]:
         queues = await depths(chosen)
-        return queues, [] if as_json or queue_name else await schedule_rows(app.schedules)
+        paused = await pauses_of(chosen)
+        return queues, paused, [] if as_json or queue_name else await schedule_rows(app.schedules)
 
-    found, schedules = run_open(app, read)
+    found, paused, schedules = run_open(app, read)
     if as_json:
-        click.echo(json.dumps([asdict(d) for d in found], indent=2))
+        listed = [
+            asdict(d) if p is None else {**asdict(d), "paused": p.paused}
+            for d, p in zip(found, paused, strict=True)
+        ]
+        click.echo(json.dumps(listed, indent=2))
         return
     if found:
         click.echo(render(found))
     elif not schedules:
         click.echo(f"{app.info.name} mounts no queue")
+    held = [
+        (d.table, d.queue, NONE if p.since is None else p.since.isoformat())
+        for d, p in zip(found, paused, strict=True)
+        if p is not None and p.paused
+    ]
+    if held:
+        click.echo()
+        click.echo(table(PAUSED_HEADERS, held, (False, False, False)))
     if schedules:
         if found:
             click.echo()
