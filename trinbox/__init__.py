@@ -20,6 +20,7 @@ from . import events as events
 from . import keys as keys
 from . import typing as typing
 from ._api.backoff import Backoff as Backoff
+from ._api.cancelled import CancelResult as CancelResult
 from ._api.codecs import Codec as Codec
 from ._api.codecs import JsonCodec as JsonCodec
 from ._api.codecs import RawCodec as RawCodec
@@ -109,6 +110,7 @@ __all__ = [
     "RoutedQueue",
     "subscriber",
     "HandlerOutcome",
+    "CancelResult",
     "Backoff",
     "FailurePolicy",
     "OnFailure",

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._api.cancelled import CancelResult
 from .._api.codecs import Codec, Encoded, JsonCodec
 from .._api.events import EventBus, PublishEvent, PublishStart, now_ns
 from .._api.handles import BLOCK as TX_BLOCK
@@ -41,12 +42,14 @@ from .._dialects._paramstyle import (
     render_for_driver,
 )
 from .._dialects._statement import render
+from .._dialects.cancels import cancel_plan
 from .._dialects.ddl import render_ddl
 from .._dialects.seen import seen_plan
 from .._dialects.ticks import tick_plan
 from .._drivers._base import Connection, Op, Pool
 from .._drivers._urls import Kind, redacted
 from .._holders._base import whole_seconds
+from .._holders.cancelling import cancel_queued
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
 from ..errors import (
@@ -894,6 +897,32 @@ class SqlBroker(Generic[D]):
             row_id,
             self.settled_rows,
         )
+
+    async def cancel(self, row_type: type[Inbox[Any, Any]], row_id: object) -> CancelResult:
+        """Cancel the row ``row_id`` of ``row_type``, and say what it was:
+        ``CancelResult.QUEUED`` when it was unfinished and not in work (settled now as a
+        drop settles it, deleted or stamped processed with a NULL Result, in one statement or
+        transaction that never waits on a lock: it is never claimed again),
+        ``CancelResult.RUNNING`` when a handler holds it (nothing changed),
+        ``CancelResult.FINISHED`` when it had finished (acked, dropped, dead-lettered into a
+        group: it stays as it settled), ``CancelResult.NOT_FOUND`` when no row has the id
+        (on a table whose settlement deletes, a finished row, or one moved into a dead letter
+        table). A cancel racing a claim or a settlement leaves the row as the first of them
+        made it: a claimed row is in work, a finished row stays finished.
+
+        On SQLite, a row of an advisory table is cancelled in the process that serves the
+        file's keys, or while none does (``CancelRefused`` otherwise)."""
+        spec = spec_of(row_type)
+        found = await cancel_queued(
+            cancel_plan(self.dialect, spec),
+            self.pool,
+            self.dialect.driver_value(row_id),
+            self.clock(),
+            label=spec.label,
+        )
+        if found == "queued":
+            self.settled_rows.settled(spec.qualified_name)
+        return CancelResult(found)
 
     def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on

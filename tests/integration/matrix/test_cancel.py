@@ -1,0 +1,265 @@
+"""``broker.cancel(Row, id)`` of a queued row on every stand and form (issue 21, item 1): a
+queued row is settled as cancelled at once, as a drop settles it (stamped ProcessedAt with a
+NULL Result, or deleted), and never claimed again; a row in work is left alone (``RUNNING``);
+a finished row stays finished (``FINISHED``, or ``NOT_FOUND`` where the settlement deleted
+it); an id no row has is ``NOT_FOUND``. A cancel racing the claims of a serving app leaves
+every row either cancelled and never handled, or handled and finished as its handler said."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+import trio
+
+from trinbox import (
+    Advisory,
+    Attempt,
+    CancelResult,
+    Group,
+    HandlerOutcome,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    OriginGroup,
+    Payload,
+    ProcessedAt,
+    Result,
+    RetryAfter,
+    RowLock,
+    SqlBroker,
+    subscriber,
+)
+from trinbox._drivers.aio import asyncio_loop
+from trinbox.testing import VirtualClock, settled
+
+from ..serving import make_app, serving
+from .conftest import Case
+from .kit import HOUR
+
+
+@dataclass
+class Job:
+    n: int
+
+
+class RowLockedJob(Inbox[RowLock], table="cancel_jobs"):
+    id: Annotated[int, Id()]
+    queue: Annotated[str, Group()]
+    origin: Annotated[str | None, OriginGroup()] = None
+    attempt: Annotated[int, Attempt(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    outcome: Annotated[int | None, Result()] = None
+    payload: Annotated[bytes, Payload()]
+
+
+class LeasedJob(Inbox[Lease], table="cancel_jobs"):
+    id: Annotated[int, Id()]
+    queue: Annotated[str, Group()]
+    origin: Annotated[str | None, OriginGroup()] = None
+    attempt: Annotated[int, Attempt(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    outcome: Annotated[int | None, Result()] = None
+    payload: Annotated[bytes, Payload()]
+
+
+class LockedJob(Inbox[Advisory], table="cancel_jobs", advisory_lock="cancel-{id}"):
+    id: Annotated[int, Id()]
+    queue: Annotated[str, Group()]
+    origin: Annotated[str | None, OriginGroup()] = None
+    attempt: Annotated[int, Attempt(generated=True)]
+    retry_after: Annotated[datetime, RetryAfter(generated=True)]
+    processed_at: Annotated[datetime | None, ProcessedAt()]
+    outcome: Annotated[int | None, Result()] = None
+    payload: Annotated[bytes, Payload()]
+
+
+class RowLockedPlain(Inbox[RowLock], table="cancel_plain"):
+    id: Annotated[int, Id()]
+    attempt: Annotated[int, Attempt(generated=True)]
+    payload: Annotated[bytes, Payload()]
+
+
+class LeasedPlain(Inbox[Lease], table="cancel_plain"):
+    id: Annotated[int, Id()]
+    attempt: Annotated[int, Attempt(generated=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+class LockedPlain(Inbox[Advisory], table="cancel_plain", advisory_lock="plain-{id}"):
+    id: Annotated[int, Id()]
+    attempt: Annotated[int, Attempt(generated=True)]
+    payload: Annotated[bytes, Payload()]
+
+
+KEPT: dict[str, type[Any]] = {"row_lock": RowLockedJob, "lease": LeasedJob, "advisory": LockedJob}
+"""Rows kept when they finish (ProcessedAt, a Result, a dead letter group)."""
+
+DELETED: dict[str, type[Any]] = {
+    "row_lock": RowLockedPlain,
+    "lease": LeasedPlain,
+    "advisory": LockedPlain,
+}
+"""Rows deleted when they finish."""
+
+
+@asynccontextmanager
+async def opened(broker: SqlBroker[Any], *rows: type[Any]) -> AsyncIterator[SqlBroker[Any]]:
+    """``broker`` open with the tables of ``rows`` made, and no subscription: a caller of
+    its own, as ``trinbox jobs`` is."""
+    async with asyncio_loop(broker.needs_asyncio):
+        await broker.open()
+        try:
+            for row in rows:
+                await broker.create_tables(row)
+            yield broker
+        finally:
+            await broker.aclose()
+
+
+async def test_a_queued_row_is_cancelled_once_and_never_claimed(
+    case: Case, clock: VirtualClock
+) -> None:
+    kept, deleted = KEPT[case.form], DELETED[case.form]
+    async with opened(case.stand.broker(poll_interval=1), kept, deleted) as admin:
+        for n in (1, 2, 3):
+            await admin.publish(kept, Job(n), id=n, queue="jobs")
+            await admin.publish(deleted, Job(n), id=n)
+        await admin.publish(kept, Job(4), id=4, queue="jobs.dead")
+        case.stand.execute("UPDATE cancel_jobs SET origin = 'jobs' WHERE id = 4")
+        # Queued: settled now.
+        assert await admin.cancel(kept, 1) is CancelResult.QUEUED
+        assert await admin.cancel(deleted, 1) is CancelResult.QUEUED
+        # Again: the kept row has finished, the deleted one is gone.
+        assert await admin.cancel(kept, 1) is CancelResult.FINISHED
+        assert await admin.cancel(deleted, 1) is CancelResult.NOT_FOUND
+        # A dead letter (in its group) has finished for its queue, and stays as it is.
+        assert await admin.cancel(kept, 4) is CancelResult.FINISHED
+        assert await admin.cancel(kept, 99) is CancelResult.NOT_FOUND
+        assert await admin.cancel(deleted, 99) is CancelResult.NOT_FOUND
+        cancelled = await admin.wait(kept, 1)
+    assert (cancelled.outcome, cancelled.result) == ("drop", None)
+    rows = case.stand.rows("SELECT id, processed_at IS NULL, outcome IS NULL FROM cancel_jobs")
+    assert {n: (bool(a), bool(b)) for n, a, b in rows} == {
+        1: (False, True),
+        2: (True, True),
+        3: (True, True),
+        4: (True, True),
+    }
+    assert sorted(r[0] for r in case.stand.rows("SELECT id FROM cancel_plain")) == [2, 3]
+
+    broker = case.stand.broker(poll_interval=1)
+    handled: list[tuple[str, int]] = []
+
+    @subscriber(InboxQueue(kept, "jobs"))
+    async def keep(job: Job) -> HandlerOutcome:
+        handled.append(("kept", job.n))
+        return HandlerOutcome.ack(job.n)
+
+    @subscriber(InboxQueue(deleted, "plain"))
+    async def delete(job: Job) -> None:
+        handled.append(("deleted", job.n))
+
+    app = make_app()
+    app.include(broker, keep)
+    app.include(broker, delete)
+    async with serving(app):
+        with trio.fail_after(HOUR):
+            await settled(app, keep, 2)
+            await settled(app, delete, 2)
+    assert sorted(handled) == [("deleted", 2), ("deleted", 3), ("kept", 2), ("kept", 3)]
+
+
+async def test_a_row_in_work_is_left_alone_and_finishes_as_its_handler_says(
+    case: Case, clock: VirtualClock
+) -> None:
+    kept, deleted = KEPT[case.form], DELETED[case.form]
+    broker = case.stand.broker(poll_interval=1)
+    entered = {"kept": trio.Event(), "deleted": trio.Event()}
+    go = trio.Event()
+
+    @subscriber(InboxQueue(kept, "jobs"))
+    async def keep(job: Job) -> HandlerOutcome:
+        entered["kept"].set()
+        await go.wait()
+        return HandlerOutcome.ack(job.n * 10)
+
+    @subscriber(InboxQueue(deleted, "plain"))
+    async def delete(job: Job) -> None:
+        entered["deleted"].set()
+        await go.wait()
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(kept))
+    app.on_startup(lambda: broker.create_tables(deleted))
+    app.include(broker, keep)
+    app.include(broker, delete)
+    async with serving(app):
+        await broker.publish(kept, Job(1), id=1, queue="jobs")
+        await broker.publish(deleted, Job(1), id=1)
+        with trio.fail_after(HOUR):
+            for event in entered.values():
+                await event.wait()
+            # In work: the cancel changes nothing (it never waits on the handler's lock).
+            assert await broker.cancel(kept, 1) is CancelResult.RUNNING
+            assert await broker.cancel(deleted, 1) is CancelResult.RUNNING
+            go.set()
+            await settled(app, keep, 1)
+            await settled(app, delete, 1)
+            done = await broker.wait(kept, 1)
+        # The handler's settlement stands: finished stays finished.
+        assert await broker.cancel(kept, 1) is CancelResult.FINISHED
+        assert await broker.cancel(deleted, 1) is CancelResult.NOT_FOUND
+    assert (done.outcome, done.result) == ("ack", 10)
+
+
+async def test_cancels_racing_the_claims_leave_each_row_cancelled_or_handled(
+    case: Case, clock: VirtualClock
+) -> None:
+    """Every row is cancelled while queued (and never handled) or handled (its cancel found
+    it in work or finished): never both, never neither."""
+    kept = KEPT[case.form]
+    count = 40
+    broker = case.stand.broker(poll_interval=1)
+    handled: list[int] = []
+
+    @subscriber(InboxQueue(kept, "jobs").workers(4))
+    async def keep(job: Job) -> HandlerOutcome:
+        handled.append(job.n)
+        await trio.lowlevel.checkpoint()
+        return HandlerOutcome.ack(job.n)
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(kept))
+    app.include(broker, keep)
+    results: dict[int, CancelResult] = {}
+    async with serving(app):
+        for n in range(1, count + 1):
+            await broker.publish(kept, Job(n), id=n, queue="jobs")
+
+        async def cancel(n: int) -> None:
+            results[n] = await broker.cancel(kept, n)
+
+        with trio.fail_after(HOUR):
+            async with trio.open_nursery() as nursery:
+                for n in range(count, 0, -1):
+                    nursery.start_soon(cancel, n)
+            cancelled = {n for n, found in results.items() if found is CancelResult.QUEUED}
+            await settled(app, keep, count - len(cancelled))
+            outcomes = {n: (await broker.wait(kept, n)).result for n in range(1, count + 1)}
+    assert set(results.values()) <= {
+        CancelResult.QUEUED,
+        CancelResult.RUNNING,
+        CancelResult.FINISHED,
+    }
+    assert sorted(handled) == sorted(set(range(1, count + 1)) - cancelled)
+    assert outcomes == {n: None if n in cancelled else n for n in range(1, count + 1)}
