@@ -53,6 +53,7 @@ from .._holders.cancelling import cancel_queued
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
 from ..errors import (
+    CancelRefused,
     Closed,
     DatabaseError,
     DeclarationError,
@@ -74,6 +75,7 @@ from .many import (
 )
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
+from .running import Running
 from .waiting import Settled, SettledRows, wait_settled
 from .wake import WakeBoard
 
@@ -134,6 +136,7 @@ class SqlBroker(Generic[D]):
         self._pool_options = driver_options(self.pgbouncer)
         self.wakes: WakeBoard = WakeBoard()
         self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
+        self.running = Running()  # the handler calls in work here, for broker.cancel
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -903,16 +906,31 @@ class SqlBroker(Generic[D]):
         ``CancelResult.QUEUED`` when it was unfinished and not in work (settled now as a
         drop settles it, deleted or stamped processed with a NULL Result, in one statement or
         transaction that never waits on a lock: it is never claimed again),
-        ``CancelResult.RUNNING`` when a handler holds it (nothing changed),
-        ``CancelResult.FINISHED`` when it had finished (acked, dropped, dead-lettered into a
-        group: it stays as it settled), ``CancelResult.NOT_FOUND`` when no row has the id
-        (on a table whose settlement deletes, a finished row, or one moved into a dead letter
-        table). A cancel racing a claim or a settlement leaves the row as the first of them
-        made it: a claimed row is in work, a finished row stays finished.
+        ``CancelResult.RUNNING`` when a handler holds it: a handler of this process is
+        cancelled (it sees ``trio.Cancelled``; its delivery settles as cancelled, as a drop
+        settles it, never retried, its ``keys.Tx`` rolled back), one of another process is
+        not reached yet. ``CancelResult.FINISHED`` when it had finished (acked, dropped,
+        dead-lettered into a group: it stays as it settled), ``CancelResult.NOT_FOUND`` when
+        no row has the id (on a table whose settlement deletes, a finished row, or one moved
+        into a dead letter table). A cancel racing a claim or a settlement leaves the row as
+        the first of them made it: a claimed row is in work, a finished row stays finished.
 
-        On SQLite, a row of an advisory table is cancelled in the process that serves the
-        file's keys, or while none does (``CancelRefused`` otherwise)."""
+        Refused (``CancelRefused``, nothing changed): a row of a batch delivery in work here
+        (``.batch(n)``: its one handler call holds every row of the batch); on SQLite, a row
+        of an advisory table while another process serves the file's keys."""
         spec = spec_of(row_type)
+        # A handler of this process first: its row is in work, and asking the database would
+        # wait on a SQLite write lock its transaction may hold.
+        here = self.running.cancel(spec.qualified_name, row_id)
+        if here == "batch":
+            msg = (
+                f"a cancel ends one handler call, found row {row_id!r} of {spec.label} in a "
+                f"batch delivery (one handler call holds every row of its batch); cancel "
+                f"rows of a .batch(n) queue while they are queued, or let the batch finish"
+            )
+            raise CancelRefused(msg)
+        if here == "cancelled":
+            return CancelResult.RUNNING
         found = await cancel_queued(
             cancel_plan(self.dialect, spec),
             self.pool,

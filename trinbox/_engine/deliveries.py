@@ -129,7 +129,7 @@ class DeliveryRunner:
         self.released = 0
         # Settled deliveries by the step that took effect (Step.event).
         self.outcomes = dict.fromkeys(
-            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter"), 0
+            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter", "cancelled"), 0
         )
         self._source = source
         self._events = events
@@ -285,7 +285,23 @@ class DeliveryRunner:
         try:
             try:
                 args = await self._arguments(ready, messages, headers)
-                result = await self._handler(*args)
+                call = self._broker.running.enter(
+                    self._spec.qualified_name,
+                    [d.id for d in ready],
+                    trio.CancelScope(),
+                    batch=len(ready) > 1 or self._plan.batch,
+                )
+                try:
+                    with call.scope:
+                        result = await self._handler(*args)
+                finally:
+                    self._broker.running.leave(call)
+                if call.scope.cancelled_caught:
+                    # broker.cancel reached the handler: settled as cancelled, never retried.
+                    if started is not None:
+                        self._handle_ended(started, [], None, cancelled=len(ready))
+                    await self._settle_all([(d, Drop(event="cancelled")) for d in ready])
+                    return None
                 outcomes = self._rules.outcomes(result, len(ready))
             except BaseException as exc:
                 if started is not None:
@@ -350,10 +366,13 @@ class DeliveryRunner:
         started: tuple[HandleEvent, list[object], float],
         outcomes: list[HandlerOutcome],
         error: BaseException | None,
+        *,
+        cancelled: int = 0,
     ) -> None:
         assert self._events is not None
         event, states, t0 = started
-        end = HandleEnd(tuple(o.kind for o in outcomes), error, time.perf_counter() - t0)
+        kinds = tuple(o.kind for o in outcomes) + ("cancelled",) * cancelled
+        end = HandleEnd(kinds, error, time.perf_counter() - t0)
         self._events.handle_ended(event, states, end)
 
     async def _write_replies(

@@ -52,6 +52,9 @@ class SubscriptionStatistics:
     """Deliveries put back by ``HandlerOutcome.snooze``, no attempt spent (not retries)."""
     dropped: int
     dead_lettered: int
+    cancelled: int
+    """Deliveries whose handler ``broker.cancel`` cancelled, settled as a drop settles them
+    (never retried; not counted as dropped, nor as released as on shutdown)."""
     released: int
     """Deliveries returned to the queue unsettled."""
     settle_failures: int

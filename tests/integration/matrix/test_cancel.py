@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
+import pytest
 import trio
 
 from trinbox import (
@@ -33,14 +34,17 @@ from trinbox import (
     RetryAfter,
     RowLock,
     SqlBroker,
+    keys,
     subscriber,
 )
 from trinbox._drivers.aio import asyncio_loop
+from trinbox.errors import CancelRefused
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
-from .kit import HOUR
+from .kit import HOUR, cells
+from .schema import AUDIT
 
 
 @dataclass
@@ -263,3 +267,88 @@ async def test_cancels_racing_the_claims_leave_each_row_cancelled_or_handled(
     }
     assert sorted(handled) == sorted(set(range(1, count + 1)) - cancelled)
     assert outcomes == {n: None if n in cancelled else n for n in range(1, count + 1)}
+
+
+async def test_a_handler_in_work_here_is_cancelled_and_its_row_settles_as_cancelled(
+    case: Case, clock: VirtualClock
+) -> None:
+    """The handler sees ``trio.Cancelled``; the delivery settles as a drop settles it,
+    counted as cancelled (not dropped, retried or released), its ``keys.Tx`` rolled back; the
+    row is never handled again."""
+    case.stand.script(AUDIT[case.name])
+    kept = KEPT[case.form]
+    broker = case.stand.broker(poll_interval=1)
+    entered = trio.Event()
+    seen: list[str] = []
+
+    @subscriber(InboxQueue(kept, "jobs").transactional())
+    async def keep(job: Job, tx: keys.Tx) -> HandlerOutcome:
+        seen.append(f"start {job.n}")
+        if job.n == 2:
+            return HandlerOutcome.ack(2)
+        await tx.execute("INSERT INTO audit (note) VALUES ('written')")
+        entered.set()
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            seen.append(f"cancelled {job.n}")
+            raise
+        raise AssertionError("unreachable")
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(kept))
+    app.include(broker, keep)
+    async with serving(app):
+        await broker.publish(kept, Job(1), id=1, queue="jobs")
+        with trio.fail_after(HOUR):
+            await entered.wait()
+            assert await broker.cancel(kept, 1) is CancelResult.RUNNING
+            await settled(app, keep, 1)
+            cancelled = await broker.wait(kept, 1)
+            await broker.publish(kept, Job(2), id=2, queue="jobs")
+            await settled(app, keep, 2)
+        assert await broker.cancel(kept, 1) is CancelResult.FINISHED
+        stats = app.statistics(keep)
+    assert seen == ["start 1", "cancelled 1", "start 2"]
+    assert (cancelled.outcome, cancelled.result) == ("drop", None)
+    assert (stats.cancelled, stats.acked, stats.dropped, stats.retried, stats.released) == (
+        1,
+        1,
+        0,
+        0,
+        0,
+    )
+    assert case.stand.rows("SELECT note FROM audit") == []
+    attempt = case.stand.value("SELECT attempt FROM cancel_jobs WHERE id = 1")
+    assert attempt == case.attempts_after(1)
+
+
+@cells(forms=["lease"])
+async def test_a_cancel_of_one_row_of_a_batch_in_work_is_refused(
+    case: Case, clock: VirtualClock
+) -> None:
+    kept = KEPT[case.form]
+    broker = case.stand.broker(poll_interval=1)
+    entered = trio.Event()
+    go = trio.Event()
+
+    @subscriber(InboxQueue(kept, "jobs").batch(2))
+    async def keep(jobs: list[Job]) -> list[HandlerOutcome]:
+        entered.set()
+        await go.wait()
+        return [HandlerOutcome.ack(j.n) for j in jobs]
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(kept))
+    app.include(broker, keep)
+    async with serving(app):
+        for n in (1, 2):
+            await broker.publish(kept, Job(n), id=n, queue="jobs")
+        with trio.fail_after(HOUR):
+            await entered.wait()
+            with pytest.raises(CancelRefused, match="batch delivery"):
+                await broker.cancel(kept, 1)
+            go.set()
+            await settled(app, keep, 2)
+            done = [(await broker.wait(kept, n)).result for n in (1, 2)]
+    assert done == [1, 2]
