@@ -35,6 +35,7 @@ from ._broker.broker import SqlBroker as SqlBroker
 from ._broker.clocks import DatabaseClock as DatabaseClock
 from ._broker.clocks import SystemClock as SystemClock
 from ._broker.publisher import Publisher as Publisher
+from ._declare._cancels import CancelRequests as CancelRequests
 from ._declare._inbox import GENERATED as GENERATED
 from ._declare._inbox import Inbox as Inbox
 from ._declare._manual import InboxSpec as InboxSpec
@@ -111,6 +112,7 @@ __all__ = [
     "subscriber",
     "HandlerOutcome",
     "CancelResult",
+    "CancelRequests",
     "Backoff",
     "FailurePolicy",
     "OnFailure",

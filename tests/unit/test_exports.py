@@ -40,7 +40,7 @@ SUBMODULES = {"keys", "errors", "events", "typing"}
 OTHER_MODULES = {"testing", "asyncapi", "schema", "cli", "metrics", "outbox", "schedules"}
 """Modules users import as ``trinbox.<name>``; importing one binds it on the package."""
 
-SERVICE_NAMES = 47
+SERVICE_NAMES = 48
 """How many names a service uses from ``trinbox`` itself (its namespaces aside). A new one is a
 choice: does a service declare or run with it, or does it belong in a namespace?"""
 

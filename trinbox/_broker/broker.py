@@ -27,6 +27,7 @@ from .._api.handles import Tx
 from .._api.headers import Carried
 from .._api.published import NOT_READ, OnDuplicate, Published
 from .._api.routes import Reply, Route, Routes, make_route
+from .._declare._cancels import CancelRequests
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
@@ -42,7 +43,7 @@ from .._dialects._paramstyle import (
     render_for_driver,
 )
 from .._dialects._statement import render
-from .._dialects.cancels import cancel_plan
+from .._dialects.cancels import RequestPlan, cancel_plan, request_plan
 from .._dialects.ddl import render_ddl
 from .._dialects.seen import seen_plan
 from .._dialects.ticks import tick_plan
@@ -137,6 +138,8 @@ class SqlBroker(Generic[D]):
         self.wakes: WakeBoard = WakeBoard()
         self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
         self.running = Running()  # the handler calls in work here, for broker.cancel
+        # Where a cancel asks another process to cancel its handler (use_cancel_requests).
+        self.cancel_requests: RequestPlan | None = None
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -362,7 +365,10 @@ class SqlBroker(Generic[D]):
         return True
 
     async def create_tables(
-        self, row_type: type | Tracker | Ticks, *, dead_letter: str | None = None
+        self,
+        row_type: type | Tracker | Ticks | CancelRequests,
+        *,
+        dead_letter: str | None = None,
     ) -> None:
         """Create ``row_type``'s table and claim index, and its dead letter table when
         ``dead_letter`` names one as the mount does (or a ``Tracker``'s seen-records table,
@@ -382,6 +388,10 @@ class SqlBroker(Generic[D]):
             label = row_type.label
             where = f"create_tables({row_type!r})"
             ddl = list(tick_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        elif isinstance(row_type, CancelRequests):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(request_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
         else:
             spec = spec_of(row_type)
             label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)
@@ -940,7 +950,36 @@ class SqlBroker(Generic[D]):
         )
         if found == "queued":
             self.settled_rows.settled(spec.qualified_name)
+        elif found == "running" and self.cancel_requests is not None:
+            await self._request_cancel(spec.qualified_name, row_id)
         return CancelResult(found)
+
+    def use_cancel_requests(self, requests: CancelRequests) -> None:
+        """Reach handlers of other processes: a cancel that finds its row in work, and no
+        handler of this process holding it, writes a request into ``requests``' table
+        (``create_tables(requests)`` or ``trinbox schema`` make it); the subscriptions of
+        every process that uses it read their table's requests once a poll interval while
+        they have deliveries in work, on the broker's clock and behind any pooler, cancel the
+        handler of each row they hold, and delete the request. Call it in every process, the
+        cancelling one included."""
+        if not isinstance(requests, CancelRequests):
+            msg = (
+                f"use_cancel_requests takes a CancelRequests, found {requests!r}; pass "
+                f"CancelRequests('trinbox_cancels')"
+            )
+            raise DeclarationError(msg)
+        where = f"use_cancel_requests({requests!r})"
+        self.cancel_requests = request_plan(self.dialect, requests.table, requests.schema, where)
+
+    async def _request_cancel(self, table: str, row_id: object) -> None:
+        assert self.cancel_requests is not None
+        st = self.cancel_requests.request
+        values = {"table": table, "row_id": str(row_id), "now": self.clock()}
+        conn = await self.pool.acquire("cancel request")
+        try:
+            await conn.execute(st.sql, st.bind(values))
+        finally:
+            await give_back(self.pool, conn)
 
     def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on

@@ -49,6 +49,10 @@ class Running:
             if self._calls.get((call.table, ident)) is call:
                 del self._calls[(call.table, ident)]
 
+    def held(self, table: str) -> set[str]:
+        """The ids (as text) of ``table``'s rows in work here, outside batches."""
+        return {i for (t, i), call in self._calls.items() if t == table and not call.batch}
+
     def cancel(self, table: str, ident: object) -> Literal["cancelled", "batch"] | None:
         """Cancel the call that holds the row (``"cancelled"``), refuse a row of a batch
         (``"batch"``), or ``None`` when no call of this process holds it."""

@@ -35,7 +35,7 @@ from .._declare._spec import TableSpec
 from ._base import Dialect
 from ._statement import Frag, P, Statement, join
 
-__all__ = ["CancelPlan", "cancel_plan"]
+__all__ = ["CancelPlan", "RequestPlan", "cancel_plan", "request_plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +98,59 @@ def cancel_plan(dialect: Dialect, spec: TableSpec) -> CancelPlan:
     ]
     state = d.render("cancel state", f"SELECT {', '.join(columns)} FROM {t}" + d.where([ident]))
     return CancelPlan(begin=begin, probe=probe, settle=settle, state=state)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPlan:
+    """The statements of a cancel request table (``CancelRequests``): ``request`` writes one
+    (table, row id) unless it is there; ``pending`` reads the row ids asked for one table
+    (one statement per subscription and poll interval, only while it has rows in work);
+    ``served`` deletes one once its handler was cancelled; ``ddl`` creates the table."""
+
+    request: Statement
+    pending: Statement
+    served: Statement
+    ddl: tuple[str, ...]
+
+    @property
+    def checked(self) -> tuple[Statement, ...]:
+        return (self.request, self.pending, self.served)
+
+
+def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -> RequestPlan:
+    """The statements of the cancel request table ``[schema.]table`` on ``dialect``."""
+    d = dialect
+    for name in (table, schema):
+        if name is not None:
+            d.check_identifier(name, where)
+    name = d.qualified(table, schema)
+    before, after = d.insert_if_absent
+    request = d.render(
+        "cancel request",
+        f"{before} {name} (queue_table, row_id, requested_at) VALUES ("
+        + P("table")
+        + ", "
+        + P("row_id")
+        + ", "
+        + P("now")
+        + ")"
+        + after,
+    )
+    pending = d.render(
+        "cancel requests", f"SELECT row_id FROM {name} WHERE queue_table = " + P("table")
+    )
+    served = d.render(
+        "cancel served",
+        f"DELETE FROM {name} WHERE queue_table = " + P("table") + " AND row_id = " + P("row_id"),
+    )
+    rules = d.ddl_rules
+    text = rules.indexed_text
+    create = (
+        f"CREATE TABLE IF NOT EXISTS {name} (\n"
+        f"    queue_table {text} NOT NULL,\n"
+        f"    row_id {text} NOT NULL,\n"
+        f"    requested_at {rules.time} NOT NULL,\n"
+        f"    PRIMARY KEY (queue_table, row_id)\n"
+        f"){rules.table_options}"
+    )
+    return RequestPlan(request=request, pending=pending, served=served, ddl=(create,))

@@ -5,7 +5,7 @@ shutdown.
     ├── claim loop              claims while a worker is free (claim_loop.py; what its
     │                           claims and the chained ones share: claim_state.py)
     └── work area (shielded)    lives through the grace period after the claim loop stops
-        ├── upkeep              the lease keeper
+        ├── upkeep              the lease keeper, the watch of cancel requests
         └── handlers            at most workers(n) at once (deliveries.py)
 
 A cancel of ``run`` and ``stop()`` do the same, at once: claiming stops (no chained claim
@@ -34,6 +34,7 @@ from .._forms.table import make_form
 from .._holders._base import ClaimForm, Delivery, FormContext
 from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
+from .cancel_watch import watch_cancels
 from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
@@ -331,6 +332,9 @@ class Subscription:
             try:
                 async with trio.open_nursery() as upkeep:
                     await upkeep.start(self.form.keep)
+                    upkeep.start_soon(
+                        watch_cancels, self.broker, self.spec.qualified_name, self.where
+                    )
                     async with trio.open_nursery() as handlers:
                         runner.handlers = handlers
                         try:

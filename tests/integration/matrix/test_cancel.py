@@ -186,6 +186,8 @@ async def test_a_queued_row_is_cancelled_once_and_never_claimed(
 async def test_a_row_in_work_is_left_alone_and_finishes_as_its_handler_says(
     case: Case, clock: VirtualClock
 ) -> None:
+    """A cancel from a broker whose process holds no handler of the row, and that writes no
+    cancel requests (another process's): the row is in work, and left as it is."""
     kept, deleted = KEPT[case.form], DELETED[case.form]
     broker = case.stand.broker(poll_interval=1)
     entered = {"kept": trio.Event(), "deleted": trio.Event()}
@@ -207,22 +209,25 @@ async def test_a_row_in_work_is_left_alone_and_finishes_as_its_handler_says(
     app.on_startup(lambda: broker.create_tables(deleted))
     app.include(broker, keep)
     app.include(broker, delete)
-    async with serving(app):
+    admin = case.stand.broker(poll_interval=1)
+    async with asyncio_loop(admin.needs_asyncio), serving(app):
+        await admin.open()
         await broker.publish(kept, Job(1), id=1, queue="jobs")
         await broker.publish(deleted, Job(1), id=1)
         with trio.fail_after(HOUR):
             for event in entered.values():
                 await event.wait()
             # In work: the cancel changes nothing (it never waits on the handler's lock).
-            assert await broker.cancel(kept, 1) is CancelResult.RUNNING
-            assert await broker.cancel(deleted, 1) is CancelResult.RUNNING
+            assert await admin.cancel(kept, 1) is CancelResult.RUNNING
+            assert await admin.cancel(deleted, 1) is CancelResult.RUNNING
             go.set()
             await settled(app, keep, 1)
             await settled(app, delete, 1)
             done = await broker.wait(kept, 1)
         # The handler's settlement stands: finished stays finished.
-        assert await broker.cancel(kept, 1) is CancelResult.FINISHED
-        assert await broker.cancel(deleted, 1) is CancelResult.NOT_FOUND
+        assert await admin.cancel(kept, 1) is CancelResult.FINISHED
+        assert await admin.cancel(deleted, 1) is CancelResult.NOT_FOUND
+        await admin.aclose()
     assert (done.outcome, done.result) == ("ack", 10)
 
 

@@ -1,0 +1,53 @@
+"""A subscription's watch of cancel requests (``broker.use_cancel_requests``): how a
+``broker.cancel(Row, id)`` of another process reaches a handler of this one.
+
+Once a poll interval (Trio's clock, the broker's in tests), and only while this process has
+rows of the subscription's table in work (outside batches), one statement reads the table's
+requests; each row held here has its handler cancelled (trinbox._broker.running) and its
+request deleted. Requests for rows this process does not hold are left to the process that
+does. No LISTEN: it works behind PgBouncer in transaction mode. A failed read is logged and
+tried again at the next interval; nothing it does stops the app.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from .._broker.broker import SqlBroker
+from .._holders.connections import give_back
+from ..errors import TrinboxError
+
+__all__ = ["watch_cancels"]
+
+logger = logging.getLogger("trinbox.cancel")
+
+
+async def watch_cancels(broker: SqlBroker[Any], table: str, where: str) -> None:
+    """Serve the cancel requests of ``table``'s rows in work here, until cancelled."""
+    interval = broker.poll_interval.total_seconds()
+    while True:
+        await trio.sleep(interval)
+        plan = broker.cancel_requests
+        if plan is None or not broker.running.held(table):
+            continue
+        try:
+            pool = broker.pool
+            conn = await pool.acquire("cancel requests")
+            try:
+                values: dict[str, object] = {"table": table}
+                rows = await conn.fetch(plan.pending.sql, plan.pending.bind(values))
+                for (row_id,) in rows:
+                    ident = str(row_id)
+                    if ident not in broker.running.held(table):
+                        continue
+                    if broker.running.cancel(table, ident) == "cancelled":
+                        logger.info("%s: row %s cancelled by a request", where, ident)
+                        served = {"table": table, "row_id": ident}
+                        await conn.execute(plan.served.sql, plan.served.bind(served))
+            finally:
+                await give_back(pool, conn)
+        except TrinboxError:
+            logger.warning("%s: reading the cancel requests failed", where, exc_info=True)
