@@ -1,4 +1,4 @@
-"""The ``trinbox`` command line: ``trinbox run|inspect|dead-letters|schema|asyncapi``.
+"""The ``trinbox`` command line: ``trinbox run|inspect|dead-letters|jobs|schema|asyncapi``.
 
 Each command lives in a module of its own; this module only assembles the group. A public
 facade: it imports from ``trinbox`` and the runtime, never the other way round."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from . import asyncapi, dead_letters, inspect, run, schema
+from . import asyncapi, dead_letters, inspect, jobs, run, schema
 
 __all__ = ["cli", "main"]
 
@@ -18,7 +18,7 @@ def cli() -> None:
     """trinbox: task queues in your own SQL tables, for Trio."""
 
 
-for _module in (run, inspect, dead_letters, schema, asyncapi):
+for _module in (run, inspect, dead_letters, jobs, schema, asyncapi):
     cli.add_command(_module.command)
 
 
