@@ -160,7 +160,15 @@ def test_errors_pickle_by_their_public_name() -> None:
 def test_keys_and_testing_keep_their_own_names() -> None:
     assert isinstance(trinbox.keys, ModuleType)
     assert trinbox.keys.__name__ == "trinbox.keys"
-    assert set(trinbox.keys.__all__) == {"Attempt", "Headers", "Out", "Pool", "RowId", "Tx"}
+    assert set(trinbox.keys.__all__) == {
+        "Attempt",
+        "CancelRequested",
+        "Headers",
+        "Out",
+        "Pool",
+        "RowId",
+        "Tx",
+    }
     assert trinbox.testing.__name__ == "trinbox.testing"
     assert trinbox.testing.TrioClock.__module__ == "trinbox.testing"
 

@@ -32,7 +32,7 @@ from .._api.events import (
     now_ns,
 )
 from .._api.handler import HandlerPlan, decode_message, row_id
-from .._api.handles import Attempt, Out, Tx
+from .._api.handles import Attempt, CancelRequested, Out, Tx
 from .._api.headers import Headers, decode_headers
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._api.queue import Subscriber
@@ -291,6 +291,9 @@ class DeliveryRunner:
                     trio.CancelScope(),
                     batch=len(ready) > 1 or self._plan.batch,
                 )
+                for arg in args:
+                    if isinstance(arg, CancelRequested):
+                        arg.watch(lambda: call.requested)
                 try:
                     with call.scope:
                         result = await self._handler(*args)
@@ -499,6 +502,8 @@ class DeliveryRunner:
                 args.append(self._broker.database)
             elif key == "out":
                 args.append(Out(self._broker.routes))
+            elif key == "cancel_requested":
+                args.append(CancelRequested())
             else:
                 conn = await self._form.open_transaction(ready[0])
                 args.append(self._broker.tx_on(conn))

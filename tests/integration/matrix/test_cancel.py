@@ -357,3 +357,42 @@ async def test_a_cancel_of_one_row_of_a_batch_in_work_is_refused(
             await settled(app, keep, 2)
             done = [(await broker.wait(kept, n)).result for n in (1, 2)]
     assert done == [1, 2]
+
+
+@cells(forms=["lease", "advisory"])
+async def test_a_shielded_handler_reads_the_request_and_is_cancelled_after(
+    case: Case, clock: VirtualClock
+) -> None:
+    """``keys.CancelRequested`` turns true when the cancel reaches the call, inside a shielded
+    block the cancel cannot enter; the next checkpoint outside it raises ``Cancelled``."""
+    kept = KEPT[case.form]
+    broker = case.stand.broker(poll_interval=1)
+    entered = trio.Event()
+    seen: list[object] = []
+
+    @subscriber(InboxQueue(kept, "jobs"))
+    async def keep(job: Job, requested: keys.CancelRequested) -> HandlerOutcome:
+        seen.append(bool(requested))
+        with trio.CancelScope(shield=True):
+            entered.set()
+            for _ in range(100):  # steps of work, each checked between
+                await trio.sleep(1)
+                if requested:
+                    seen.append("finished the step")
+                    break
+        await trio.lowlevel.checkpoint()
+        seen.append("unreachable")
+        return HandlerOutcome.ack(1)
+
+    app = make_app()
+    app.on_startup(lambda: broker.create_tables(kept))
+    app.include(broker, keep)
+    async with serving(app):
+        await broker.publish(kept, Job(1), id=1, queue="jobs")
+        with trio.fail_after(HOUR):
+            await entered.wait()
+            assert await broker.cancel(kept, 1) is CancelResult.RUNNING
+            await settled(app, keep, 1)
+        stats = app.statistics(keep)
+    assert seen == [False, "finished the step"]
+    assert (stats.cancelled, stats.acked) == (1, 0)
