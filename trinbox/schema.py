@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ._broker.backends import BACKENDS
+from ._declare._cancels import CancelRequests
 from ._declare._inbox import spec_of
 from ._declare._ticks import Ticks
 from ._declare._tracker import Tracker
 from ._dialects._base import Dialect
+from ._dialects.cancels import request_plan
 from ._dialects.ddl import render_ddl
 from ._dialects.seen import seen_plan
 from ._dialects.ticks import tick_plan
@@ -43,7 +45,10 @@ def dialect_named(name: str) -> Dialect:
 
 
 def ddl(
-    row: type[Any] | Tracker | Ticks, dialect: DialectName, *, dead_letter: str | None = None
+    row: type[Any] | Tracker | Ticks | CancelRequests,
+    dialect: DialectName,
+    *,
+    dead_letter: str | None = None,
 ) -> list[str]:
     """The statements (without their ``;``) that create ``row``'s table and its claim index,
     and, given ``dead_letter`` as the mount names it (``.dead_letter("jobs_dead")``), its dead
@@ -53,7 +58,9 @@ def ddl(
     ``dialect`` is ``"postgres"``, ``"mysql"`` (MySQL and MariaDB) or ``"sqlite"``. A field
     whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``.
     A ``trinbox.outbox.Tracker``: its seen-records table; a ``trinbox.schedules.Ticks``:
-    its tick table."""
+    its tick table; a ``trinbox.CancelRequests``: its cancel request table."""
+    if isinstance(row, CancelRequests):
+        return list(request_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Tracker):
         return list(seen_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Ticks):
@@ -62,7 +69,10 @@ def ddl(
 
 
 def ddl_script(
-    row: type[Any] | Tracker | Ticks, dialect: DialectName, *, dead_letter: str | None = None
+    row: type[Any] | Tracker | Ticks | CancelRequests,
+    dialect: DialectName,
+    *,
+    dead_letter: str | None = None,
 ) -> str:
     """:func:`ddl`'s statements as one script to print or save: each ends with ``;`` and a
     blank line parts them."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from .._declare._cancels import CancelRequests
 from .._declare._inbox import Inbox
 from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
@@ -84,16 +85,17 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])
 
 
-def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker | Ticks:
+def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker | Ticks | CancelRequests:
     """What ``trinbox schema`` prints the DDL of: a row class, a ``Tracker``'s seen-records
-    table, or a ``Ticks``' tick table."""
+    table, a ``Ticks``' tick table, or a ``CancelRequests``' table."""
     found = load_object(target)
-    if isinstance(found, Tracker | Ticks):
+    if isinstance(found, Tracker | Ticks | CancelRequests):
         return found
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = (
-            f"{target} is {found!r}, not a row class, a Tracker or a Ticks; name a class "
-            f"derived from Inbox[...], a trinbox.outbox.Tracker or a trinbox.schedules.Ticks"
+            f"{target} is {found!r}, not a row class, a Tracker, a Ticks or a CancelRequests; "
+            f"name a class derived from Inbox[...], a trinbox.outbox.Tracker, a "
+            f"trinbox.schedules.Ticks or a trinbox.CancelRequests"
         )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

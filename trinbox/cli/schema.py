@@ -37,8 +37,9 @@ def command(target: str, dialect: str, dead_letter: str | None) -> None:
     declares: its columns typed for the database, its claim index and, with --dead-letter,
     its dead letter table. Each statement ends with ';' and creates only what is missing.
 
-    MODULE:NAME may also name a trinbox.outbox.Tracker (its seen-records table) or a
-    trinbox.schedules.Ticks (its tick table).
+    MODULE:NAME may also name a trinbox.outbox.Tracker (its seen-records table), a
+    trinbox.schedules.Ticks (its tick table) or a trinbox.CancelRequests (its cancel request
+    table).
 
     Put the output in your migrations; for development and tests,
     `await broker.create_tables(Row)` runs the same statements.
