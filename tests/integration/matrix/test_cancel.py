@@ -7,10 +7,13 @@ every row either cancelled and never handled, or handled and finished as its han
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -38,10 +41,12 @@ from trinbox import (
     subscriber,
 )
 from trinbox._drivers.aio import asyncio_loop
+from trinbox._holders.sqlite_key import lock_path
 from trinbox.errors import CancelRefused
 from trinbox.testing import VirtualClock, settled
 
 from ..serving import make_app, serving
+from ..stands import SqliteStand
 from .conftest import Case
 from .kit import HOUR, cells
 from .schema import AUDIT
@@ -396,3 +401,38 @@ async def test_a_shielded_handler_reads_the_request_and_is_cancelled_after(
         stats = app.statistics(keep)
     assert seen == [False, "finished the step"]
     assert (stats.cancelled, stats.acked) == (1, 0)
+
+
+@cells(forms=["advisory"], stands=["sqlite"])
+async def test_sqlite_advisory_cancel_beside_another_serving_process_is_refused(
+    case: Case, tmp_path: Path
+) -> None:
+    """The keys in work live in the serving process's memory: a cancel from another one
+    cannot tell a queued row from one in work, and changes nothing."""
+    kept = KEPT[case.form]
+    assert isinstance(case.stand, SqliteStand)
+    lock = lock_path(str(case.stand.path))
+    holder = (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({lock!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "os.ftruncate(fd, 0); os.pwrite(fd, b'4242\\n', 0)\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    other = subprocess.Popen(  # noqa: ASYNC220 - a process of the test's own, ended below
+        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        async with opened(case.stand.broker(poll_interval=1), kept) as admin:
+            await admin.publish(kept, Job(1), id=1, queue="jobs")
+            with pytest.raises(CancelRefused, match="found process 4242 serving"):
+                await admin.cancel(kept, 1)
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()
+        other.wait(timeout=30)
+        if other.stdout is not None:
+            other.stdout.close()
+    assert case.stand.value("SELECT processed_at FROM cancel_jobs WHERE id = 1") is None
