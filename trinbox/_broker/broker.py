@@ -140,6 +140,8 @@ class SqlBroker(Generic[D]):
         self.running = Running()  # the handler calls in work here, for broker.cancel
         # Where a cancel asks another process to cancel its handler (use_cancel_requests).
         self.cancel_requests: RequestPlan | None = None
+        # Wakes the watch of a table's cancel requests (a NOTIFY of another process's).
+        self.cancel_wakes = SettledRows()
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -975,9 +977,17 @@ class SqlBroker(Generic[D]):
         assert self.cancel_requests is not None
         st = self.cancel_requests.request
         values = {"table": table, "row_id": str(row_id), "now": self.clock()}
+        notify = self.dialect.notify_statement() if self.listen_notify else None
         conn = await self.pool.acquire("cancel request")
         try:
             await conn.execute(st.sql, st.bind(values))
+            if notify is not None:
+                announce = {"channel": self.cancel_requests.channel, "group": table}
+                try:
+                    await conn.execute(notify.sql, notify.bind(announce))
+                except DatabaseError:
+                    # The request is written: the watches see it at their next poll.
+                    publish_log.warning("NOTIFY of a cancel request failed", exc_info=True)
         finally:
             await give_back(self.pool, conn)
 

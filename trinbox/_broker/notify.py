@@ -44,7 +44,10 @@ class NotifyListener:
 
     def __init__(self, broker: SqlBroker[Any], channels: set[str]) -> None:
         self._broker = broker
-        self._channels = sorted(channels)
+        requests = broker.cancel_requests
+        # A cancel request's channel too: its payload is the table whose watch it wakes.
+        self._cancels = requests.channel if requests is not None else None
+        self._channels = sorted(channels | ({self._cancels} if self._cancels else set()))
         self._scope = trio.CancelScope()
         self.reconnects = 0
 
@@ -52,6 +55,9 @@ class NotifyListener:
         self._scope.cancel()
 
     def _notified(self, channel: str, payload: str) -> None:
+        if channel == self._cancels:
+            self._broker.cancel_wakes.settled(payload)
+            return
         self._broker.wakes.wake(channel, payload or None)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

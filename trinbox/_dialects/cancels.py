@@ -105,12 +105,15 @@ class RequestPlan:
     """The statements of a cancel request table (``CancelRequests``): ``request`` writes one
     (table, row id) unless it is there; ``pending`` reads the row ids asked for one table
     (one statement per subscription and poll interval, only while it has rows in work);
-    ``served`` deletes one once its handler was cancelled; ``ddl`` creates the table."""
+    ``served`` deletes one once its handler was cancelled; ``ddl`` creates the table;
+    ``channel``: where PostgreSQL's NOTIFY announces a request (its payload: the queue
+    table), with ``listen_notify``."""
 
     request: Statement
     pending: Statement
     served: Statement
     ddl: tuple[str, ...]
+    channel: str = ""  # the NOTIFY channel of its requests: the table's qualified name
 
     @property
     def checked(self) -> tuple[Statement, ...]:
@@ -153,4 +156,7 @@ def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -
         f"    PRIMARY KEY (queue_table, row_id)\n"
         f"){rules.table_options}"
     )
-    return RequestPlan(request=request, pending=pending, served=served, ddl=(create,))
+    channel = f"{schema}.{table}" if schema else table
+    return RequestPlan(
+        request=request, pending=pending, served=served, ddl=(create,), channel=channel
+    )

@@ -1,12 +1,13 @@
 """A subscription's watch of cancel requests (``broker.use_cancel_requests``): how a
 ``broker.cancel(Row, id)`` of another process reaches a handler of this one.
 
-Once a poll interval (Trio's clock, the broker's in tests), and only while this process has
+Once a poll interval (Trio's clock, the broker's in tests), or at once when PostgreSQL
+announces a request for the table (``listen_notify``), and only while this process has
 rows of the subscription's table in work (outside batches), one statement reads the table's
 requests; each row held here has its handler cancelled (trinbox._broker.running) and its
 request deleted. Requests for rows this process does not hold are left to the process that
-does. No LISTEN: it works behind PgBouncer in transaction mode. A failed read is logged and
-tried again at the next interval; nothing it does stops the app.
+does. The poll needs no LISTEN: it works behind PgBouncer in transaction mode. A failed read
+is logged and tried again at the next interval; nothing it does stops the app.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ async def watch_cancels(broker: SqlBroker[Any], table: str, where: str) -> None:
     """Serve the cancel requests of ``table``'s rows in work here, until cancelled."""
     interval = broker.poll_interval.total_seconds()
     while True:
-        await trio.sleep(interval)
+        # A NOTIFY of a request for the table (listen_notify) ends the wait early.
+        with trio.move_on_after(interval):
+            await broker.cancel_wakes.event(table).wait()
         plan = broker.cancel_requests
         if plan is None or not broker.running.held(table):
             continue

@@ -3,7 +3,7 @@
 it runs and ``cancelled`` once a cancel from the test's process reached it, and then the
 subscription's statistics as the JSON line the test reads last.
 
-    python -m tests.integration.matrix.cancel_process STAND FORM URL [pgbouncer]
+    python -m tests.integration.matrix.cancel_process STAND FORM URL [pgbouncer|notify]
 """
 
 from __future__ import annotations
@@ -22,18 +22,20 @@ from .test_cancel import KEPT, Job
 REQUESTS = CancelRequests("test_cancels")
 
 
-def broker_of(stand: str, url: str, *, bounced: bool) -> SqlBroker[Any]:
+def broker_of(stand: str, url: str, *, bounced: bool, notify: bool = False) -> SqlBroker[Any]:
     if stand == "sqlite":
         return SqlBroker.sqlite(url, poll_interval=0.05)
     if stand == "postgres":
+        if notify:  # a poll too long for the test's bound: only the NOTIFY reaches in time
+            return SqlBroker.postgres(url, poll_interval=600, listen_notify=True)
         return SqlBroker.postgres(
             url, poll_interval=0.05, pgbouncer="transaction" if bounced else None
         )
     return SqlBroker.mysql(url, poll_interval=0.05)
 
 
-async def main(stand: str, form: str, url: str, bounced: bool) -> dict[str, int]:
-    broker = broker_of(stand, url, bounced=bounced)
+async def main(stand: str, form: str, url: str, mode: str) -> dict[str, int]:
+    broker = broker_of(stand, url, bounced=mode == "pgbouncer", notify=mode == "notify")
     broker.use_cancel_requests(REQUESTS)
     row = KEPT[form]
 
@@ -58,5 +60,5 @@ async def main(stand: str, form: str, url: str, bounced: bool) -> dict[str, int]
 
 
 if __name__ == "__main__":
-    bounced = len(sys.argv) > 4 and sys.argv[4] == "pgbouncer"
-    print(json.dumps(trio.run(main, sys.argv[1], sys.argv[2], sys.argv[3], bounced)), flush=True)
+    mode = sys.argv[4] if len(sys.argv) > 4 else ""
+    print(json.dumps(trio.run(main, sys.argv[1], sys.argv[2], sys.argv[3], mode)), flush=True)

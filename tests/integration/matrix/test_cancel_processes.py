@@ -33,15 +33,19 @@ PGBOUNCER_DSN = os.environ.get(
 ROOT = Path(__file__).resolve().parents[3]
 
 CELLS = [
-    ("sqlite", "lease", False),
-    ("postgres", "row_lock", False),
-    ("postgres", "lease", False),
-    ("postgres", "advisory", False),
-    ("postgres", "lease", True),
-    ("postgres", "row_lock", True),
-    ("mariadb", "lease", False),
-    ("mariadb", "advisory", False),
+    ("sqlite", "lease", ""),
+    ("postgres", "row_lock", ""),
+    ("postgres", "lease", ""),
+    ("postgres", "advisory", ""),
+    ("postgres", "lease", "pgbouncer"),
+    ("postgres", "row_lock", "pgbouncer"),
+    ("postgres", "lease", "notify"),
+    ("postgres", "advisory", "notify"),
+    ("mariadb", "lease", ""),
+    ("mariadb", "advisory", ""),
 ]
+"""(stand, form, how): straight, through PgBouncer (the poll), or with LISTEN/NOTIFY and a
+poll interval past the test's bound (the NOTIFY alone reaches the worker in time)."""
 
 
 def bounced_url(url: str) -> str:
@@ -56,18 +60,18 @@ def bounced_url(url: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("stand_name", "form", "bounced"),
+    ("stand_name", "form", "mode"),
     CELLS,
-    ids=[f"{s}-{f}{'-pgbouncer' if b else ''}" for s, f, b in CELLS],
+    ids=[f"{s}-{f}{'-' + m if m else ''}" for s, f, m in CELLS],
 )
 async def test_a_cancel_reaches_the_handler_in_another_process(
-    stand_name: StandName, form: str, bounced: bool, tmp_path: Path
+    stand_name: StandName, form: str, mode: str, tmp_path: Path
 ) -> None:
     with fresh_stand(stand_name, tmp_path) as stand:
         row = KEPT[form]
-        admin = broker_of(stand_name, stand.url, bounced=False)
+        admin = broker_of(stand_name, stand.url, bounced=False, notify=mode == "notify")
         admin.use_cancel_requests(REQUESTS)
-        url = bounced_url(stand.url) if bounced else stand.url
+        url = bounced_url(stand.url) if mode == "pgbouncer" else stand.url
         async with asyncio_loop(admin.needs_asyncio):
             await admin.open()
             try:
@@ -75,7 +79,7 @@ async def test_a_cancel_reaches_the_handler_in_another_process(
                 await admin.create_tables(REQUESTS)
                 await admin.publish(row, Job(1), id=1, queue="jobs")
                 argv = [sys.executable, "-m", "tests.integration.matrix.cancel_process"]
-                argv += [stand_name, form, url] + (["pgbouncer"] if bounced else [])
+                argv += [stand_name, form, url] + ([mode] if mode else [])
                 lines: list[str] = []
                 err = bytearray()
                 with trio.fail_after(60):
