@@ -963,7 +963,7 @@ class SqlBroker(Generic[D]):
         every process that uses it read their table's requests once a poll interval while
         they have deliveries in work, on the broker's clock and behind any pooler, cancel the
         handler of each row they hold, and delete the request. Call it in every process, the
-        cancelling one included."""
+        cancelling one included, before the app serves."""
         if not isinstance(requests, CancelRequests):
             msg = (
                 f"use_cancel_requests takes a CancelRequests, found {requests!r}; pass "

@@ -28,13 +28,15 @@ logger = logging.getLogger("trinbox.cancel")
 
 async def watch_cancels(broker: SqlBroker[Any], table: str, where: str) -> None:
     """Serve the cancel requests of ``table``'s rows in work here, until cancelled."""
+    if broker.cancel_requests is None:
+        return  # the broker writes and reads no cancel requests (use_cancel_requests)
     interval = broker.poll_interval.total_seconds()
     while True:
         # A NOTIFY of a request for the table (listen_notify) ends the wait early.
         with trio.move_on_after(interval):
             await broker.cancel_wakes.event(table).wait()
-        plan = broker.cancel_requests
-        if plan is None or not broker.running.held(table):
+        plan = broker.cancel_requests  # set before serve: checked above
+        if not broker.running.held(table):
             continue
         try:
             pool = broker.pool
