@@ -13,6 +13,7 @@ is logged and tried again at the next interval; nothing it does stops the app.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -21,12 +22,24 @@ from .._broker.broker import SqlBroker
 from .._holders.connections import give_back
 from ..errors import TrinboxError
 
-__all__ = ["watch_cancels"]
+__all__ = ["WatchCounts", "watch_cancels"]
 
 logger = logging.getLogger("trinbox.cancel")
 
 
-async def watch_cancels(broker: SqlBroker[Any], table: str, where: str) -> None:
+@dataclass
+class WatchCounts:
+    """What a subscription's watch did (``SubscriptionStatistics``): reads of the request
+    table, the reads that failed, and the requests it served (handlers cancelled)."""
+
+    polls: int = 0
+    failed: int = 0
+    served: int = 0
+
+
+async def watch_cancels(
+    broker: SqlBroker[Any], table: str, where: str, counts: WatchCounts
+) -> None:
     """Serve the cancel requests of ``table``'s rows in work here, until cancelled."""
     if broker.cancel_requests is None:
         return  # the broker writes and reads no cancel requests (use_cancel_requests)
@@ -43,6 +56,7 @@ async def watch_cancels(broker: SqlBroker[Any], table: str, where: str) -> None:
             conn = await pool.acquire("cancel requests")
             try:
                 values: dict[str, object] = {"table": table}
+                counts.polls += 1
                 rows = await conn.fetch(plan.pending.sql, plan.pending.bind(values))
                 for (row_id,) in rows:
                     ident = str(row_id)
@@ -52,7 +66,9 @@ async def watch_cancels(broker: SqlBroker[Any], table: str, where: str) -> None:
                         logger.info("%s: row %s cancelled by a request", where, ident)
                         served = {"table": table, "row_id": ident}
                         await conn.execute(plan.served.sql, plan.served.bind(served))
+                        counts.served += 1
             finally:
                 await give_back(pool, conn)
         except TrinboxError:
+            counts.failed += 1
             logger.warning("%s: reading the cancel requests failed", where, exc_info=True)

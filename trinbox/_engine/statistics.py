@@ -74,6 +74,12 @@ class SubscriptionStatistics:
     """Row holds released by shutdown."""
     connections_closed: int
     """Sessions closed because their release was not confirmed."""
+    cancel_polls: int = 0
+    """Reads of the cancel request table (``broker.use_cancel_requests``), made only while
+    the subscription had rows in work."""
+    failed_cancel_polls: int = 0
+    cancel_requests_served: int = 0
+    """Requests of other processes that cancelled a handler here."""
 
 
 class SharedStatistics:

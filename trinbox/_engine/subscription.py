@@ -34,7 +34,7 @@ from .._forms.table import make_form
 from .._holders._base import ClaimForm, Delivery, FormContext
 from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
-from .cancel_watch import watch_cancels
+from .cancel_watch import WatchCounts, watch_cancels
 from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
@@ -72,6 +72,9 @@ _COUNTS = (
     "dropped",
     "dead_lettered",
     "cancelled",
+    "cancel_polls",
+    "failed_cancel_polls",
+    "cancel_requests_served",
     "released",
     "settle_failures",
     "claims",
@@ -129,6 +132,7 @@ class Subscription:
         )
         self.lease_extensions = 0
         self.leases_lost = 0
+        self.cancel_watch = WatchCounts()
 
     # -- startup ----------------------------------------------------------------------------
 
@@ -333,7 +337,11 @@ class Subscription:
                 async with trio.open_nursery() as upkeep:
                     await upkeep.start(self.form.keep)
                     upkeep.start_soon(
-                        watch_cancels, self.broker, self.spec.qualified_name, self.where
+                        watch_cancels,
+                        self.broker,
+                        self.spec.qualified_name,
+                        self.where,
+                        self.cancel_watch,
                     )
                     async with trio.open_nursery() as handlers:
                         runner.handlers = handlers
@@ -423,6 +431,9 @@ class Subscription:
             leases_lost=self.leases_lost,
             locks_released=self.locks_released,
             connections_closed=self.connections_closed,
+            cancel_polls=self.cancel_watch.polls,
+            failed_cancel_polls=self.cancel_watch.failed,
+            cancel_requests_served=self.cancel_watch.served,
         )
 
     @property

@@ -56,7 +56,13 @@ async def main(stand: str, form: str, url: str, mode: str) -> dict[str, int]:
             await settled(app, wait_for_ever, 1)
             stats = app.statistics(wait_for_ever)
             app.shutdown()
-    return {"cancelled": stats.cancelled, "released": stats.released, "retried": stats.retried}
+    return {
+        "cancelled": stats.cancelled,
+        "released": stats.released,
+        "retried": stats.retried,
+        "served": stats.cancel_requests_served,
+        "polled": int(stats.cancel_polls >= 1),
+    }
 
 
 if __name__ == "__main__":

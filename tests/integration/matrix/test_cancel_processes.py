@@ -116,5 +116,5 @@ async def test_a_cancel_reaches_the_handler_in_another_process(
                 await admin.aclose()
     assert lines[:2] == ["entered", "cancelled"]
     stats: dict[str, Any] = json.loads(lines[-1])
-    assert stats == {"cancelled": 1, "released": 0, "retried": 0}
+    assert stats == {"cancelled": 1, "released": 0, "retried": 0, "served": 1, "polled": 1}
     assert after is CancelResult.FINISHED
