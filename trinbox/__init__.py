@@ -20,6 +20,7 @@ from . import events as events
 from . import keys as keys
 from . import typing as typing
 from ._api.backoff import Backoff as Backoff
+from ._api.cancelled import CancelResult as CancelResult
 from ._api.codecs import Codec as Codec
 from ._api.codecs import JsonCodec as JsonCodec
 from ._api.codecs import RawCodec as RawCodec
@@ -34,6 +35,7 @@ from ._broker.broker import SqlBroker as SqlBroker
 from ._broker.clocks import DatabaseClock as DatabaseClock
 from ._broker.clocks import SystemClock as SystemClock
 from ._broker.publisher import Publisher as Publisher
+from ._declare._cancels import CancelRequests as CancelRequests
 from ._declare._inbox import GENERATED as GENERATED
 from ._declare._inbox import Inbox as Inbox
 from ._declare._manual import InboxSpec as InboxSpec
@@ -113,6 +115,8 @@ __all__ = [
     "RoutedQueue",
     "subscriber",
     "HandlerOutcome",
+    "CancelResult",
+    "CancelRequests",
     "Backoff",
     "FailurePolicy",
     "OnFailure",

@@ -27,6 +27,7 @@
     ├── Duplicate               a publish's dedup key is held by an unfinished row
     │                           (on_duplicate="raise")
     ├── TransactionHeld         a transaction or connection used after its block ended
+    ├── CancelRefused           a cancel this process cannot decide (broker.cancel)
     ├── HandlerFailed           a handler raised under the fail-fast policy (raised by serve)
     ├── Closed                  the broker is shut down
     ├── MissingDriver           a broker's driver is not installed (also an ImportError)
@@ -41,6 +42,7 @@ from __future__ import annotations
 __all__ = [
     "AlreadySubscribed",
     "BatchRolledBack",
+    "CancelRefused",
     "ClaimFailed",
     "Closed",
     "ConnectError",
@@ -230,6 +232,12 @@ class TransactionHeld(TrinboxError):
     """A handle was used after what it lends ended: a delivery's ``keys.Tx`` after its
     delivery settled (a handler kept it), ``broker.transaction()``'s ``Tx`` after its block,
     or a connection of ``keys.Pool.connection()`` after its block. Nothing ran."""
+
+
+class CancelRefused(TrinboxError):
+    """``broker.cancel(Row, id)`` could not tell whether the row is in work, and changed
+    nothing: on SQLite, the advisory keys in work live in the memory of the process serving
+    the file, and the cancel ran in another one."""
 
 
 class HandlerFailed(TrinboxError):

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from ._api.handles import AnyTx as Tx
 from ._api.handles import Attempt as Attempt
+from ._api.handles import CancelRequested as CancelRequested
 from ._api.handles import Out as Out
 from ._api.handles import Pool as Pool
 from ._api.handles import RowId as RowId
 from ._api.headers import Headers as Headers
 
-__all__ = ["Attempt", "Headers", "Out", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "CancelRequested", "Headers", "Out", "Pool", "RowId", "Tx"]

@@ -16,11 +16,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ._broker.backends import BACKENDS
+from ._declare._cancels import CancelRequests
 from ._declare._inbox import spec_of
 from ._declare._pauses import Pauses
 from ._declare._ticks import Ticks
 from ._declare._tracker import Tracker
 from ._dialects._base import Dialect
+from ._dialects.cancels import request_plan
 from ._dialects.ddl import render_ddl
 from ._dialects.pauses import pause_plan
 from ._dialects.seen import seen_plan
@@ -45,7 +47,7 @@ def dialect_named(name: str) -> Dialect:
 
 
 def ddl(
-    row: type[Any] | Tracker | Ticks | Pauses,
+    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests,
     dialect: DialectName,
     *,
     dead_letter: str | None = None,
@@ -58,7 +60,10 @@ def ddl(
     ``dialect`` is ``"postgres"``, ``"mysql"`` (MySQL and MariaDB) or ``"sqlite"``. A field
     whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``.
     A ``trinbox.outbox.Tracker``: its seen-records table; a ``trinbox.schedules.Ticks``:
-    its tick table; a ``trinbox.Pauses``: its pause table."""
+    its tick table; a ``trinbox.Pauses``: its pause table; a ``trinbox.CancelRequests``: its
+    cancel request table."""
+    if isinstance(row, CancelRequests):
+        return list(request_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Tracker):
         return list(seen_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Ticks):
@@ -69,7 +74,7 @@ def ddl(
 
 
 def ddl_script(
-    row: type[Any] | Tracker | Ticks | Pauses,
+    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests,
     dialect: DialectName,
     *,
     dead_letter: str | None = None,

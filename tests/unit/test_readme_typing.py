@@ -38,6 +38,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_unique": "syncs.py",
     "readme_many": "reminders.py",
     "readme_snooze": None,  # report.py
+    "readme_cancel": None,  # exports.py
     "readme_results": None,  # quotes.py
     "readme_retention": None,  # receipts.py
     "readme_schedules": None,  # nightly.py

@@ -18,7 +18,7 @@ from .._declare._spec import TableSpec
 from .._util import as_bytes
 from ..errors import DeclarationError
 from .codecs import Codec
-from .handles import Attempt, Out, Pool, RowId, Tx
+from .handles import Attempt, CancelRequested, Out, Pool, RowId, Tx
 from .headers import Headers
 
 __all__ = ["HandlerPlan", "decode_row", "plan_handler", "row_id"]
@@ -30,6 +30,7 @@ _KEYS: dict[object, str] = {
     Pool: "pool",
     Out: "out",
     Headers: "headers",
+    CancelRequested: "cancel_requested",
 }
 _KEY_NAMES = {
     "attempt": "Attempt",
@@ -38,10 +39,11 @@ _KEY_NAMES = {
     "pool": "Pool",
     "headers": "Headers",
     "out": "Out",
+    "cancel_requested": "CancelRequested",
 }
 # Keys of one row, which a batch of rows has no single value of (a batch's follow-ups would
 # belong to no row: a batch handler replies in no form).
-_PER_ROW = ("attempt", "row_id", "tx", "headers", "out")
+_PER_ROW = ("attempt", "row_id", "tx", "headers", "out", "cancel_requested")
 _LISTS = (
     list,
     typing.Sequence,
@@ -119,7 +121,8 @@ def plan_handler(
         if key is None:
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
-                f"keys.RowId, keys.Headers, keys.Pool, keys.Tx, keys.Out), found {param.name}: "
+                f"keys.RowId, keys.Headers, keys.Pool, keys.Tx, keys.CancelRequested, "
+                f"keys.Out), found {param.name}: "
                 f"{_show(hint)}; annotate it with one"
             )
             raise DeclarationError(msg)

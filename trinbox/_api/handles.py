@@ -22,7 +22,31 @@ from ..errors import TransactionHeld
 from .published import OnDuplicate, Published
 from .routes import Reply, Route, Routes
 
-__all__ = ["Attempt", "Held", "Out", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "CancelRequested", "Held", "Out", "Pool", "RowId", "Tx"]
+
+
+class CancelRequested:
+    """Whether ``broker.cancel`` asked for this delivery's handler to stop: ``bool(requested)``
+    reads it at any time, in a shielded block too (``trio.CancelScope(shield=True)``), where
+    the cancel that comes with it waits for the block's end. Cooperative code checks it
+    between steps, finishes or rolls back what it has half done, and leaves the block; the
+    next checkpoint outside raises ``trio.Cancelled``."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self) -> None:
+        self._read: Callable[[], bool] = lambda: False
+
+    def watch(self, read: Callable[[], bool]) -> None:
+        """Read the request from ``read`` (the delivery runner's, once the call is in work)."""
+        self._read = read
+
+    def __bool__(self) -> bool:
+        return self._read()
+
+    def __repr__(self) -> str:
+        return f"CancelRequested({self._read()})"
+
 
 Attempt = NewType("Attempt", int)
 """The delivery's attempt as the claim found it: 1 on the first delivery."""

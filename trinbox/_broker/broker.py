@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._api.cancelled import CancelResult
 from .._api.codecs import Codec, Encoded, JsonCodec
 from .._api.events import EventBus, PublishEvent, PublishStart, now_ns
 from .._api.handles import BLOCK as TX_BLOCK
@@ -26,6 +27,7 @@ from .._api.handles import Tx
 from .._api.headers import Carried
 from .._api.published import NOT_READ, OnDuplicate, Published
 from .._api.routes import Reply, Route, Routes, make_route
+from .._declare._cancels import CancelRequests
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
@@ -42,6 +44,7 @@ from .._dialects._paramstyle import (
     render_for_driver,
 )
 from .._dialects._statement import render
+from .._dialects.cancels import RequestPlan, cancel_plan, request_plan
 from .._dialects.ddl import render_ddl
 from .._dialects.pauses import WHOLE, PausePlan, pause_plan
 from .._dialects.seen import seen_plan
@@ -49,9 +52,11 @@ from .._dialects.ticks import tick_plan
 from .._drivers._base import Connection, Op, Pool
 from .._drivers._urls import Kind, redacted
 from .._holders._base import whole_seconds
+from .._holders.cancelling import cancel_queued
 from .._holders.connections import give_back, rollback_quietly
 from .._util import HostClock, positive_duration
 from ..errors import (
+    CancelRefused,
     Closed,
     DatabaseError,
     DeclarationError,
@@ -74,6 +79,7 @@ from .many import (
 from .pausing import PauseBoard
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
+from .running import Running
 from .waiting import Settled, SettledRows, wait_settled
 from .wake import WakeBoard
 
@@ -142,6 +148,11 @@ class SqlBroker(Generic[D]):
         )
         self.pause_board: PauseBoard = PauseBoard()
         self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
+        self.running = Running()  # the handler calls in work here, for broker.cancel
+        # Where a cancel asks another process to cancel its handler (use_cancel_requests).
+        self.cancel_requests: RequestPlan | None = None
+        # Wakes the watch of a table's cancel requests (a NOTIFY of another process's).
+        self.cancel_wakes = SettledRows()
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -380,12 +391,15 @@ class SqlBroker(Generic[D]):
         return True
 
     async def create_tables(
-        self, row_type: type | Tracker | Ticks | Pauses, *, dead_letter: str | None = None
+        self,
+        row_type: type | Tracker | Ticks | Pauses | CancelRequests,
+        *,
+        dead_letter: str | None = None,
     ) -> None:
         """Create ``row_type``'s table and claim index, and its dead letter table when
         ``dead_letter`` names one as the mount does (or a ``Tracker``'s seen-records table,
-        a ``Ticks``' tick table, or a ``Pauses``' pause table),
-        where they are missing: idempotent, for
+        a ``Ticks``' tick table, a ``Pauses``' pause table, or a ``CancelRequests``'
+        table), where they are missing: idempotent, for
         development and tests (an ``on_startup`` hook runs before the subscriptions check
         their tables). A production schema belongs to your migrations: ``trinbox schema``
         prints the same statements.
@@ -404,6 +418,10 @@ class SqlBroker(Generic[D]):
             label = row_type.label
             where = f"create_tables({row_type!r})"
             ddl = list(pause_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        elif isinstance(row_type, CancelRequests):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(request_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
         else:
             spec = spec_of(row_type)
             label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)
@@ -994,6 +1012,84 @@ class SqlBroker(Generic[D]):
             row_id,
             self.settled_rows,
         )
+
+    async def cancel(self, row_type: type[Inbox[Any, Any]], row_id: object) -> CancelResult:
+        """Cancel the row ``row_id`` of ``row_type``, and say what it was:
+        ``CancelResult.QUEUED`` when it was unfinished and not in work (settled now as a
+        drop settles it, deleted or stamped processed with a NULL Result, in one statement or
+        transaction that never waits on a lock: it is never claimed again),
+        ``CancelResult.RUNNING`` when a handler holds it: a handler of this process is
+        cancelled (it sees ``trio.Cancelled``; its delivery settles as cancelled, as a drop
+        settles it, never retried, its ``keys.Tx`` rolled back), one of another process is
+        not reached yet. ``CancelResult.FINISHED`` when it had finished (acked, dropped,
+        dead-lettered into a group: it stays as it settled), ``CancelResult.NOT_FOUND`` when
+        no row has the id (on a table whose settlement deletes, a finished row, or one moved
+        into a dead letter table). A cancel racing a claim or a settlement leaves the row as
+        the first of them made it: a claimed row is in work, a finished row stays finished.
+
+        Refused (``CancelRefused``, nothing changed): a row of a batch delivery in work here
+        (``.batch(n)``: its one handler call holds every row of the batch); on SQLite, a row
+        of an advisory table while another process serves the file's keys."""
+        spec = spec_of(row_type)
+        # A handler of this process first: its row is in work, and asking the database would
+        # wait on a SQLite write lock its transaction may hold.
+        here = self.running.cancel(spec.qualified_name, row_id)
+        if here == "batch":
+            msg = (
+                f"a cancel ends one handler call, found row {row_id!r} of {spec.label} in a "
+                f"batch delivery (one handler call holds every row of its batch); cancel "
+                f"rows of a .batch(n) queue while they are queued, or let the batch finish"
+            )
+            raise CancelRefused(msg)
+        if here == "cancelled":
+            return CancelResult.RUNNING
+        found = await cancel_queued(
+            cancel_plan(self.dialect, spec),
+            self.pool,
+            self.dialect.driver_value(row_id),
+            self.clock(),
+            label=spec.label,
+        )
+        if found == "queued":
+            self.settled_rows.settled(spec.qualified_name)
+        elif found == "running" and self.cancel_requests is not None:
+            await self._request_cancel(spec.qualified_name, row_id)
+        return CancelResult(found)
+
+    def use_cancel_requests(self, requests: CancelRequests) -> None:
+        """Reach handlers of other processes: a cancel that finds its row in work, and no
+        handler of this process holding it, writes a request into ``requests``' table
+        (``create_tables(requests)`` or ``trinbox schema`` make it); the subscriptions of
+        every process that uses it read their table's requests once a poll interval while
+        they have deliveries in work, on the broker's clock and behind any pooler, cancel the
+        handler of each row they hold, and delete the request. Call it in every process, the
+        cancelling one included, before the app serves."""
+        if not isinstance(requests, CancelRequests):
+            msg = (
+                f"use_cancel_requests takes a CancelRequests, found {requests!r}; pass "
+                f"CancelRequests('trinbox_cancels')"
+            )
+            raise DeclarationError(msg)
+        where = f"use_cancel_requests({requests!r})"
+        self.cancel_requests = request_plan(self.dialect, requests.table, requests.schema, where)
+
+    async def _request_cancel(self, table: str, row_id: object) -> None:
+        assert self.cancel_requests is not None
+        st = self.cancel_requests.request
+        values = {"table": table, "row_id": str(row_id), "now": self.clock()}
+        notify = self.dialect.notify_statement() if self.listen_notify else None
+        conn = await self.pool.acquire("cancel request")
+        try:
+            await conn.execute(st.sql, st.bind(values))
+            if notify is not None:
+                announce = {"channel": self.cancel_requests.channel, "group": table}
+                try:
+                    await conn.execute(notify.sql, notify.bind(announce))
+                except DatabaseError:
+                    # The request is written: the watches see it at their next poll.
+                    publish_log.warning("NOTIFY of a cancel request failed", exc_info=True)
+        finally:
+            await give_back(self.pool, conn)
 
     def transaction(self) -> AbstractAsyncContextManager[Tx[D]]:
         """A transaction on a pooled connection, committed when the block ends (rolled back on

@@ -55,8 +55,13 @@ class NotifyListener:
     def __init__(self, broker: SqlBroker[Any], channels: set[str]) -> None:
         self._broker = broker
         self._tables = channels
+        requests = broker.cancel_requests
+        # A cancel request's channel too: its payload is the table whose watch it wakes.
+        self._cancels = requests.channel if requests is not None else None
+        cancels: set[str] = {self._cancels} if self._cancels else set()
         # The settled channel first: a session's last query then names its last table.
-        self._channels = [SETTLED_CHANNEL, *sorted(channels - {SETTLED_CHANNEL})]
+        others = sorted((channels | cancels) - {SETTLED_CHANNEL})
+        self._channels = [SETTLED_CHANNEL, *others]
         self._scope = trio.CancelScope()
         self.reconnects = 0
 
@@ -66,6 +71,9 @@ class NotifyListener:
     def _notified(self, channel: str, payload: str) -> None:
         if channel == SETTLED_CHANNEL:
             self._broker.settled_rows.settled(payload)
+        if channel == self._cancels:
+            self._broker.cancel_wakes.settled(payload)
+            return
         pauses = self._broker.pauses
         if pauses is not None and channel == pauses.label:
             self._broker.pause_board.poke()  # a pause or resume: the watcher reads them now

@@ -867,6 +867,13 @@ class Dialect(ColumnRules):
             ),
         )
 
+    def key_free(self, spec: TableSpec) -> Frag:
+        """A condition on a row of the advisory form: no session holds its key now (a cancel
+        of a queued row, ``trinbox._dialects.cancels``). It holds the key itself until the
+        statement ends where it can (PostgreSQL), or relies on the take being guarded on the
+        row being claimable (MySQL); SQLite binds the keys this process holds (``held``)."""
+        raise NotImplementedError
+
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
         return None
 

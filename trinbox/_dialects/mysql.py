@@ -548,6 +548,11 @@ class MySqlDialect(Dialect):
             ),
         )
 
+    def key_free(self, spec: TableSpec) -> Frag:
+        # No lock taken: a claim that locks the key after this check takes the row only
+        # while it is claimable (advisory_take), which the cancel's update has ended.
+        return f"IS_USED_LOCK({self.lock_name(spec)}) IS NULL"
+
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
         return self.render(
             "lock", "SELECT CAST(COALESCE(GET_LOCK(" + P("key") + ", 0), 0) AS SIGNED)"

@@ -38,7 +38,7 @@ from ._columns import FoundColumn, Retype
 from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
 from ._limited import TAKE, limited_ids
-from ._statement import P, Param, ParamStyle, Sql, Statement, join
+from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join
 
 __all__ = ["PostgresDialect"]
 
@@ -334,6 +334,11 @@ class PostgresDialect(Dialect):
             f"WHERE pg_try_advisory_xact_lock_shared(hashtextextended({lock}, 0)) "
             "LIMIT " + P("limit"),
         )
+
+    def key_free(self, spec: TableSpec) -> Frag:
+        # Transaction level, exclusive: held until the cancel's statement commits, so no
+        # claim locks the key in between (its session lock fails on it).
+        return f"pg_try_advisory_xact_lock(hashtextextended({self.key_expression(spec)}, 0))"
 
     def advisory_lock(self, spec: TableSpec) -> Statement | None:
         return self.render(

@@ -33,7 +33,7 @@ from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
 from ._ddl_types import DdlRules
 from ._limited import TAKE, limited_ids
-from ._statement import P, ParamStyle, Sql, Statement
+from ._statement import Frag, P, ParamStyle, Sql, Statement
 
 __all__ = ["SqliteDialect"]
 
@@ -276,6 +276,12 @@ class SqliteDialect(Dialect):
             + f") AS {ids} JOIN json_each("
             + P("tokens")
             + f") AS {leases} ON {leases}.key = {ids}.key)"
+        )
+
+    def key_free(self, spec: TableSpec) -> Frag:
+        # The keys in work are in this process's registry, bound as one JSON array.
+        return (
+            f"{self.key_expression(spec)} NOT IN (SELECT value FROM json_each(" + P("held") + "))"
         )
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:

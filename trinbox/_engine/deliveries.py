@@ -32,7 +32,7 @@ from .._api.events import (
     now_ns,
 )
 from .._api.handler import HandlerPlan, decode_message, row_id
-from .._api.handles import Attempt, Out, Tx
+from .._api.handles import Attempt, CancelRequested, Out, Tx
 from .._api.headers import Headers, decode_headers
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._api.queue import Subscriber
@@ -129,7 +129,7 @@ class DeliveryRunner:
         self.released = 0
         # Settled deliveries by the step that took effect (Step.event).
         self.outcomes = dict.fromkeys(
-            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter"), 0
+            ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter", "cancelled"), 0
         )
         self._source = source
         self._events = events
@@ -287,7 +287,26 @@ class DeliveryRunner:
         try:
             try:
                 args = await self._arguments(ready, messages, headers)
-                result = await self._handler(*args)
+                call = self._broker.running.enter(
+                    self._spec.qualified_name,
+                    [d.id for d in ready],
+                    trio.CancelScope(),
+                    batch=len(ready) > 1 or self._plan.batch,
+                )
+                for arg in args:
+                    if isinstance(arg, CancelRequested):
+                        arg.watch(lambda: call.requested)
+                try:
+                    with call.scope:
+                        result = await self._handler(*args)
+                finally:
+                    self._broker.running.leave(call)
+                if call.scope.cancelled_caught:
+                    # broker.cancel reached the handler: settled as cancelled, never retried.
+                    if started is not None:
+                        self._handle_ended(started, [], None, cancelled=len(ready))
+                    await self._settle_all([(d, Drop(event="cancelled")) for d in ready])
+                    return None
                 outcomes = self._rules.outcomes(result, len(ready))
             except BaseException as exc:
                 if started is not None:
@@ -352,10 +371,13 @@ class DeliveryRunner:
         started: tuple[HandleEvent, list[object], float],
         outcomes: list[HandlerOutcome],
         error: BaseException | None,
+        *,
+        cancelled: int = 0,
     ) -> None:
         assert self._events is not None
         event, states, t0 = started
-        end = HandleEnd(tuple(o.kind for o in outcomes), error, time.perf_counter() - t0)
+        kinds = tuple(o.kind for o in outcomes) + ("cancelled",) * cancelled
+        end = HandleEnd(kinds, error, time.perf_counter() - t0)
         self._events.handle_ended(event, states, end)
 
     async def _write_replies(
@@ -483,6 +505,8 @@ class DeliveryRunner:
                 args.append(self._broker.database)
             elif key == "out":
                 args.append(Out(self._broker.routes))
+            elif key == "cancel_requested":
+                args.append(CancelRequested())
             else:
                 conn = await self._form.open_transaction(ready[0])
                 args.append(self._broker.tx_on(conn))

@@ -56,6 +56,9 @@ class SubscriptionStatistics:
     """Deliveries put back by ``HandlerOutcome.snooze``, no attempt spent (not retries)."""
     dropped: int
     dead_lettered: int
+    cancelled: int
+    """Deliveries whose handler ``broker.cancel`` cancelled, settled as a drop settles them
+    (never retried; not counted as dropped, nor as released as on shutdown)."""
     released: int
     """Deliveries returned to the queue unsettled."""
     settle_failures: int
@@ -79,6 +82,12 @@ class SubscriptionStatistics:
     """Finished rows this process's retention deleted (``Mount.retain(processed=...)``)."""
     pruned_dead_letters: int = 0
     """Dead letters this process's retention deleted (``Mount.retain(dead_letters=...)``)."""
+    cancel_polls: int = 0
+    """Reads of the cancel request table (``broker.use_cancel_requests``), made only while
+    the subscription had rows in work."""
+    failed_cancel_polls: int = 0
+    cancel_requests_served: int = 0
+    """Requests of other processes that cancelled a handler here."""
 
 
 class SharedStatistics:

@@ -5,7 +5,7 @@ shutdown.
     ├── claim loop              claims while a worker is free (claim_loop.py; what its
     │                           claims and the chained ones share: claim_state.py)
     └── work area (shielded)    lives through the grace period after the claim loop stops
-        ├── upkeep              the lease keeper
+        ├── upkeep              the lease keeper, the watch of cancel requests
         └── handlers            at most workers(n) at once (deliveries.py)
 
 A cancel of ``run`` and ``stop()`` do the same, at once: claiming stops (no chained claim
@@ -35,6 +35,7 @@ from .._forms.table import make_form
 from .._holders._base import ClaimForm, Delivery, FormContext
 from ..errors import AlreadySubscribed, StartupError, TrinboxError
 from . import startup
+from .cancel_watch import WatchCounts, watch_cancels
 from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
@@ -72,6 +73,10 @@ _COUNTS = (
     "snoozed",
     "dropped",
     "dead_lettered",
+    "cancelled",
+    "cancel_polls",
+    "failed_cancel_polls",
+    "cancel_requests_served",
     "released",
     "settle_failures",
     "claims",
@@ -134,6 +139,7 @@ class Subscription:
         )
         self.lease_extensions = 0
         self.leases_lost = 0
+        self.cancel_watch = WatchCounts()
 
     # -- startup ----------------------------------------------------------------------------
 
@@ -344,6 +350,13 @@ class Subscription:
             try:
                 async with trio.open_nursery() as upkeep:
                     await upkeep.start(self.form.keep)
+                    upkeep.start_soon(
+                        watch_cancels,
+                        self.broker,
+                        self.spec.qualified_name,
+                        self.where,
+                        self.cancel_watch,
+                    )
                     async with trio.open_nursery() as handlers:
                         runner.handlers = handlers
                         try:
@@ -423,6 +436,7 @@ class Subscription:
             snoozed=outcomes["snooze"],
             dropped=outcomes["drop"],
             dead_lettered=outcomes["dead_letter"],
+            cancelled=outcomes["cancelled"],
             released=runner.released,
             settle_failures=runner.settle_failures,
             settle_errors=tuple(runner.settle_errors),
@@ -435,6 +449,9 @@ class Subscription:
             connections_closed=self.connections_closed,
             pruned_processed=self._pruned("processed"),
             pruned_dead_letters=self._pruned("dead_letters"),
+            cancel_polls=self.cancel_watch.polls,
+            failed_cancel_polls=self.cancel_watch.failed,
+            cancel_requests_served=self.cancel_watch.served,
         )
 
     def _pruned(self, kind: Kind) -> int:

@@ -48,10 +48,12 @@ __all__ = [
     "KeyClaim",
     "KeyRegistry",
     "hold",
+    "keys_in_work",
     "let_go",
     "let_key_go",
     "lock_path",
     "run_key_claim",
+    "served_elsewhere",
 ]
 
 _lock = threading.Lock()
@@ -133,6 +135,31 @@ def hold(database: str) -> None:
         _held[path] = (fd, 1)
 
 
+def served_elsewhere(database: str) -> str | None:
+    """The process serving ``database``'s advisory keys when it is another than this one
+    (its pid as its lock file says it, or ``"unknown"``), else ``None``. The probe takes the
+    lock shared without waiting and lets it go at once: a process starting to serve in that
+    instant is refused as beside any other server."""
+    if fcntl is None:
+        return None
+    path = lock_path(database)
+    with _lock:
+        if path in _held:
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None  # never served
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            return None
+        finally:
+            os.close(fd)  # frees the probe's lock
+
+
 def let_go(database: str) -> None:
     """One holder of this process is done; the last one frees the lock."""
     if fcntl is None:
@@ -186,6 +213,12 @@ class KeyClaim:
             for key, _ in self.taken:
                 self.keys.discard(key)
         self.taken.clear()
+
+
+def keys_in_work(keys: set[str]) -> list[str]:
+    """The keys of ``keys`` in work now, read under the lock every take holds."""
+    with _keys_lock:
+        return sorted(keys)
 
 
 def let_key_go(keys: set[str], key: str) -> None:

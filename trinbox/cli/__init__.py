@@ -1,4 +1,5 @@
-"""The ``trinbox`` command line: ``trinbox run|inspect|dead-letters|queues|prune|schema|asyncapi``.
+"""The ``trinbox`` command line: ``run``, ``inspect``, ``dead-letters``, ``queues``, ``jobs``,
+``prune``, ``schema`` and ``asyncapi``.
 
 Each command lives in a module of its own; this module only assembles the group. A public
 facade: it imports from ``trinbox`` and the runtime, never the other way round."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from . import asyncapi, dead_letters, inspect, prune, queues, run, schema
+from . import asyncapi, dead_letters, inspect, jobs, prune, queues, run, schema
 
 __all__ = ["cli", "main"]
 
@@ -18,7 +19,7 @@ def cli() -> None:
     """trinbox: task queues in your own SQL tables, for Trio."""
 
 
-for _module in (run, inspect, dead_letters, queues, prune, schema, asyncapi):
+for _module in (run, inspect, dead_letters, queues, jobs, prune, schema, asyncapi):
     cli.add_command(_module.command)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from .._declare._cancels import CancelRequests
 from .._declare._inbox import Inbox
 from .._declare._pauses import Pauses
 from .._declare._ticks import Ticks
@@ -85,17 +86,20 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])
 
 
-def load_table(target: str) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses:
+def load_table(
+    target: str,
+) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses | CancelRequests:
     """What ``trinbox schema`` prints the DDL of: a row class, a ``Tracker``'s seen-records
-    table, a ``Ticks``' tick table, or a ``Pauses``' pause table."""
+    table, a ``Ticks``' tick table, a ``Pauses``' pause table or a ``CancelRequests``'
+    table."""
     found = load_object(target)
-    if isinstance(found, Tracker | Ticks | Pauses):
+    if isinstance(found, Tracker | Ticks | Pauses | CancelRequests):
         return found
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = (
-            f"{target} is {found!r}, not a row class, a Tracker, a Ticks or a Pauses; name a "
-            f"class derived from Inbox[...], a trinbox.outbox.Tracker, a "
-            f"trinbox.schedules.Ticks or a trinbox.Pauses"
+            f"{target} is {found!r}, not a row class, a Tracker, a Ticks, a Pauses or a "
+            f"CancelRequests; name a class derived from Inbox[...], a trinbox.outbox.Tracker, "
+            f"a trinbox.schedules.Ticks, a trinbox.Pauses or a trinbox.CancelRequests"
         )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

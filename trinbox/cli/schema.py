@@ -38,7 +38,8 @@ def command(target: str, dialect: str, dead_letter: str | None) -> None:
     its dead letter table. Each statement ends with ';' and creates only what is missing.
 
     MODULE:NAME may also name a trinbox.outbox.Tracker (its seen-records table), a
-    trinbox.schedules.Ticks (its tick table) or a trinbox.Pauses (its pause table).
+    trinbox.schedules.Ticks (its tick table), a trinbox.Pauses (its pause table) or a
+    trinbox.CancelRequests (its cancel request table).
 
     Put the output in your migrations; for development and tests,
     `await broker.create_tables(Row)` runs the same statements.
