@@ -57,8 +57,6 @@ async def pull(job: Pull) -> HandlerOutcome:
 def refused_shapes(queue: InboxQueue[Sync, Any, Any]) -> None:
     # Missing named argument "concurrency"
     queue.limit(key="tenant")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
-    # Too many positional arguments for "limit" (concurrency is by keyword only)
-    queue.limit("tenant", 3)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     # Argument "concurrency" has incompatible type "str"; expected "int"
     queue.limit(concurrency="3")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     # Argument "key" has incompatible type "int"; expected "str | None"
