@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from ..stands import SERVER_STANDS
 from .kit import SERVICE, Running, Service, start_run
 
 # The kit's service, its broker with a pause table.
@@ -134,9 +135,8 @@ async def _printed(runs: list[Running], text: bytes, count: int) -> None:
                     nursery.start_soon(grown, r)
 
 
+@pytest.mark.parametrize("svc", SERVER_STANDS, indirect=True)  # one process serves a SQLite file
 async def test_two_serving_processes_obey_one_pause(svc: Service) -> None:
-    if svc.stand.name == "sqlite":
-        pytest.skip("one process serves a SQLite file")
     paused_service(svc)
     async with trio.open_nursery() as nursery:
         runs = [await start_run(nursery, svc, ["psvc:app"]) for _ in range(2)]
