@@ -28,7 +28,7 @@ from ..serving import make_app, serving
 from .conftest import Case
 from .kit import cells, insert_rows
 from .schema import LeasedPlain
-from .test_processes import ROOT, Handled, Worker, plain_rows
+from .test_processes import ROOT, Handled, plain_rows, run_workers
 
 PROCESSES = 4
 
@@ -40,38 +40,13 @@ class Job:
 
 
 async def run_processes(case: Case, count: int) -> list[Handled]:
-    command = [
-        sys.executable,
-        "-m",
+    return await run_workers(
+        case,
+        count,
         "tests.integration.matrix.limit_process",
-        case.name,
-        case.form,
-        case.stand.url,
-        str(count),
-    ]
-    workers: list[Worker] = []
-    with trio.fail_after(120):
-        async with trio.open_nursery() as nursery:
-            for _ in range(PROCESSES):
-                process = await trio.lowlevel.open_process(
-                    command,
-                    cwd=ROOT,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                )
-                worker = Worker(process)
-                workers.append(worker)
-                nursery.start_soon(worker.read)
-                nursery.start_soon(worker.drain)
-            for worker in workers:
-                await worker.ready.wait()
-            for worker in workers:
-                assert worker.process.stdin is not None
-                await worker.process.stdin.send_all(b"go\n")
-            for worker in workers:
-                await worker.process.wait()
-    return [worker.result() for worker in workers]
+        processes=PROCESSES,
+        deadline=120,
+    )
 
 
 def most_at_once(spans: list[tuple[float, float]]) -> int:

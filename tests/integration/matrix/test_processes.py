@@ -53,9 +53,11 @@ async def run_workers(
     count: int,
     module: str = "tests.integration.matrix.worker_process",
     *extra: str,
+    processes: int = 2,
+    deadline: float = 90,
 ) -> list[Handled]:
-    """Start two workers (``python -m module``, with ``extra`` arguments), let them serve
-    together, and return what each handled."""
+    """Start ``processes`` workers (``python -m module``, with ``extra`` arguments), let
+    them serve together, and return what each handled."""
     command = [
         sys.executable,
         "-m",
@@ -67,9 +69,9 @@ async def run_workers(
         *extra,
     ]
     workers: list[Worker] = []
-    with trio.fail_after(90):
+    with trio.fail_after(deadline):
         async with trio.open_nursery() as nursery:
-            for _ in range(2):
+            for _ in range(processes):
                 process = await trio.lowlevel.open_process(
                     command,
                     cwd=ROOT,
