@@ -240,7 +240,9 @@ async def test_cancels_racing_the_claims_leave_each_row_cancelled_or_handled(
     case: Case, clock: VirtualClock
 ) -> None:
     """Every row is cancelled while queued (and never handled) or handled (its cancel found
-    it in work or finished): never both, never neither."""
+    it in work or finished): never both, never neither. A cancel that found the handler in
+    work here cancels it (its row settles as cancelled, with no result) unless the handler
+    returned first."""
     kept = KEPT[case.form]
     count = 40
     broker = case.stand.broker(poll_interval=1)
@@ -270,13 +272,19 @@ async def test_cancels_racing_the_claims_leave_each_row_cancelled_or_handled(
             cancelled = {n for n, found in results.items() if found is CancelResult.QUEUED}
             await settled(app, keep, count - len(cancelled))
             outcomes = {n: (await broker.wait(kept, n)).result for n in range(1, count + 1)}
+        stopped = app.statistics(keep).cancelled
     assert set(results.values()) <= {
         CancelResult.QUEUED,
         CancelResult.RUNNING,
         CancelResult.FINISHED,
     }
     assert sorted(handled) == sorted(set(range(1, count + 1)) - cancelled)
-    assert outcomes == {n: None if n in cancelled else n for n in range(1, count + 1)}
+    running = {n for n, found in results.items() if found is CancelResult.RUNNING}
+    assert {n: outcomes[n] for n in cancelled} == dict.fromkeys(cancelled)
+    assert all(outcomes[n] == n for n in set(outcomes) - cancelled - running)
+    assert all(outcomes[n] in (None, n) for n in running)
+    # Each handler the cancel reached settled as cancelled, counted apart.
+    assert stopped == sum(outcomes[n] is None for n in running)
 
 
 async def test_a_handler_in_work_here_is_cancelled_and_its_row_settles_as_cancelled(
