@@ -4,7 +4,7 @@ and DDL (``trinbox.schema.ddl``); what ``CancelRequests`` refuses."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import pytest
@@ -20,6 +20,7 @@ from trinbox import (
     ProcessedAt,
     Result,
     RowLock,
+    SqlBroker,
 )
 from trinbox._declare._inbox import spec_of
 from trinbox._dialects.cancels import cancel_plan, request_plan
@@ -94,10 +95,42 @@ def test_the_request_table_has_one_row_per_table_and_id(dialect: str) -> None:
     (create,) = ddl(CancelRequests("app_cancels"), dialect)  # type: ignore[arg-type]
     assert "CREATE TABLE IF NOT EXISTS" in create
     assert "PRIMARY KEY (queue_table, row_id)" in create
+    assert "expires_at" in create
     found = request_plan(dialect_named(dialect), "app_cancels", None, "test")
-    assert found.request.params[:2] == ("table", "row_id")
-    assert found.pending.params == ("table",)
+    assert found.request.params == ("table", "row_id", "retry_at")
+    assert found.lapsed.params == ("now",)
+    assert found.pending.params == ("table", "now")
     assert found.served.params == ("table", "row_id")
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql", "sqlite"])
+def test_a_request_lapses_by_the_servers_clock_on_the_database_clock(dialect: str) -> None:
+    on_server = type(dialect_named(dialect))(database_clock=True)
+    found = request_plan(on_server, "app_cancels", None, "test")
+    assert found.request.params == ("table", "row_id", "delay")  # the server's now + delay
+    assert found.lapsed.params == ()
+    assert found.pending.params == ("table",)
+    assert on_server.server_clock.now in found.pending.sql
+
+
+@pytest.mark.parametrize("lapse", [timedelta(0), timedelta(seconds=-1), 60])
+def test_a_request_that_never_lives_is_refused(lapse: Any) -> None:
+    with pytest.raises(DeclarationError, match=r"lapses after a positive timedelta, found"):
+        CancelRequests("app_cancels", expire_after=lapse)
+
+
+def test_a_request_that_lapses_within_a_poll_interval_is_refused() -> None:
+    broker = SqlBroker.sqlite("sqlite:///unused.db", poll_interval=2.0)
+    requests = CancelRequests("app_cancels", expire_after=timedelta(seconds=2))
+    with pytest.raises(
+        DeclarationError,
+        match=r"must outlive the poll interval .* found "
+        r"expire_after=0:00:02 and a poll interval of 0:00:02; pass a longer expire_after, "
+        r"like expire_after=timedelta\(seconds=20\)$",
+    ):
+        broker.use_cancel_requests(requests)
+    broker.use_cancel_requests(CancelRequests("app_cancels", expire_after=timedelta(seconds=3)))
+    assert broker.cancel_requests is not None
 
 
 def test_a_request_table_without_a_name_is_refused() -> None:

@@ -151,6 +151,7 @@ class SqlBroker(Generic[D]):
         self.running = Running()  # the handler calls in work here, for broker.cancel
         # Where a cancel asks another process to cancel its handler (use_cancel_requests).
         self.cancel_requests: RequestPlan | None = None
+        self.cancel_expiry = timedelta(0)  # how long a request lives (its expire_after)
         # Wakes the watch of a table's cancel requests (a NOTIFY of another process's).
         self.cancel_wakes = SettledRows()
         self.routes: Routes = Routes()
@@ -1062,8 +1063,10 @@ class SqlBroker(Generic[D]):
         (``create_tables(requests)`` or ``trinbox schema`` make it); the subscriptions of
         every process that uses it read their table's requests once a poll interval while
         they have deliveries in work, on the broker's clock and behind any pooler, cancel the
-        handler of each row they hold, and delete the request. Call it in every process, the
-        cancelling one included, before the app serves."""
+        handler of each row they hold, and delete the request. A request lapses after
+        ``requests.expire_after``, which must be longer than the poll interval: one whose row
+        finished or was given back before a holder read it cancels no later delivery past
+        that. Call it in every process, the cancelling one included, before the app serves."""
         if not isinstance(requests, CancelRequests):
             msg = (
                 f"use_cancel_requests takes a CancelRequests, found {requests!r}; pass "
@@ -1071,18 +1074,36 @@ class SqlBroker(Generic[D]):
             )
             raise DeclarationError(msg)
         where = f"use_cancel_requests({requests!r})"
+        if requests.expire_after <= self.poll_interval:
+            msg = (
+                f"{where}: a cancel request must outlive the poll interval of the watches that "
+                f"read it, found expire_after={requests.expire_after} and a poll interval of "
+                f"{self.poll_interval}; pass a longer expire_after, like "
+                f"expire_after=timedelta(seconds={(self.poll_interval * 10).total_seconds():g})"
+            )
+            raise DeclarationError(msg)
         self.cancel_requests = request_plan(self.dialect, requests.table, requests.schema, where)
+        self.cancel_expiry = requests.expire_after
 
     async def _request_cancel(self, table: str, row_id: object) -> None:
         assert self.cancel_requests is not None
-        st = self.cancel_requests.request
-        values = {"table": table, "row_id": str(row_id), "now": self.clock()}
+        plan = self.cancel_requests
+        now = self.clock()
+        values: dict[str, object] = {
+            "table": table,
+            "row_id": str(row_id),
+            "now": now,
+            "retry_at": now + self.cancel_expiry,
+            "delay": self.cancel_expiry // timedelta(microseconds=1),
+        }
         notify = self.dialect.notify_statement() if self.listen_notify else None
         conn = await self.pool.acquire("cancel request")
         try:
-            await conn.execute(st.sql, st.bind(values))
+            # Lapsed requests first: one of this row would keep the new one from being written.
+            await conn.execute(plan.lapsed.sql, plan.lapsed.bind(values))
+            await conn.execute(plan.request.sql, plan.request.bind(values))
             if notify is not None:
-                announce = {"channel": self.cancel_requests.channel, "group": table}
+                announce = {"channel": plan.channel, "group": table}
                 try:
                     await conn.execute(notify.sql, notify.bind(announce))
                 except DatabaseError:

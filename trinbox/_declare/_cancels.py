@@ -7,12 +7,16 @@ a row in work to cancel its handler.
 One row per (table, row id), written by a cancel that finds the row in work and no handler of
 its own process holding it; each subscription with deliveries in work reads its table's
 requests once a poll interval, cancels the handler of each row it holds, and deletes the
-request. Pure declaration: the statements are the dialect's (``_dialects/cancels.py``).
+request. A request lapses ``expire_after`` after it was written (a minute unless given): one
+whose row finished, or was given back, before a holder read it never cancels a later delivery
+of the row past that, and the next request written deletes it. Pure declaration: the
+statements are the dialect's (``_dialects/cancels.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import final
 
 from ..errors import DeclarationError
@@ -29,6 +33,7 @@ class CancelRequests:
 
     table: str = "trinbox_cancels"
     schema: str | None = None
+    expire_after: timedelta = timedelta(minutes=1)
 
     def __post_init__(self) -> None:
         where = f"CancelRequests({self.table!r})"
@@ -42,6 +47,14 @@ class CancelRequests:
                 )
                 raise DeclarationError(msg)
             check_name(where, what, name)
+        lapse = self.expire_after
+        if not isinstance(lapse, timedelta) or lapse <= timedelta(0):
+            msg = (
+                f"{where}: a cancel request lapses after a positive timedelta, found "
+                f"expire_after={lapse!r}; pass one longer than the poll interval of every "
+                f"process that serves the queue, like expire_after=timedelta(minutes=1)"
+            )
+            raise DeclarationError(msg)
 
     @property
     def label(self) -> str:

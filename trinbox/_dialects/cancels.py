@@ -103,13 +103,17 @@ def cancel_plan(dialect: Dialect, spec: TableSpec) -> CancelPlan:
 @dataclass(frozen=True, slots=True)
 class RequestPlan:
     """The statements of a cancel request table (``CancelRequests``): ``request`` writes one
-    (table, row id) unless it is there; ``pending`` reads the row ids asked for one table
-    (one statement per subscription and poll interval, only while it has rows in work);
-    ``served`` deletes one once its handler was cancelled; ``ddl`` creates the table;
+    (table, row id) unless it is there, lapsing at ``retry_at`` (the broker's now plus the
+    table's ``expire_after``: the server's now plus ``delay`` on the database clock);
+    ``lapsed`` deletes the requests of every table that lapsed, before each ``request``;
+    ``pending`` reads the row ids asked for one table that have not lapsed (one statement per
+    subscription and poll interval, only while it has rows in work); ``served`` deletes one
+    once its handler was cancelled; ``ddl`` creates the table;
     ``channel``: where PostgreSQL's NOTIFY announces a request (its payload: the queue
     table), with ``listen_notify``."""
 
     request: Statement
+    lapsed: Statement
     pending: Statement
     served: Statement
     ddl: tuple[str, ...]
@@ -117,7 +121,7 @@ class RequestPlan:
 
     @property
     def checked(self) -> tuple[Statement, ...]:
-        return (self.request, self.pending, self.served)
+        return (self.request, self.lapsed, self.pending, self.served)
 
 
 def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -> RequestPlan:
@@ -130,17 +134,25 @@ def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -
     before, after = d.insert_if_absent
     request = d.render(
         "cancel request",
-        f"{before} {name} (queue_table, row_id, requested_at) VALUES ("
+        f"{before} {name} (queue_table, row_id, expires_at) VALUES ("
         + P("table")
         + ", "
         + P("row_id")
         + ", "
-        + P("now")
+        + P("retry_at")
         + ")"
         + after,
     )
+    # Only the requests of the last expire_after, one each per row in work then: no batches.
+    lapsed = d.render(
+        "cancel requests lapsed", f"DELETE FROM {name} WHERE expires_at <= " + P("now")
+    )
     pending = d.render(
-        "cancel requests", f"SELECT row_id FROM {name} WHERE queue_table = " + P("table")
+        "cancel requests",
+        f"SELECT row_id FROM {name} WHERE queue_table = "
+        + P("table")
+        + " AND expires_at > "
+        + P("now"),
     )
     served = d.render(
         "cancel served",
@@ -152,11 +164,16 @@ def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -
         f"CREATE TABLE IF NOT EXISTS {name} (\n"
         f"    queue_table {text} NOT NULL,\n"
         f"    row_id {text} NOT NULL,\n"
-        f"    requested_at {rules.time} NOT NULL,\n"
+        f"    expires_at {rules.time} NOT NULL,\n"
         f"    PRIMARY KEY (queue_table, row_id)\n"
         f"){rules.table_options}"
     )
     channel = f"{schema}.{table}" if schema else table
     return RequestPlan(
-        request=request, pending=pending, served=served, ddl=(create,), channel=channel
+        request=request,
+        lapsed=lapsed,
+        pending=pending,
+        served=served,
+        ddl=(create,),
+        channel=channel,
     )

@@ -4,8 +4,8 @@
 Once a poll interval (Trio's clock, the broker's in tests), or at once when PostgreSQL
 announces a request for the table (``listen_notify``), and only while this process has
 rows of the subscription's table in work (outside batches), one statement reads the table's
-requests; each row held here has its handler cancelled (trinbox._broker.running) and its
-request deleted. Requests for rows this process does not hold are left to the process that
+requests that have not lapsed; each row held here has its handler cancelled
+(trinbox._broker.running) and its request deleted. Requests for rows this process does not hold are left to the process that
 does. The poll needs no LISTEN: it works behind PgBouncer in transaction mode. A failed read
 is logged and tried again at the next interval; nothing it does stops the app.
 """
@@ -55,7 +55,7 @@ async def watch_cancels(
             pool = broker.pool
             conn = await pool.acquire("cancel requests")
             try:
-                values: dict[str, object] = {"table": table}
+                values: dict[str, object] = {"table": table, "now": broker.clock()}
                 counts.polls += 1
                 rows = await conn.fetch(plan.pending.sql, plan.pending.bind(values))
                 for (row_id,) in rows:

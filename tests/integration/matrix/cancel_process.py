@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import timedelta
 from typing import Any
 
 import trio
@@ -19,7 +20,7 @@ from trinbox.testing import settled
 
 from .test_cancel import KEPT, Job
 
-REQUESTS = CancelRequests("test_cancels")
+REQUESTS = CancelRequests("test_cancels", expire_after=timedelta(hours=1))
 
 
 def broker_of(stand: str, url: str, *, bounced: bool, notify: bool = False) -> SqlBroker[Any]:
