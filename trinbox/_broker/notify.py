@@ -120,6 +120,7 @@ class NotifyListener:
                     self.reconnects += 1
                     self._broker.wakes.wake_all()
                     self._broker.settled_rows.all_settled()
+                    self._broker.cancel_wakes.all_settled()
                     self._broker.pause_board.poke()
                 await conn.wait_lost()
                 logger.warning("the listening connection was lost; listening again")

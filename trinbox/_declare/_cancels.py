@@ -47,7 +47,7 @@ class CancelRequests:
                 )
                 raise DeclarationError(msg)
             check_name(where, what, name)
-        lapse = self.expire_after
+        lapse: object = self.expire_after  # whatever a caller passed
         if not isinstance(lapse, timedelta) or lapse <= timedelta(0):
             msg = (
                 f"{where}: a cancel request lapses after a positive timedelta, found "

@@ -2,12 +2,13 @@
 ``broker.cancel(Row, id)`` of another process reaches a handler of this one.
 
 Once a poll interval (Trio's clock, the broker's in tests), or at once when PostgreSQL
-announces a request for the table (``listen_notify``), and only while this process has
-rows of the subscription's table in work (outside batches), one statement reads the table's
-requests that have not lapsed; each row held here has its handler cancelled
-(trinbox._broker.running) and its request deleted. Requests for rows this process does not hold are left to the process that
-does. The poll needs no LISTEN: it works behind PgBouncer in transaction mode. A failed read
-is logged and tried again at the next interval; nothing it does stops the app.
+announces a request for the table (``listen_notify``) or its listening connection comes back,
+and only while this process has rows of the subscription's table in work (outside batches),
+one statement reads the table's requests that have not lapsed; each row held here has its
+handler cancelled (trinbox._broker.running) and its request deleted. Requests for rows this
+process does not hold are left to the process that does. The poll needs no LISTEN: it works
+behind PgBouncer in transaction mode. A failed read is logged and tried again at the next
+interval; nothing it does stops the app.
 """
 
 from __future__ import annotations
