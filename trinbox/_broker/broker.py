@@ -80,7 +80,7 @@ from .pausing import PauseBoard
 from .pgbouncer import PoolMode, check_listen, check_pool_mode, driver_options
 from .publishing import aborted_by_notify, group_of, own_headers, row_values, with_added
 from .running import Running
-from .waiting import Settled, SettledRows, wait_settled
+from .waiting import SETTLED_CHANNEL, Settled, SettledRows, wait_settled
 from .wake import WakeBoard
 
 __all__ = ["SqlBroker"]
@@ -1053,6 +1053,8 @@ class SqlBroker(Generic[D]):
         )
         if found == "queued":
             self.settled_rows.settled(spec.qualified_name)
+            if self.listen_notify and spec.result is not None:
+                await self._announce_cancelled(spec.qualified_name)
         elif found == "running" and self.cancel_requests is not None:
             await self._request_cancel(spec.qualified_name, row_id)
         return CancelResult(found)
@@ -1084,6 +1086,21 @@ class SqlBroker(Generic[D]):
             raise DeclarationError(msg)
         self.cancel_requests = request_plan(self.dialect, requests.table, requests.schema, where)
         self.cancel_expiry = requests.expire_after
+
+    async def _announce_cancelled(self, table: str) -> None:
+        """Wake the waits of other processes on ``table`` (``SETTLED_CHANNEL``): a cancel
+        settled a queued row, which no delivery's announcer reports. A failed NOTIFY loses
+        only the wake-up (the waits poll)."""
+        notify = self.dialect.notify_statement()
+        assert notify is not None, "listen_notify is refused where there is no NOTIFY"
+        announce = {"channel": SETTLED_CHANNEL, "group": table}
+        conn = await self.pool.acquire("cancel announce")
+        try:
+            await conn.execute(notify.sql, notify.bind(announce))
+        except DatabaseError:
+            publish_log.warning("NOTIFY of a cancelled row failed", exc_info=True)
+        finally:
+            await give_back(self.pool, conn)
 
     async def _request_cancel(self, table: str, row_id: object) -> None:
         assert self.cancel_requests is not None

@@ -18,7 +18,17 @@ import psycopg
 import pytest
 import trio
 
-from trinbox import App, AppInfo, HandlerOutcome, InboxQueue, Message, SqlBroker, subscriber
+from trinbox import (
+    App,
+    AppInfo,
+    CancelResult,
+    HandlerOutcome,
+    InboxQueue,
+    Message,
+    SqlBroker,
+    subscriber,
+)
+from trinbox._drivers.aio import asyncio_loop
 from trinbox.testing import settled
 from trinbox.typing import Settled
 
@@ -134,3 +144,26 @@ async def test_one_notification_per_table_while_one_is_in_flight(pg: PostgresSta
     assert payloads, "no notification"
     assert set(payloads) == {"quote_jobs"}
     assert len(payloads) < rows / 2, len(payloads)
+
+
+async def test_a_queued_cancel_of_another_broker_wakes_the_wait(pg: PostgresStand) -> None:
+    """A cancel settles a queued row as a drop; with ``listen_notify`` the cancelling broker
+    (here one that serves nothing, as ``trinbox jobs cancel`` is) announces it, so a wait in
+    another process reads ``"drop"`` at once instead of at its next poll."""
+    app, broker = waiting_app(pg)
+    admin = SqlBroker.postgres(pg.url, poll_interval=HOUR, listen_notify=True)
+    async with serving(app), trio.open_nursery() as nursery:
+        await broker.publish(QuoteJob, Ask(7), id=7)
+        waiter = Waiter(broker, 7)
+        await nursery.start(waiter.run)
+        await waiter.read_unsettled()
+        async with asyncio_loop(admin.needs_asyncio):
+            await admin.open()
+            try:
+                assert await admin.cancel(QuoteJob, 7) is CancelResult.QUEUED
+            finally:
+                await admin.aclose()
+        with trio.fail_after(15):
+            await waiter.done.wait()  # an hour before the poll, without the notification
+    assert waiter.found is not None
+    assert (waiter.found.outcome, waiter.found.result) == ("drop", None)
