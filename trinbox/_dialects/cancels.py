@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from .._declare._markers import Advisory, Lease, RowLock
 from .._declare._spec import TableSpec
 from ._base import Dialect
-from ._statement import Frag, P, Statement, join
+from ._statement import Frag, P, Sql, Statement, join
 
 __all__ = ["CancelPlan", "RequestPlan", "cancel_plan", "request_plan"]
 
@@ -105,7 +105,8 @@ class RequestPlan:
     """The statements of a cancel request table (``CancelRequests``): ``request`` writes one
     (table, row id) unless it is there, lapsing at ``retry_at`` (the broker's now plus the
     table's ``expire_after``: the server's now plus ``delay`` on the database clock);
-    ``lapsed`` deletes the requests of every table that lapsed, before each ``request``;
+    ``lapsed`` deletes the requests of every table that lapsed, before each ``request`` and
+    in ``trinbox prune`` (``lapsed_count`` counts them, ``--dry-run``);
     ``pending`` reads the row ids asked for one table that have not lapsed (one statement per
     subscription and poll interval, only while it has rows in work); ``served`` deletes one
     once its handler was cancelled; ``ddl`` creates the table;
@@ -114,6 +115,7 @@ class RequestPlan:
 
     request: Statement
     lapsed: Statement
+    lapsed_count: Statement
     pending: Statement
     served: Statement
     ddl: tuple[str, ...]
@@ -121,7 +123,12 @@ class RequestPlan:
 
     @property
     def checked(self) -> tuple[Statement, ...]:
-        return (self.request, self.lapsed, self.pending, self.served)
+        return (self.request, self.lapsed, self.lapsed_count, self.pending, self.served)
+
+    @property
+    def label(self) -> str:
+        """The request table's qualified name (its NOTIFY channel is the same)."""
+        return self.channel
 
 
 def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -> RequestPlan:
@@ -144,9 +151,9 @@ def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -
         + after,
     )
     # Only the requests of the last expire_after, one each per row in work then: no batches.
-    lapsed = d.render(
-        "cancel requests lapsed", f"DELETE FROM {name} WHERE expires_at <= " + P("now")
-    )
+    gone = Sql("expires_at <= ", P("now"))
+    lapsed = d.render("cancel requests lapsed", f"DELETE FROM {name} WHERE " + gone)
+    lapsed_count = d.render("cancel requests lapsed", f"SELECT count(*) FROM {name} WHERE " + gone)
     pending = d.render(
         "cancel requests",
         f"SELECT row_id FROM {name} WHERE queue_table = "
@@ -172,6 +179,7 @@ def request_plan(dialect: Dialect, table: str, schema: str | None, where: str) -
     return RequestPlan(
         request=request,
         lapsed=lapsed,
+        lapsed_count=lapsed_count,
         pending=pending,
         served=served,
         ddl=(create,),

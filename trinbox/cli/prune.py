@@ -1,7 +1,8 @@
 """``trinbox prune MODULE:APP [--dry-run]``: one retention pass now over every queue of the
 app that declares ``.retain(...)``, as the serving processes run one every minute: finished
 rows and dead letters older than their age deleted, a batch a statement, each statement its
-own short transaction. ``--dry-run`` counts them and deletes none."""
+own short transaction; and the lapsed requests of each broker's ``CancelRequests`` table.
+``--dry-run`` counts them and deletes none."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 from .._dialects.retention import Kind
 from .._engine.retention import Retention
+from .._operations.cancel_requests import prune_lapsed
 from .._operations.queues import Queue, retentions_of
 from ..errors import TrinboxError
 from ._load import load_app
@@ -34,7 +36,8 @@ def _rows(n: int) -> str:
 def command(target: str, dry_run: bool) -> None:
     """Run one retention pass now: delete the finished rows and dead letters of MODULE:APP's
     queues older than their .retain(processed=..., dead_letters=...) ages, a batch a
-    statement (--dry-run: count them only). Safe beside serving processes."""
+    statement, and its lapsed cancel requests (--dry-run: count them only). Safe beside
+    serving processes."""
     try:
         app = load_app(target)
         found = retentions_of(app)
@@ -42,20 +45,26 @@ def command(target: str, dry_run: bool) -> None:
         raise click.ClickException(one_line(exc.message)) from None
     except TrinboxError as exc:
         raise click.ClickException(one_line(exc)) from None
-    if not found:
+    requesting = [b for b in app.brokers if b.cancel_requests is not None]
+    if not found and not requesting:
         click.echo(f"{app.info.name} mounts no queue with .retain(...)")
         return
 
-    async def work() -> list[dict[Kind, int]]:
+    async def work() -> tuple[list[dict[Kind, int]], list[int]]:
         counts: list[dict[Kind, int]] = []
         for _, retention in found:
             await retention.open()
             counts.append(await retention.prune(dry_run=dry_run))
-        return counts
+        lapsed = [await prune_lapsed(b, dry_run=dry_run) for b in requesting]
+        return counts, lapsed
 
-    counts = run_open(app, work)
-    click.echo(_report(found, counts))
-    total = sum(sum(c.values()) for c in counts)
+    counts, lapsed = run_open(app, work)
+    if found:
+        click.echo(_report(found, counts))
+    for broker, n in zip(requesting, lapsed, strict=True):
+        assert broker.cancel_requests is not None
+        click.echo(f"cancel requests in {broker.cancel_requests.label}: {n} lapsed")
+    total = sum(sum(c.values()) for c in counts) + sum(lapsed)
     if dry_run:
         click.echo(f"{app.info.name}: {_rows(total)} to delete (--dry-run: none deleted)")
     else:

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from trinbox import CancelRequests
+from trinbox.schema import ddl
+
 from ..stands import STANDS, Stand, fresh_stand
 from .kit import Service, stored_time
 
@@ -214,3 +217,36 @@ def test_two_processes_pruning_at_once_delete_each_row_once(stand: Stand, tmp_pa
     # Row 1 (finished two days ago), 4 (dead eight days), 6 (another queue's, finished) too.
     assert sum(deleted) == backlog - unfinished + 3
     assert len(kept(svc)) == 3 + unfinished
+
+
+def test_prune_deletes_the_lapsed_cancel_requests(stand: Stand, tmp_path: Path) -> None:
+    """The broker's ``CancelRequests`` table: a request past its ``expire_after`` goes, one
+    still live stays (its watch may not have read it yet)."""
+    svc = setup(stand, tmp_path)
+    (svc.dir / "svc.py").write_text(
+        SERVICE.replace("SqlBroker, subscriber,", "SqlBroker, subscriber, CancelRequests,")
+        + 'broker.use_cancel_requests(CancelRequests("svc_cancels"))\n'
+    )
+    dialect = "mysql" if stand.name == "mariadb" else stand.name
+    (create,) = ddl(CancelRequests("svc_cancels"), dialect)
+    stand.script(create)
+    for row_id, expires in (("1", -60.0), ("2", -1.0), ("3", 3600.0)):
+        stand.execute(
+            "INSERT INTO svc_cancels (queue_table, row_id, expires_at) VALUES (?, ?, ?)",
+            "kept_jobs",
+            row_id,
+            svc.time(expires),
+        )
+    dry = svc.trinbox("prune", "svc:app", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines()[-2:] == [
+        "cancel requests in svc_cancels: 2 lapsed",
+        "svc: 5 rows to delete (--dry-run: none deleted)",
+    ]
+    done = svc.trinbox("prune", "svc:app")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == [
+        "cancel requests in svc_cancels: 2 lapsed",
+        "svc: 5 rows deleted",
+    ]
+    assert [r[0] for r in stand.rows("SELECT row_id FROM svc_cancels")] == ["3"]
