@@ -209,3 +209,23 @@ def test_each_kind_of_limit_is_declared_once() -> None:
         ),
     ):
         InboxQueue(Job, "q").limit(key="tenant", concurrency=3).limit(key="queue", concurrency=2)
+
+
+class OrderedLocked(Inbox[RowLock], table="ordered_locked"):
+    id: Annotated[int, Id(generated=True)]
+    queue: Annotated[str, Group(fifo=True)]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+def test_a_fifo_row_lock_table_takes_no_limit_nor_over_every_group() -> None:
+    refused = whole(
+        "ordered_locked (OrderedLocked): .limit() is supported for now beside neither "
+        "Group(fifo=True) nor .custom_claim(), found .limit(key='tenant', concurrency=2) "
+        "beside Group(fifo=True) (a FIFO group runs one row at a time already); drop one of "
+        "them"
+    )
+    with pytest.raises(DeclarationError, match=refused):
+        InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
+    with pytest.raises(DeclarationError, match=refused):
+        InboxQueue(OrderedLocked, "q").every_group().limit(key="tenant", concurrency=2)
