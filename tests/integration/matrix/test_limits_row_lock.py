@@ -291,3 +291,27 @@ async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
         await until(lambda: done.count("a") == 5)
     assert most == {"a": 2, "b": 2}
     assert case.stand.rows("SELECT job_id FROM email_jobs") == []
+
+
+def slots_held(case: Case) -> int:
+    """The advisory locks held on the database (the slots; nothing else takes them here)."""
+    ((count,),) = case.stand.rows(
+        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+    )
+    return int(count)
+
+
+@PG_ROW_LOCK
+async def test_a_claim_takes_no_slot_it_cannot_fill(case: Case) -> None:
+    # a's only row is in work, a slot of a held by its claim; b's rows behind it.
+    emails(case, ["a", "b", "b"])
+    async with limited_form(case, per_key(3)) as form:
+        assert keys_of(await form.claim(1)) == {"a": 1}
+        assert slots_held(case) == 1
+        # a still has two free slots but no row to lock: the next claims of one row each take
+        # b's rows, not a slot of a (the slots others hold tell how many of a's rows are free).
+        assert keys_of(await form.claim(1)) == {"b": 1}
+        assert keys_of(await form.claim(1)) == {"b": 1}
+        assert slots_held(case) == 3
+        assert list(await form.claim(10)) == []
+        assert slots_held(case) == 3
