@@ -21,6 +21,7 @@ from trinbox import (
     Lease,
     LockedUntil,
     Payload,
+    RowLock,
     subscriber,
 )
 from trinbox.typing import Batched, Plain, Single, Transactional
@@ -33,9 +34,22 @@ class Sync(Inbox[Lease], table="sync_jobs"):
     payload: Annotated[bytes, Payload()]
 
 
+class Render(Inbox[RowLock], table="render_jobs"):
+    id: Annotated[int, Id(generated=True)]
+    customer: str
+    payload: Annotated[bytes, Payload()]
+
+
 @dataclass
 class Pull:
     account: int
+
+
+def a_row_lock_queue_takes_limits_too() -> None:
+    limited = (
+        InboxQueue(Render, "renders").limit(key="customer", concurrency=2).limit(concurrency=8)
+    )
+    assert_type(limited, InboxQueue[Render, Plain, Single])
 
 
 def limits_keep_the_queue_s_type() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from trinbox import (
     Advisory,
+    Attempt,
     Group,
     Id,
     Inbox,
@@ -110,18 +111,55 @@ def test_a_key_is_a_field_of_the_row() -> None:
         InboxQueue(Job, "sync").limit(key=3, concurrency=3)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("row", "form"), [(Locked, "RowLock"), (Keyed, "Advisory")])
-def test_only_the_lease_form_takes_a_limit_for_now(row: type[Any], form: str) -> None:
-    table = row.__name__.lower()
+def test_a_row_lock_table_takes_a_limit() -> None:
+    limited = InboxQueue(Locked, "q").limit(key="tenant", concurrency=3).limit(concurrency=5)
+    assert limited.limits is not None
+    assert limited.limits.label == ".limit(key='tenant', concurrency=3).limit(concurrency=5)"
+
+
+def test_the_advisory_form_takes_no_limit_for_now() -> None:
     with pytest.raises(
         DeclarationError,
         match=whole(
-            f"{table} ({row.__name__}): .limit() is supported for now on Inbox[Lease] tables "
-            f"only (the claim counts live leases), found an Inbox[{form}] table; declare the "
-            f"table Inbox[Lease] with a LockedUntil field, or drop .limit()"
+            "keyed (Keyed): .limit() is supported for now on Inbox[Lease] tables (the claim "
+            "counts live leases) and Inbox[RowLock] tables on PostgreSQL (each row takes a "
+            "slot of its key, a lock of its transaction), found an Inbox[Advisory] table (its "
+            "rows are held by a session lock per advisory key, which runs one row per key at "
+            "a time already); declare the table Inbox[Lease] with a LockedUntil field, or "
+            "drop .limit()"
         ),
     ):
-        InboxQueue(row, "q").limit(key="tenant", concurrency=3)
+        InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3)
+
+
+class Counted(Inbox[RowLock], table="counted"):
+    id: Annotated[int, Id(generated=True)]
+    tenant: str
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+def test_a_limit_and_the_count_at_claim_refuse_each_other() -> None:
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "counted (Counted): .count_attempt_at_claim() commits each claim's transaction at "
+            "the count, and a limit's slots are locks of that transaction, held until the row "
+            "settles, found .limit(key='tenant', concurrency=3); drop .limit() or "
+            ".count_attempt_at_claim()"
+        ),
+    ):
+        InboxQueue(Counted, "q").limit(key="tenant", concurrency=3).count_attempt_at_claim()
+    with pytest.raises(
+        DeclarationError,
+        match=whole(
+            "counted (Counted): .count_attempt_at_claim() commits each claim's transaction at "
+            "the count, and a limit's slots are locks of that transaction, held until the row "
+            "settles, found .limit(concurrency=2) after .count_attempt_at_claim(); drop "
+            ".limit() or .count_attempt_at_claim()"
+        ),
+    ):
+        InboxQueue(Counted, "q").count_attempt_at_claim().limit(concurrency=2)
 
 
 def test_a_fifo_table_and_a_custom_claim_take_no_limit_for_now() -> None:
@@ -171,3 +209,23 @@ def test_each_kind_of_limit_is_declared_once() -> None:
         ),
     ):
         InboxQueue(Job, "q").limit(key="tenant", concurrency=3).limit(key="queue", concurrency=2)
+
+
+class OrderedLocked(Inbox[RowLock], table="ordered_locked"):
+    id: Annotated[int, Id(generated=True)]
+    queue: Annotated[str, Group(fifo=True)]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+def test_a_fifo_row_lock_table_takes_no_limit_nor_over_every_group() -> None:
+    refused = whole(
+        "ordered_locked (OrderedLocked): .limit() is supported for now beside neither "
+        "Group(fifo=True) nor .custom_claim(), found .limit(key='tenant', concurrency=2) "
+        "beside Group(fifo=True) (a FIFO group runs one row at a time already); drop one of "
+        "them"
+    )
+    with pytest.raises(DeclarationError, match=refused):
+        InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
+    with pytest.raises(DeclarationError, match=refused):
+        InboxQueue(OrderedLocked, "q").every_group().limit(key="tenant", concurrency=2)

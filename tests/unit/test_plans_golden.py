@@ -221,7 +221,9 @@ def cases() -> Iterator[Case]:
                     if form is Lease and shape.name in NAMED_GROUP_SHAPES:
                         for groups in NAMED_GROUPS:
                             yield Case(dialect, form, shape, groups=groups)
-                    if form is Lease and shape.name in LIMIT_SHAPES:
+                    if shape.name in LIMIT_SHAPES and (
+                        form is Lease or (form is RowLock and dialect.name == "PostgreSQL")
+                    ):
                         for limits in LIMITS:
                             yield Case(dialect, form, shape, limits=limits)
 

@@ -377,8 +377,12 @@ class InboxQueue(Generic[R, M, B]):
         """At most ``concurrency`` rows in work at once across every process: per value of
         the field ``key``, or for the whole queue without one (both may be declared, once
         each). The claim counts the live leases under a lock that serializes the table's
-        claims, and skips a key at its limit while other keys' rows are still claimed. For now
-        on lease tables only, and beside neither ``Group(fifo=True)`` nor ``.custom_claim()``."""
+        claims, and skips a key at its limit while other keys' rows are still claimed. On a
+        row lock table (PostgreSQL) each row in work holds a slot of its key instead, a lock of
+        its claim's transaction. For now on lease and row lock tables, and beside neither
+        ``Group(fifo=True)``, ``.custom_claim()`` nor ``.count_attempt_at_claim()``."""
+        if self.attempt_at_claim:
+            _refuse_counted_beside_limit(spec_of(self.row).label, key, concurrency)
         limits = add_limit(
             spec_of(self.row),
             self.limits,
@@ -448,6 +452,14 @@ class InboxQueue(Generic[R, M, B]):
             )
             raise DeclarationError(msg)
         self._refuse_beside_custom(".count_attempt_at_claim()")
+        if self.limits is not None:
+            msg = (
+                f"{spec.label}: .count_attempt_at_claim() commits each claim's transaction at "
+                f"the count, and a limit's slots are locks of that transaction, held until the "
+                f"row settles, found {self.limits.label}; drop .limit() or "
+                f".count_attempt_at_claim()"
+            )
+            raise DeclarationError(msg)
         return evolve(self, attempt_at_claim=True)
 
     def tracked(self, tracker: Tracker) -> InboxQueue[R, M, B]:
@@ -1211,3 +1223,20 @@ def factory_for(queue: InboxQueue[Any, Any, Any]) -> _Factory[Any, Any, Any]:
     if queue.mode is Transactional:
         return TransactionalSubscriberFactory(queue)
     return SubscriberFactory(queue)
+
+
+def _refuse_counted_beside_limit(label: str, key: object, concurrency: object) -> None:
+    """``.limit()`` after ``.count_attempt_at_claim()``: the count commits the claim's
+    transaction, whose locks are the limit's slots."""
+    call = (
+        f".limit(concurrency={concurrency!r})"
+        if key is None
+        else f".limit(key={key!r}, concurrency={concurrency!r})"
+    )
+    msg = (
+        f"{label}: .count_attempt_at_claim() commits each claim's transaction at the count, "
+        f"and a limit's slots are locks of that transaction, held until the row settles, "
+        f"found {call} after .count_attempt_at_claim(); drop .limit() or "
+        f".count_attempt_at_claim()"
+    )
+    raise DeclarationError(msg)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DeclarationError
-from ._markers import Lease
+from ._markers import Lease, RowLock
 from ._spec import ColumnSpec, TableSpec
 
 __all__ = ["ClaimLimits", "add_limit"]
@@ -62,11 +62,14 @@ def add_limit(
             f"pass concurrency=N with an int N >= 1"
         )
         raise ValueError(msg)
-    if spec.form is not Lease:
+    if spec.form is not Lease and spec.form is not RowLock:
         msg = (
-            f"{spec.label}: .limit() is supported for now on Inbox[Lease] tables only (the "
-            f"claim counts live leases), found an Inbox[{spec.form.__name__}] table; declare "
-            f"the table Inbox[Lease] with a LockedUntil field, or drop .limit()"
+            f"{spec.label}: .limit() is supported for now on Inbox[Lease] tables (the claim "
+            f"counts live leases) and Inbox[RowLock] tables on PostgreSQL (each row takes a "
+            f"slot of its key, a lock of its transaction), found an "
+            f"Inbox[{spec.form.__name__}] table (its rows are held by a session lock per "
+            f"advisory key, which runs one row per key at a time already); declare the table "
+            f"Inbox[Lease] with a LockedUntil field, or drop .limit()"
         )
         raise DeclarationError(msg)
     refused = None

@@ -759,6 +759,19 @@ class Dialect(ColumnRules):
         the shape of ``lease_claim``; run behind ``limit_lock``."""
         raise NotImplementedError
 
+    def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
+        """The row lock claim under ``InboxQueue.limit``, in the shape of ``row_lock_claim``
+        (one statement after the claim's begin, the rows it locked): each row takes a slot of
+        its key, a lock its transaction holds (``_slots.py``). Refused where the server has no
+        transaction locks to take without waiting (MySQL: GET_LOCK is a session's)."""
+        msg = (
+            f"{spec.label}: .limit() on an Inbox[RowLock] table takes a slot per row as a "
+            f"transaction lock, which {self.name} does not have (GET_LOCK is a session lock, "
+            f"kept past the commit), found {limits.label}; declare the table Inbox[Lease] "
+            f"(limits count live leases there) or serve it from PostgreSQL"
+        )
+        raise UnsupportedForm(msg)
+
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """What serializes the limited claims of ``spec``'s table across processes, run first
         on the claim's connection: a transaction lock inside ``limited_claim_begin``

@@ -164,9 +164,17 @@ def build_plan(
     claim (``InboxQueue.count_attempt_at_claim()``); ``custom_claim``: the queue brings its
     claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
     form); ``groups``: a lease claim over the groups named (a relay's, over an outbox's
-    records by name), never its dead letter group; ``limits``: a lease claim under
-    ``InboxQueue.limit`` (which refuses the other forms, FIFO groups and a custom claim)."""
+    records by name), never its dead letter group; ``limits``: a lease or row lock claim
+    under ``InboxQueue.limit`` (which refuses the advisory form, FIFO groups and a custom
+    claim)."""
     dialect.check(spec, dead_letter)
+    if limits is not None and spec.form is RowLock:
+        assert not spec.fifo and groups is None
+        assert not every_group and not count_at_claim and not custom_claim
+        return replace(
+            _row_lock(dialect, spec, dead_letter),
+            claim=(dialect.limited_row_lock_claim(spec, limits),),
+        )
     if limits is not None:
         assert spec.form is Lease and not spec.fifo and groups is None
         assert not every_group and not count_at_claim and not custom_claim

@@ -1,11 +1,11 @@
 """The process the kill -9 test of limits kills (test_limit_processes.py).
 
-    python -m tests.integration.matrix.limit_holder_process <stand> <url>
+    python -m tests.integration.matrix.limit_holder_process <stand> <url> [<form>]
 
-serves plain_jobs of ``url`` in the lease form with four workers under
-``.limit(key="tenant", concurrency=3)`` and a lease of two seconds; each handler prints
-``holding <n>`` and then waits forever, so the process holds three leases of the tenant until
-it is killed.
+serves plain_jobs of ``url`` in the lease form (or ``form``: ``row_lock``) with four workers
+under ``.limit(key="tenant", concurrency=3)`` and a lease of two seconds; each handler prints
+``holding <n>`` and then waits forever, so the process holds three leases (row lock: three
+slots, locks of its claims' transactions) of the tenant until it is killed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Job:
     tenant: str
 
 
-async def hold(stand: str, url: str) -> None:
+async def hold(stand: str, url: str, form: str) -> None:
     broker: SqlBroker[Any]
     if stand == "sqlite":
         broker = SqlBroker.sqlite(url, poll_interval=0.05, lease=LEASE)
@@ -37,7 +37,7 @@ async def hold(stand: str, url: str) -> None:
         broker = SqlBroker.postgres(url, poll_interval=0.05, lease=LEASE)
     else:
         broker = SqlBroker.mysql(url, poll_interval=0.05, lease=LEASE)
-    queue = InboxQueue(PLAIN["lease"], "plain").workers(4).limit(key="tenant", concurrency=3)
+    queue = InboxQueue(PLAIN[form], "plain").workers(4).limit(key="tenant", concurrency=3)
 
     @subscriber(queue)
     async def handle(job: Job) -> None:
@@ -50,4 +50,4 @@ async def hold(stand: str, url: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(hold, sys.argv[1], sys.argv[2])
+    trio.run(hold, sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "lease")

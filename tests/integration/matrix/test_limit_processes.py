@@ -1,4 +1,5 @@
-"""A limit held by four OS processes (``InboxQueue.limit``, lease form): with
+"""A limit held by four OS processes (``InboxQueue.limit``; lease form, and the row lock form on
+PostgreSQL): with
 ``.limit(key="tenant", concurrency=3)`` and four workers in each process, never more than three
 rows of one tenant are in work at once across all of them, while the other tenants' rows run
 beside them; every row is handled once.
@@ -7,7 +8,10 @@ Each process is ``python -m tests.integration.matrix.limit_process`` (limit_proc
 handlers' intervals are read on ``time.monotonic()``, one clock for every process of the host,
 and each lies within its row's lease (claimed before, settled after), so their overlaps bound
 the leases' from below. A holder killed with SIGKILL while it holds the limit's three slots
-leaves nothing behind: its slots end with its leases, and its rows are handled after them.
+leaves nothing behind: its slots end with its leases, and its rows are handled after them. In
+the row lock form its slots are locks of its claims' transactions, which the server ends with
+its sessions: while it holds them no other process takes a fourth row of the tenant, and at its
+death they are free at once.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from dataclasses import dataclass
 import trio
 
 from trinbox import InboxQueue, subscriber
+from trinbox.testing import idle
 
 from ..serving import make_app, serving
 from .conftest import Case
 from .kit import cells, insert_rows
-from .schema import LeasedPlain
+from .schema import LeasedPlain, RowLockedPlain
 from .test_processes import ROOT, Handled, plain_rows, run_workers
 
 PROCESSES = 4
@@ -59,7 +64,7 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
     return found
 
 
-@cells(forms=["lease"])
+@cells(forms=["lease", "row_lock"], leave_out=[("mariadb", "row_lock")])
 async def test_a_limit_of_three_held_by_four_processes_is_never_four(case: Case) -> None:
     # One hot tenant with most rows, in claim order first, and a few others behind it.
     tenants = ["hot"] * 48 + [f"t{i % 4}" for i in range(16)]
@@ -148,6 +153,72 @@ async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
         # and every row is handled, three at once at most.
         with trio.fail_after(30):
             await done.wait()
+    assert sorted(handled) == list(range(rows))
+    assert most_at_once(intervals) <= 3
+    assert case.stand.rows("SELECT * FROM plain_jobs") == []
+
+
+@cells(forms=["row_lock"], stands=["postgres"])
+async def test_a_killed_row_lock_holder_s_slots_end_with_its_sessions(case: Case) -> None:
+    rows = 6
+    insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
+    command = [
+        sys.executable,
+        "-m",
+        "tests.integration.matrix.limit_holder_process",
+        case.name,
+        case.stand.url,
+        "row_lock",
+    ]
+    intervals: list[tuple[float, float]] = []
+    handled: list[int] = []
+    changed = trio.Event()
+
+    @subscriber(
+        InboxQueue(RowLockedPlain, "plain")
+        .workers(4)
+        .limit(key="tenant", concurrency=3)
+        .poll_interval(0.05)
+    )
+    async def handle(job: Job) -> None:
+        nonlocal changed
+        start = time.monotonic()
+        await trio.sleep(0.05)
+        handled.append(job.n)
+        intervals.append((start, time.monotonic()))
+        changed.set()
+        changed = trio.Event()
+
+    async def until(count: int) -> None:
+        while len(handled) < count:
+            await changed.wait()
+
+    with trio.fail_after(60):
+        process = await trio.lowlevel.open_process(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        try:
+            assert process.stdout is not None
+            holding = await read_lines(process.stdout, 3)
+            assert len(holding) == 3 and all(h.startswith("holding ") for h in holding), holding
+            broker = case.stand.broker(poll_interval=0.05)
+            app = make_app()
+            app.include(broker, handle)
+            async with serving(app):
+                # The holder holds the tenant's three slots: this process's first claim,
+                # with four free workers and three rows free of row locks, takes none.
+                await idle(app, handle)
+                assert handled == []
+                os.kill(process.pid, signal.SIGKILL)
+                await process.wait()
+                # Its sessions end with it, and their transactions' slots and row locks: the
+                # three rows it held come back at once, with the three behind them.
+                await until(rows)
+        finally:
+            if process.returncode is None:
+                os.kill(process.pid, signal.SIGKILL)
+                await process.wait()
+    assert process.returncode == -signal.SIGKILL
     assert sorted(handled) == list(range(rows))
     assert most_at_once(intervals) <= 3
     assert case.stand.rows("SELECT * FROM plain_jobs") == []

@@ -1,6 +1,6 @@
 """PgBouncer in transaction pooling in front of PostgreSQL (scripts/start-pgbouncer,
 ``TRINBOX_PGBOUNCER_DSN``): the row lock and lease forms serve through it with
-``pgbouncer="transaction"`` (a limited lease claim too); the advisory form and
+``pgbouncer="transaction"`` (a limited lease or row lock claim too); the advisory form and
 ``listen_notify`` are refused at startup.
 
 Each test makes a fresh database on the PostgreSQL server (through ``TRINBOX_PG_DSN``) and
@@ -274,16 +274,18 @@ async def test_retention_runs_through_transaction_pooling(
         assert app.statistics(work).pruned_processed == 3
 
 
+@pytest.mark.parametrize("form", ["lease", "row_lock"])
 async def test_a_limited_lease_claim_serves_through_transaction_pooling(
-    bounced: Bounced, caplog: pytest.LogCaptureFixture
+    bounced: Bounced, caplog: pytest.LogCaptureFixture, form: str
 ) -> None:
     # The limit's lock is the claim transaction's own (pg_advisory_xact_lock), so it holds
-    # through whichever server session PgBouncer lends that transaction.
+    # through whichever server session PgBouncer lends that transaction; in the row lock form
+    # the slots are that transaction's try-locks, held with the rows until they settle.
     broker = bounced.broker()
     in_work: dict[str, int] = {}
     most: dict[str, int] = {}
 
-    queue = InboxQueue(EMAIL["lease"], "emails").workers(6).limit(key="customer", concurrency=2)
+    queue = InboxQueue(EMAIL[form], "emails").workers(6).limit(key="customer", concurrency=2)
 
     @subscriber(queue)
     async def send(email: Email) -> None:
