@@ -166,6 +166,7 @@ def test_keys_and_testing_keep_their_own_names() -> None:
         "Headers",
         "Out",
         "Pool",
+        "Progress",
         "RowId",
         "Tx",
     }
