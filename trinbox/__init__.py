@@ -63,6 +63,7 @@ from ._declare._roles import OriginGroup as OriginGroup
 from ._declare._roles import Payload as Payload
 from ._declare._roles import Priority as Priority
 from ._declare._roles import ProcessedAt as ProcessedAt
+from ._declare._roles import Progress as Progress
 from ._declare._roles import Result as Result
 from ._declare._roles import RetryAfter as RetryAfter
 from ._declare._roles import Unique as Unique
@@ -78,6 +79,7 @@ __all__ = [
     "Id",
     "Group",
     "DeadLetteredAt",
+    "Progress",
     "OriginGroup",
     "Priority",
     "RetryAfter",

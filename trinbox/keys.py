@@ -15,7 +15,8 @@ from ._api.handles import Attempt as Attempt
 from ._api.handles import CancelRequested as CancelRequested
 from ._api.handles import Out as Out
 from ._api.handles import Pool as Pool
+from ._api.handles import Progress as Progress
 from ._api.handles import RowId as RowId
 from ._api.headers import Headers as Headers
 
-__all__ = ["Attempt", "CancelRequested", "Headers", "Out", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "CancelRequested", "Headers", "Out", "Pool", "Progress", "RowId", "Tx"]

@@ -172,7 +172,8 @@ def test_context_keys_are_never_optional_and_taken_once() -> None:
     refused(
         subscriber(InboxQueue(Ticket, "t").transactional())(optional_tx),
         "a handler's further parameters are context keys (keys.Attempt, keys.RowId, "
-        "keys.Headers, keys.Pool, keys.Tx, keys.CancelRequested, keys.Out), found tx: ",
+        "keys.Headers, keys.Pool, keys.Tx, keys.CancelRequested, keys.Progress, keys.Out), "
+        "found tx: ",
     )
     refused(
         subscriber(InboxQueue(Ticket, "t"))(twice),

@@ -52,6 +52,7 @@ class Shape:
     headers: bool = False
     result: bool = False
     dead_lettered_at: bool = False
+    progress: bool = False
     schema: str | None = None
     dead_letter: DeadLetter | None = None
 
@@ -83,6 +84,7 @@ SHAPES = (
     ),
     full("headers", headers=True, dead_letter=DeadLetter(table="jobs_dead")),
     full("result", result=True),
+    full("progress", progress=True),
     full("fifo", fifo=True),
     full("fifo-priority", fifo=True, priority=True),
     full("fifo-behind", fifo=True, behind=True),
@@ -136,6 +138,8 @@ def spec(shape: Shape, form: type[Form], *, tenant: bool = False) -> TableSpec:
         columns.append(ColumnSpec("done", "done", "processed_at"))
     if shape.dead_lettered_at:
         columns.append(ColumnSpec("died", "died", "dead_lettered_at"))
+    if shape.progress:
+        columns.append(ColumnSpec("done_so_far", "done_so_far", "progress", python_type=float))
     columns.append(ColumnSpec("payload", "payload", "payload", python_type=bytes))
     if shape.headers:
         columns.append(ColumnSpec("headers", "headers", "headers", python_type=dict[str, str]))
@@ -251,6 +255,8 @@ def rendered(case: Case) -> str:
             continue
         if part.name in ("limit_lock", "limit_unlock") and value is None:
             continue  # only a limited claim has them: the other files stay as they were
+        if part.name == "extend_progress" and value == ():
+            continue  # only a lease table with a Progress column has it
         if value is None or value == ():
             lines.extend(["", f"-- {part.name}: none"])
         elif isinstance(value, Statement):
@@ -264,6 +270,10 @@ def rendered(case: Case) -> str:
             lines.extend(["", f"-- rounds of {count}: none"])
         for i, statement in enumerate(round_):
             add(f"rounds of {count} [{i}]", statement)
+    if found.extend_progress:
+        for count in (1, 3):
+            for i, statement in enumerate(found.extend_for(count, progress=True)):
+                add(f"rounds of {count} with progress [{i}]", statement)
     return "\n".join(lines) + "\n"
 
 

@@ -44,6 +44,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_retention": None,  # receipts.py
     "readme_schedules": None,  # nightly.py
     "readme_pauses": "pausing.py",
+    "readme_progress": "renders.py",
 }
 
 # What each fragment assumes, written before it.

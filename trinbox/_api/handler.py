@@ -18,7 +18,7 @@ from .._declare._spec import TableSpec
 from .._util import as_bytes
 from ..errors import DeclarationError
 from .codecs import Codec
-from .handles import Attempt, CancelRequested, Out, Pool, RowId, Tx
+from .handles import Attempt, CancelRequested, Out, Pool, Progress, RowId, Tx
 from .headers import Headers
 
 __all__ = ["HandlerPlan", "decode_row", "plan_handler", "row_id"]
@@ -31,6 +31,7 @@ _KEYS: dict[object, str] = {
     Out: "out",
     Headers: "headers",
     CancelRequested: "cancel_requested",
+    Progress: "progress",
 }
 _KEY_NAMES = {
     "attempt": "Attempt",
@@ -40,10 +41,11 @@ _KEY_NAMES = {
     "headers": "Headers",
     "out": "Out",
     "cancel_requested": "CancelRequested",
+    "progress": "Progress",
 }
 # Keys of one row, which a batch of rows has no single value of (a batch's follow-ups would
 # belong to no row: a batch handler replies in no form).
-_PER_ROW = ("attempt", "row_id", "tx", "headers", "out", "cancel_requested")
+_PER_ROW = ("attempt", "row_id", "tx", "headers", "out", "cancel_requested", "progress")
 _LISTS = (
     list,
     typing.Sequence,
@@ -122,7 +124,7 @@ def plan_handler(
             msg = (
                 f"{where}: a handler's further parameters are context keys (keys.Attempt, "
                 f"keys.RowId, keys.Headers, keys.Pool, keys.Tx, keys.CancelRequested, "
-                f"keys.Out), found {param.name}: "
+                f"keys.Progress, keys.Out), found {param.name}: "
                 f"{_show(hint)}; annotate it with one"
             )
             raise DeclarationError(msg)

@@ -1,5 +1,5 @@
 """What a handler may take besides its message: ``keys.Attempt``, ``keys.RowId``, ``keys.Tx``,
-``keys.Pool``, ``keys.Out``."""
+``keys.Pool``, ``keys.Out``, ``keys.CancelRequested``, ``keys.Progress``."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from .._dialects._portable import bind_portable
 from .._dialects._statement import ParamStyle
 from .._drivers._base import Connection, Record
 from .._drivers._base import Pool as DriverPool
+from .._holders._base import Delivery
 from .._holders.connections import give_back, rollback_quietly
 from ..errors import TransactionHeld
 from .published import OnDuplicate, Published
 from .routes import Reply, Route, Routes
 
-__all__ = ["Attempt", "CancelRequested", "Held", "Out", "Pool", "RowId", "Tx"]
+__all__ = ["Attempt", "CancelRequested", "Held", "Out", "Pool", "Progress", "RowId", "Tx"]
 
 
 class CancelRequested:
@@ -46,6 +47,56 @@ class CancelRequested:
 
     def __repr__(self) -> str:
         return f"CancelRequested({self._read()})"
+
+
+@final
+class Progress:
+    """How far the delivery's handler has got: ``progress.set(0.4)`` records the fraction of
+    the work done, from 0 to 1 (no I/O; it returns at once). The latest value is what counts:
+    in the lease form the lease keeper writes it to the row's ``Progress`` column with its next
+    extension (the same statement, no round trip of its own), where ``trinbox inspect`` reads
+    it; ``app.statistics()`` shows it in every form, for the deliveries in work."""
+
+    __slots__ = ("_delivery", "_value")
+
+    def __init__(self) -> None:
+        self._delivery: Delivery | None = None
+        self._value: float | None = None
+
+    def watch(self, delivery: Delivery) -> None:
+        """Record the values on ``delivery`` (the delivery runner's, once the call is in
+        work)."""
+        self._delivery = delivery
+        delivery.progress = self._value
+
+    def set(self, fraction: float) -> None:
+        """Record ``fraction`` (0 to 1) as the work done so far."""
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float):
+            msg = (
+                f"keys.Progress.set takes the fraction of the work done, a number from 0 to 1, "
+                f"found {fraction!r} of type {type(fraction).__name__}; pass done / total, "
+                f"like progress.set(3 / 10)"
+            )
+            raise TypeError(msg)
+        value = float(fraction)
+        if not 0.0 <= value <= 1.0:  # NaN compares False: refused too
+            msg = (
+                f"keys.Progress.set takes the fraction of the work done, a number from 0 to 1, "
+                f"found {fraction!r}; pass done / total, like progress.set(3 / 10) (not a "
+                f"percentage: 40 % is 0.4)"
+            )
+            raise ValueError(msg)
+        self._value = value
+        if self._delivery is not None:
+            self._delivery.progress = value
+
+    @property
+    def value(self) -> float | None:
+        """The latest fraction set, ``None`` before the first."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Progress({self._value})"
 
 
 Attempt = NewType("Attempt", int)

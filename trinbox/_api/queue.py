@@ -66,7 +66,7 @@ from .._util import evolve, positive_duration
 from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
 from .codecs import Codec, JsonCodec
-from .handles import AnyTx, Attempt, CancelRequested, Held, Out, Pool, RowId
+from .handles import AnyTx, Attempt, CancelRequested, Held, Out, Pool, Progress, RowId
 from .headers import Headers
 from .outcome import HandlerOutcome, OnFailure
 from .refusals import (
@@ -154,15 +154,15 @@ G = TypeVar("G")
 # Bound by their union, not constrained to each: a checker expands constrained variables into
 # every combination, five keys of five kinds each (minutes of mypy for this module).
 # keys.Out comes last, in overloads of its own.
-K1 = TypeVar("K1", bound=Attempt | Pool | RowId | Headers | CancelRequested)
-K2 = TypeVar("K2", bound=Attempt | Pool | RowId | Headers | CancelRequested)
-K3 = TypeVar("K3", bound=Attempt | Pool | RowId | Headers | CancelRequested)
-K4 = TypeVar("K4", bound=Attempt | Pool | RowId | Headers | CancelRequested)
-X1K = TypeVar("X1K", bound=Attempt | Pool | RowId | Headers | CancelRequested | AnyTx)
-X2K = TypeVar("X2K", bound=Attempt | Pool | RowId | Headers | CancelRequested | AnyTx)
-X3K = TypeVar("X3K", bound=Attempt | Pool | RowId | Headers | CancelRequested | AnyTx)
-X4K = TypeVar("X4K", bound=Attempt | Pool | RowId | Headers | CancelRequested | AnyTx)
-X5K = TypeVar("X5K", bound=Attempt | Pool | RowId | Headers | CancelRequested | AnyTx)
+K1 = TypeVar("K1", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress)
+K2 = TypeVar("K2", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress)
+K3 = TypeVar("K3", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress)
+K4 = TypeVar("K4", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress)
+X1K = TypeVar("X1K", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress | AnyTx)
+X2K = TypeVar("X2K", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress | AnyTx)
+X3K = TypeVar("X3K", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress | AnyTx)
+X4K = TypeVar("X4K", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress | AnyTx)
+X5K = TypeVar("X5K", bound=Attempt | Pool | RowId | Headers | CancelRequested | Progress | AnyTx)
 
 
 Result = HandlerOutcome | Sequence[HandlerOutcome] | None

@@ -223,9 +223,12 @@ def insert_values(
             values[col.column] = headers
         elif col.role == "unique":
             values[col.column] = key
-        elif col.role in ("locked_until", "processed_at", "dead_lettered_at") or _optional(
-            col.python_type
-        ):
+        elif col.role in (
+            "locked_until",
+            "processed_at",
+            "dead_lettered_at",
+            "progress",
+        ) or _optional(col.python_type):
             values[col.column] = None
         else:
             missing.append(col.field)

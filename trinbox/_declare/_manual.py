@@ -114,6 +114,10 @@ class InboxSpec(Generic[F]):
         """The column of the time a row became a dead letter (``DeadLetteredAt()``)."""
         return self._role("dead_lettered_at", column, field, generated=False)
 
+    def progress(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
+        """The column of the handler's reported progress (``Progress()``)."""
+        return self._role("progress", column, field, generated=False)
+
     def payload(self, column: str, *, field: str | None = None) -> InboxSpec[F]:
         return self._role("payload", column, field, generated=False)
 

@@ -23,6 +23,7 @@ __all__ = [
     "Payload",
     "Priority",
     "ProcessedAt",
+    "Progress",
     "Result",
     "RetryAfter",
     "Role",
@@ -121,6 +122,19 @@ class DeadLetteredAt(Role):
 
 
 @dataclass(frozen=True, slots=True)
+class Progress(Role):
+    """How far the handler of the row in work has got, a fraction from 0 to 1, as it last
+    reported through ``keys.Progress``: the lease keeper writes the newest value with its next
+    extension (the same statement, no round trip of its own). NULL until a handler reports;
+    the publish leaves it out, a redrive clears it. Declare it ``Annotated[float | None,
+    Progress()] = None``. Written in the lease form only (a row lock row is locked by its
+    handler's transaction; the advisory form has no keeper): elsewhere ``statistics()``
+    shows it."""
+
+    role: ClassVar[str] = "progress"
+
+
+@dataclass(frozen=True, slots=True)
 class Payload(Role):
     """The message bytes: the table is in payload mode."""
 
@@ -193,6 +207,7 @@ ROLE_NAMES = (
     "locked_until",
     "processed_at",
     "dead_lettered_at",
+    "progress",
     "payload",
     "headers",
     "unique",
@@ -210,6 +225,7 @@ ROLE_CLASSES: dict[str, str] = {
         LockedUntil,
         ProcessedAt,
         DeadLetteredAt,
+        Progress,
         Payload,
         Headers,
         Unique,

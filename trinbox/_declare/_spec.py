@@ -153,6 +153,10 @@ class TableSpec:
         return self.role("dead_lettered_at")
 
     @property
+    def progress(self) -> ColumnSpec | None:
+        return self.role("progress")
+
+    @property
     def payload(self) -> ColumnSpec | None:
         return self.role("payload")
 

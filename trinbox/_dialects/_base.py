@@ -798,19 +798,28 @@ class Dialect(ColumnRules):
         guard."""
         return None
 
-    def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
+    def lease_extend(
+        self, spec: TableSpec, count: int, *, progress: bool = False
+    ) -> tuple[Statement, ...]:
         """The lease keeper's round over ``count`` deliveries, in one statement: every lease
         its token still holds moves to the new expiry (``lease``; on the database clock the
         server's now plus ``lease_seconds``), and the ids it moved come back (on the database
         clock each with the token the server wrote). The ids and their tokens are bound as
         two lists, ``ids`` and ``tokens``, in the same order, so the text is the same for
-        every round. MySQL overrides it (no RETURNING)."""
+        every round. MySQL overrides it (no RETURNING).
+
+        ``progress`` (a table with a ``Progress`` column): the same statement also writes
+        each row's reported progress, bound as a third list in the same order, ``progress``,
+        where NULL keeps the column as it is (``progress_sets``)."""
         locked = self.column(spec.locked_until)
+        sets: Frag = f"{locked} = " + self.lease_at()
+        if progress:
+            sets = sets + ", " + self.progress_sets(spec)
         return (
             self.render(
                 "extend",
-                f"UPDATE {self.table(spec)} SET {locked} = "
-                + self.lease_at()
+                f"UPDATE {self.table(spec)} SET "
+                + sets
                 + " WHERE "
                 + self.lease_pairs(spec)
                 + f" RETURNING {self.column(spec.id)}"
@@ -820,6 +829,11 @@ class Dialect(ColumnRules):
 
     def lease_pairs(self, spec: TableSpec) -> Sql:
         """Rows whose (id, lease) is one of the pairs of the ``ids`` and ``tokens`` lists."""
+        raise NotImplementedError
+
+    def progress_sets(self, spec: TableSpec) -> Frag:
+        """The extension's write of the ``Progress`` column: the value of the row's id in the
+        ``progress`` list (beside ``ids``), or the column's own where that value is NULL."""
         raise NotImplementedError
 
     def lease_batch(self, spec: TableSpec) -> tuple[Statement, ...]:

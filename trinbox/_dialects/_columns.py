@@ -13,6 +13,8 @@ A prepared statement proves the names; the catalog proves the types. What each r
   default is refused, and no default at all where the publish leaves the column to the
   database (``Attempt(generated=True)``).
 * ``Priority``: an integer (the publish writes it, 0 when left out: any default will do).
+* ``Progress``: NULL until a handler reports, so it takes NULL (its type is not judged: any
+  column that holds a fraction will do).
 * ``OriginGroup``: NULL until the row moves into a dead letter group, so it takes NULL.
 * ``Payload``: bytes (PostgreSQL ``bytea``, MySQL/MariaDB a BLOB or VARBINARY).
 * ``Headers``: JSON text (PostgreSQL ``jsonb``, ``json`` or ``text``; MySQL ``JSON`` or a text
@@ -250,6 +252,12 @@ def _refusal(d: ColumnRules, spec: TableSpec, col: ColumnSpec, have: FoundColumn
     if role == "origin_group" and not have.nullable:
         return (
             f"{head} is NULL until the row moves into a dead letter group (the publish "
+            f"leaves it out, a redrive writes NULL), found column {have.name!r} NOT NULL; "
+            f"{d.allow_null(spec, have)}"
+        )
+    if role == "progress" and not have.nullable:
+        return (
+            f"{head} is NULL until the row's handler reports its progress (the publish "
             f"leaves it out, a redrive writes NULL), found column {have.name!r} NOT NULL; "
             f"{d.allow_null(spec, have)}"
         )

@@ -116,6 +116,8 @@ def column_type(
         return rules.time
     if role in ("attempt", "priority"):
         return rules.count
+    if role == "progress":
+        return rules.types[float]
     if role == "payload":
         return rules.payload
     if role in ("headers", "result"):

@@ -217,7 +217,7 @@ def _reset(dialect: Dialect, col: ColumnSpec) -> str | None:
         return "1"
     if col.role == "retry_after":
         return dialect.server_clock.now
-    if col.role in ("locked_until", "processed_at", "origin_group", "dead_lettered_at"):
+    if col.role in ("locked_until", "processed_at", "origin_group", "dead_lettered_at", "progress"):
         return "NULL"
     return None
 

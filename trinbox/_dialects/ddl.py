@@ -258,8 +258,9 @@ def _column(
     if role == "priority":
         # The publish writes 0 when left out; the default serves hand-written inserts.
         return f"{name} {sql_type} NOT NULL DEFAULT 0"
-    if role in ("locked_until", "processed_at", "dead_lettered_at"):
-        return f"{name} {sql_type}"  # NULL while free / unfinished / not a dead letter
+    if role in ("locked_until", "processed_at", "dead_lettered_at", "progress"):
+        # NULL while free / unfinished / not a dead letter / before the handler reports
+        return f"{name} {sql_type}"
     if role == "headers":
         return f"{name} {sql_type}"  # NULL: no headers (the publish gave none)
     if role == "result":

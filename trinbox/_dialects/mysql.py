@@ -459,12 +459,16 @@ class MySqlDialect(Dialect):
         select = self.render("claim", self.lease_head_select(spec, self.token_column(spec)))
         return (select, self.lease_claim(spec)[1])
 
-    def lease_extend(self, spec: TableSpec, count: int) -> tuple[Statement, ...]:
+    def lease_extend(
+        self, spec: TableSpec, count: int, *, progress: bool = False
+    ) -> tuple[Statement, ...]:
         """No RETURNING, so two statements of one READ COMMITTED transaction: the locking
         select of the rows whose lease their token still holds (on the database clock with
         the new expiry, read from the server), then the update of those rows, locked since,
         to the new expiry (``lease``). One (id, token) pair of slots per row, ``id0``,
-        ``token0``...: MySQL has no array to bind (PyMySQL writes the values into the text)."""
+        ``token0``...: MySQL has no array to bind (PyMySQL writes the values into the text).
+        ``progress``: the update also writes each row's ``progress0``..., NULL keeping the
+        column as it is."""
         t = self.table(spec)
         ident = self.column(spec.id)
         locked = self.column(spec.locked_until)
@@ -474,7 +478,19 @@ class MySqlDialect(Dialect):
             "extend",
             f"SELECT {ident}" + self.token_column(spec) + f" FROM {t}" + held + " FOR UPDATE",
         )
-        update = self.render("extend", f"UPDATE {t} SET {locked} = " + P("lease") + held)
+        sets: Frag = f"{locked} = " + P("lease")
+        if progress:
+            assert spec.progress is not None
+            col = self.column(spec.progress)
+            cases = join(
+                " ",
+                (
+                    "WHEN " + P(f"id{i}") + " THEN COALESCE(" + P(f"progress{i}") + f", {col})"
+                    for i in range(count)
+                ),
+            )
+            sets = sets + f", {col} = CASE {ident} " + cases + f" ELSE {col} END"
+        update = self.render("extend", f"UPDATE {t} SET " + sets + held)
         return (select, update)
 
     def fifo_guard(self, spec: TableSpec) -> Statement | None:

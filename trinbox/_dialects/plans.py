@@ -34,8 +34,10 @@ class ExtendRounds:
     dialect: Dialect
     spec: TableSpec
 
-    def of(self, count: int) -> tuple[Statement, ...]:
-        return self.dialect.lease_extend(self.spec, count)
+    def of(self, count: int, *, progress: bool = False) -> tuple[Statement, ...]:
+        """The round; ``progress``: the same round that also writes the rows' progress (a
+        table with a ``Progress`` column)."""
+        return self.dialect.lease_extend(self.spec, count, progress=progress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,9 @@ class Plan:
     statement of its own.
 
     Keeping a lease: ``extend``, the keeper's round for one delivery; ``rounds`` for any
-    count. ``insert``: the publish, checked at startup with the others.
+    count; ``extend_progress``, the same round writing the rows' reported progress too (a
+    table with a ``Progress`` column; used by a round in which some value changed).
+    ``insert``: the publish, checked at startup with the others.
 
     A custom claim (``InboxQueue.custom_claim``) runs the queue's function in place of
     ``claim`` (then empty, so no settlement chains a claim): ``fetch`` reads the rows of its
@@ -103,6 +107,7 @@ class Plan:
     batch: tuple[Statement, ...] = ()
     release: Statement | None = None
     extend: tuple[Statement, ...] = ()
+    extend_progress: tuple[Statement, ...] = ()
     rounds: ExtendRounds | None = None
     fetch: Statement | None = None
     stamp: Statement | None = None
@@ -113,9 +118,10 @@ class Plan:
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
 
-    def extend_for(self, count: int) -> tuple[Statement, ...]:
-        """The keeper's round over ``count`` deliveries (none outside the lease form)."""
-        return () if self.rounds is None else self.rounds.of(count)
+    def extend_for(self, count: int, *, progress: bool = False) -> tuple[Statement, ...]:
+        """The keeper's round over ``count`` deliveries (none outside the lease form);
+        ``progress``: the round that also writes their progress (``extend_progress``)."""
+        return () if self.rounds is None else self.rounds.of(count, progress=progress)
 
     def all(self) -> list[Statement]:
         """Every statement, for the startup prepare check."""
@@ -127,6 +133,7 @@ class Plan:
             *self.dead_letter,
             *self.batch,
             *self.extend,
+            *self.extend_progress,
         ]
         for one in (
             self.retry,
@@ -232,6 +239,7 @@ def _lease(d: Dialect, spec: TableSpec, dead_letter: DeadLetter | None) -> Plan:
         batch=d.lease_batch(spec),
         release=retry,
         extend=d.lease_extend(spec, 1),
+        extend_progress=d.lease_extend(spec, 1, progress=True) if spec.progress else (),
         rounds=ExtendRounds(d, spec),
         insert=d.insert(spec),
     )

@@ -280,6 +280,19 @@ class PostgresDialect(Dialect):
             + "))"
         )
 
+    def progress_sets(self, spec: TableSpec) -> Frag:
+        """The value at the id's place in the ``ids`` array (typed by the ``= ANY`` test of
+        the WHERE, which PostgreSQL reads before the SET)."""
+        assert spec.progress is not None
+        col = self.column(spec.progress)
+        return (
+            f"{col} = COALESCE((CAST("
+            + P("progress")
+            + " AS DOUBLE PRECISION[]))[array_position("
+            + P("ids")
+            + f", {self.column(spec.id)})], {col})"
+        )
+
     def fifo_lease_claim(self, spec: TableSpec) -> tuple[Statement, ...]:
         """The lease claim of the head: lock, stamp, and read it as it was, in one statement
         of the guard's transaction."""

@@ -278,6 +278,22 @@ class SqliteDialect(Dialect):
             + f") AS {leases} ON {leases}.key = {ids}.key)"
         )
 
+    def progress_sets(self, spec: TableSpec) -> Frag:
+        """The value at the id's position in the two JSON arrays. The row's id is named by
+        its table: inside the subquery a bare ``id`` is json_each's own column."""
+        assert spec.progress is not None
+        col = self.column(spec.progress)
+        ids = self.quoted(self.internal(spec, "__ids"))
+        values = self.quoted(self.internal(spec, "__progress"))
+        return (
+            f"{col} = COALESCE((SELECT {values}.value FROM json_each("
+            + P("ids")
+            + f") AS {ids} JOIN json_each("
+            + P("progress")
+            + f") AS {values} ON {values}.key = {ids}.key WHERE {ids}.value = "
+            + f"{self.table(spec)}.{self.column(spec.id)}), {col})"
+        )
+
     def key_free(self, spec: TableSpec) -> Frag:
         # The keys in work are in this process's registry, bound as one JSON array.
         return (

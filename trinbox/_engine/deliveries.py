@@ -32,7 +32,7 @@ from .._api.events import (
     now_ns,
 )
 from .._api.handler import HandlerPlan, decode_message, row_id
-from .._api.handles import Attempt, CancelRequested, Out, Tx
+from .._api.handles import Attempt, CancelRequested, Out, Progress, Tx
 from .._api.headers import Headers, decode_headers
 from .._api.outcome import FailurePolicy, HandlerOutcome
 from .._api.queue import Subscriber
@@ -127,6 +127,8 @@ class DeliveryRunner:
         self.settle_failures = 0
         self.settle_errors: deque[TrinboxError] = deque(maxlen=KEPT_ERRORS)
         self.released = 0
+        # The deliveries whose handler took keys.Progress, while it runs (statistics).
+        self.reporting: list[Delivery] = []
         # Settled deliveries by the step that took effect (Step.event).
         self.outcomes = dict.fromkeys(
             ("ack", "retry", "retry_after", "snooze", "drop", "dead_letter", "cancelled"), 0
@@ -301,6 +303,8 @@ class DeliveryRunner:
                         result = await self._handler(*args)
                 finally:
                     self._broker.running.leave(call)
+                    if any(isinstance(arg, Progress) for arg in args):
+                        self.reporting.remove(ready[0])
                 if call.scope.cancelled_caught:
                     # broker.cancel reached the handler: settled as cancelled, never retried.
                     if started is not None:
@@ -507,6 +511,11 @@ class DeliveryRunner:
                 args.append(Out(self._broker.routes))
             elif key == "cancel_requested":
                 args.append(CancelRequested())
+            elif key == "progress":
+                progress = Progress()
+                progress.watch(ready[0])
+                self.reporting.append(ready[0])
+                args.append(progress)
             else:
                 conn = await self._form.open_transaction(ready[0])
                 args.append(self._broker.tx_on(conn))

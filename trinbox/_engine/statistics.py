@@ -88,6 +88,9 @@ class SubscriptionStatistics:
     failed_cancel_polls: int = 0
     cancel_requests_served: int = 0
     """Requests of other processes that cancelled a handler here."""
+    progress: tuple[tuple[object, float | None], ...] = ()
+    """``(row id, fraction)`` of each delivery in work whose handler takes ``keys.Progress``,
+    its latest ``progress.set`` (``None`` before the first), in the order they started."""
 
 
 class SharedStatistics:

@@ -24,6 +24,7 @@ import trio
 
 from .._api.backoff import DEFAULT_BACKOFF, Backoff
 from .._api.events import EventBus, EventSource, LeaseEvent
+from .._api.handler import row_id
 from .._api.queue import InboxQueue, Subscriber
 from .._bounds import RELEASE, within
 from .._broker import pgbouncer
@@ -416,7 +417,7 @@ class Subscription:
                 group=source.group,
                 serving=False,
                 paused=self.broker.pause_board.paused(source.table, source.group),
-                **dict.fromkeys(_COUNTS, 0),
+                **_zeros(),
                 settle_errors=(),
             )
         outcomes = runner.outcomes
@@ -452,6 +453,7 @@ class Subscription:
             cancel_polls=self.cancel_watch.polls,
             failed_cancel_polls=self.cancel_watch.failed,
             cancel_requests_served=self.cancel_watch.served,
+            progress=tuple((row_id(self.spec, d.id), d.progress) for d in runner.reporting),
         )
 
     def _pruned(self, kind: Kind) -> int:
@@ -480,3 +482,8 @@ class Subscription:
     async def wait_finished(self, count: int) -> None:
         """Wait until ``count`` deliveries in all have been settled or released."""
         await self._run.wait_finished(count)
+
+
+def _zeros() -> dict[str, Any]:
+    """Every count of a subscription that never opened: 0."""
+    return dict.fromkeys(_COUNTS, 0)

@@ -119,6 +119,8 @@ class Delivery:
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
     found: bool = True  # a custom claim's id whose fetch read no row: settled by the decode policy
+    progress: float | None = None  # the handler's latest keys.Progress value
+    progress_written: float | None = None  # the value the lease keeper last wrote to the row
 
 
 class Claimed(list[Delivery]):

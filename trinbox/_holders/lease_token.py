@@ -195,16 +195,47 @@ class LeaseKeeper:
             "ids": [ctx.dialect.driver_value(delivery.id) for delivery in deliveries],
             "tokens": tokens,
         }
-        if len(ctx.statements.extend) == 1:
-            (extend,) = ctx.statements.extend
+        # The progress reported since the last write, NULL for a row whose value is written
+        # already; a round with nothing new runs the plain extension.
+        progress: list[float | None] = [
+            None if delivery.progress == delivery.progress_written else delivery.progress
+            for delivery in deliveries
+        ]
+        writes = bool(ctx.statements.extend_progress) and any(p is not None for p in progress)
+        if writes:
+            values["progress"] = progress
+        moved = await self._run(conn, deliveries, values, tokens, new, progress if writes else None)
+        if writes:
+            for delivery, value in zip(deliveries, progress, strict=True):
+                if value is not None and delivery.id in moved:
+                    delivery.progress_written = value
+        return moved
+
+    async def _run(
+        self,
+        conn: Connection,
+        deliveries: list[Delivery],
+        values: dict[str, object],
+        tokens: list[object],
+        new: object,
+        progress: list[float | None] | None,
+    ) -> dict[object, object]:
+        """Run the round's statements (``progress``: the values its extension writes too)."""
+        ctx = self._ctx
+        round_ = ctx.statements.extend if progress is None else ctx.statements.extend_progress
+        if len(round_) == 1:
+            (extend,) = round_
             records = await conn.fetch(extend.sql, extend.bind(values))
             return {record[0]: record[1] if len(record) > 1 else new for record in records}
         # MySQL: lock the rows their tokens still hold (reading the server's new expiry on the
         # database clock), then move exactly those, in one transaction.
-        select, update = ctx.statements.extend_for(len(deliveries))
+        count = len(deliveries)
+        select, update = ctx.statements.extend_for(count, progress=progress is not None)
         for i, delivery in enumerate(deliveries):
             values[f"id{i}"] = delivery.id
             values[f"token{i}"] = tokens[i]
+            if progress is not None:
+                values[f"progress{i}"] = progress[i]
         opened = await conn.script(
             [
                 Op("begin", ctx.statements.claim_begin.sql),

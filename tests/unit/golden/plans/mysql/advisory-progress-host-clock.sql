@@ -1,0 +1,62 @@
+-- MySQL, Advisory form, table shape 'progress', host-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event candidates; params: group, now, limit)
+SELECT `id`, IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), ''))) BETWEEN 1 AND 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), 256)) AS `__lock` FROM `jobs` WHERE `queue` = %s AND `due` <= %s AND `done` IS NULL AND IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), ''))) BETWEEN 1 AND 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), 256))) IS NULL ORDER BY `due`, `id` LIMIT %s
+
+-- ack (event ack; params: now, id)
+UPDATE `jobs` SET `done` = %s WHERE `id` = %s
+
+-- retry: none
+
+-- retry_after (event retry_after; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s WHERE `id` = %s
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, done, done_so_far, payload)
+INSERT INTO `jobs` (`queue`, `done`, `done_so_far`, `payload`) VALUES (%s, %s, %s, %s)
+
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` - 1 WHERE `id` = %s
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id, group, now)
+UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s AND `queue` = %s AND `due` <= %s AND `done` IS NULL
+
+-- take[1] (event take; params: id)
+SELECT `id`, `queue`, `due`, `attempt` - 1 AS `attempt`, `done`, `done_so_far`, `payload` FROM `jobs` WHERE `id` = %s
+
+-- lock (event lock; params: key)
+SELECT CAST(COALESCE(GET_LOCK(%s, 0), 0) AS SIGNED)
+
+-- unlock (event unlock; params: key)
+SELECT CAST(COALESCE(RELEASE_LOCK(%s), 0) AS SIGNED)
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none

@@ -1,0 +1,80 @@
+-- PostgreSQL, Lease form, table shape 'progress', database-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: group, limit, lease_seconds)
+WITH __claimed AS (SELECT "id", "queue", "due", "attempt", "locked_until", "done", "done_so_far", "payload" FROM "jobs" WHERE "queue" = $1 AND "due" <= statement_timestamp() AND "done" IS NULL AND ("locked_until" IS NULL OR "locked_until" <= statement_timestamp()) ORDER BY "due", "id" LIMIT $2 FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "jobs" AS __row SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $3::integer)), "attempt" = __row."attempt" + 1 FROM __claimed WHERE __row."id" = __claimed."id") SELECT *, to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $3::integer)) AS "__token" FROM __claimed ORDER BY "due", "id"
+
+-- ack (event ack; params: id, token)
+UPDATE "jobs" SET "done" = statement_timestamp(), "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry_after (event retry_after; params: delay, id, token)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "locked_until" = NULL WHERE "id" = $2 AND "locked_until" = $3
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, locked_until, done, done_so_far, payload)
+INSERT INTO "jobs" ("queue", "locked_until", "done", "done_so_far", "payload") VALUES ($1, $2, $3, $4, $5)
+
+-- snooze (event snooze; params: delay, id, token)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "attempt" = "attempt" - 1, "locked_until" = NULL WHERE "id" = $2 AND "locked_until" = $3
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+UPDATE "jobs" SET "done" = statement_timestamp(), "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[2] (event retry_after; params: delay, ids, token)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
+
+-- batch[3] (event snooze; params: delay, ids, token)
+UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 microsecond'), "attempt" = "attempt" - 1, "locked_until" = NULL WHERE "id" = ANY($2) AND "locked_until" = $3 RETURNING "id"
+
+-- release (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- extend[0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- extend_progress[0] (event extend; params: lease_seconds, progress, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)), "done_so_far" = COALESCE((CAST($2 AS DOUBLE PRECISION[]))[array_position($3, "id")], "done_so_far") WHERE "id" = ANY($3) AND "locked_until" = ANY($4) AND ("id", "locked_until") IN (SELECT * FROM unnest($3, $4)) RETURNING "id", "locked_until" AS "__token"
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- rounds of 1 [0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- rounds of 3 [0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- rounds of 1 with progress [0] (event extend; params: lease_seconds, progress, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)), "done_so_far" = COALESCE((CAST($2 AS DOUBLE PRECISION[]))[array_position($3, "id")], "done_so_far") WHERE "id" = ANY($3) AND "locked_until" = ANY($4) AND ("id", "locked_until") IN (SELECT * FROM unnest($3, $4)) RETURNING "id", "locked_until" AS "__token"
+
+-- rounds of 3 with progress [0] (event extend; params: lease_seconds, progress, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)), "done_so_far" = COALESCE((CAST($2 AS DOUBLE PRECISION[]))[array_position($3, "id")], "done_so_far") WHERE "id" = ANY($3) AND "locked_until" = ANY($4) AND ("id", "locked_until") IN (SELECT * FROM unnest($3, $4)) RETURNING "id", "locked_until" AS "__token"

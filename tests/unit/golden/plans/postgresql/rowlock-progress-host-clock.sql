@@ -1,0 +1,57 @@
+-- PostgreSQL, RowLock form, table shape 'progress', host-clock
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: group, now, limit)
+SELECT "id", "queue", "due", "attempt", "done", "done_so_far", "payload" FROM "jobs" WHERE "queue" = $1 AND "due" <= $2 AND "done" IS NULL ORDER BY "due", "id" LIMIT $3 FOR UPDATE SKIP LOCKED
+
+-- ack (event ack; params: now, id)
+UPDATE "jobs" SET "done" = $1 WHERE "id" = $2
+
+-- retry (event retry; params: id)
+UPDATE "jobs" SET "attempt" = "attempt" + 1 WHERE "id" = $1
+
+-- retry_after (event retry_after; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1, "attempt" = "attempt" + 1 WHERE "id" = $2
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, done, done_so_far, payload)
+INSERT INTO "jobs" ("queue", "done", "done_so_far", "payload") VALUES ($1, $2, $3, $4)
+
+-- snooze (event snooze; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- rounds of 1: none
+
+-- rounds of 3: none
