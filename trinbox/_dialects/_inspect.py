@@ -97,6 +97,34 @@ def depth(dialect: Dialect, spec: TableSpec, groups: int) -> tuple[Statement, De
     return dialect.render("depth", sql), columns
 
 
+PROGRESS_SHOWN = 100
+"""Rows in work a progress read lists at most, per queue (by id)."""
+
+
+def in_work_progress(dialect: Dialect, spec: TableSpec, grouped: bool) -> Statement:
+    """The ids and Progress values of a lease table's rows in work (leased now, in the
+    database's clock) that reported one, of the group ``g0`` (``grouped``) or of every group,
+    ``PROGRESS_SHOWN`` at most by id. Unfinished: not marked processed."""
+    assert spec.progress is not None and spec.locked_until is not None
+    now = dialect.server_clock.now
+    ident, value = dialect.column(spec.id), dialect.column(spec.progress)
+    conds: list[Frag] = [
+        f"{dialect.column(spec.locked_until)} > {now}",
+        f"{value} IS NOT NULL",
+    ]
+    if grouped:
+        assert spec.group is not None
+        conds.append(dialect.column(spec.group) + " = " + P("g0"))
+    if spec.processed_at is not None:
+        conds.append(f"{dialect.column(spec.processed_at)} IS NULL")
+    sql = (
+        f"SELECT {ident}, {value} FROM {dialect.table(spec)}"
+        + dialect.where(conds)
+        + f" ORDER BY {ident} LIMIT {PROGRESS_SHOWN}"
+    )
+    return dialect.render("progress", sql)
+
+
 def _dest(
     dialect: Dialect,
     spec: TableSpec,

@@ -489,6 +489,24 @@ class QueuePause:
     since: datetime | None
 
 
+async def progress_of(queues: Sequence[Queue]) -> list[list[tuple[object, float]] | None]:
+    """Each queue's rows in work that reported progress (brokers open), ``(id, fraction)``
+    by id, in the order given; ``None`` where the table keeps no progress (a lease table
+    with a Progress field does: the lease keeper writes it). One statement per such queue."""
+    found: list[list[tuple[object, float]] | None] = []
+    for queue in queues:
+        spec = queue.spec
+        if spec.progress is None or spec.locked_until is None:
+            found.append(None)
+            continue
+        grouped = queue.group is not None
+        statement = sql.in_work_progress(queue.broker.dialect, spec, grouped)
+        values = {"g0": queue.group} if grouped else {}
+        rows = await queue.broker.database.fetch(statement.sql, *statement.bind(values))
+        found.append([(row[0], float(str(row[1]))) for row in rows])
+    return found
+
+
 async def pauses_of(queues: Sequence[Queue]) -> list[QueuePause | None]:
     """Each queue's pause (brokers open), in the order given; ``None`` where its broker has
     no pause table. One statement per broker."""

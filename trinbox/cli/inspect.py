@@ -1,25 +1,35 @@
-"""``trinbox inspect MODULE:APP [--json]``: each mounted queue's rows, and each schedule's
-last and next tick, read-only.
+"""``trinbox inspect MODULE:APP [--json]``: each mounted queue's rows, the progress of its
+rows in work, and each schedule's last and next tick, read-only.
 
 Only the brokers' pools open; no startup hook runs and no subscription starts, so it is safe
 beside a serving app. One statement per table (conditional aggregates, in the database's
-clock), one per dead letter table, and one per schedule (its latest tick).
+clock), one per dead letter table, one per queue whose table keeps progress, and one per
+schedule (its latest tick).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import TypeAlias
 
 import click
 
 from .._engine.schedules import Schedule
-from .._operations.queues import QueueDepth, QueuePause, depths, pauses_of
+from .._operations.queues import QueueDepth, QueuePause, depths, pauses_of, progress_of
 from ._queues import app_queues, choose, run_open, table
 
 __all__ = ["command", "render"]
 
 NONE = "—"  # where the form cannot tell, or there is nothing to tell
+
+Read: TypeAlias = tuple[
+    list[QueueDepth],
+    list[QueuePause | None],
+    list[list[tuple[object, float]] | None],
+    list[tuple[str, ...]],
+]
+"""What one inspection reads: depths, pauses, progress of rows in work, schedule rows."""
 
 HEADERS = ("TABLE", "QUEUE", "DUE", "SCHEDULED", "IN WORK", "DEAD", "OLDEST DUE")
 RIGHT = (False, False, True, True, True, True, True)
@@ -43,6 +53,15 @@ def age(seconds: float | None) -> str:
 
 
 PAUSED_HEADERS = ("PAUSED TABLE", "QUEUE", "SINCE")
+
+PROGRESS_HEADERS = ("IN WORK TABLE", "QUEUE", "ROW", "PROGRESS")
+
+
+def percent(fraction: float) -> str:
+    """A progress fraction as a percentage, to a tenth where it is not whole."""
+    shown = f"{fraction * 100:.1f}".removesuffix(".0")
+    return f"{shown}%"
+
 
 SCHEDULE_HEADERS = ("SCHEDULE", "WHEN", "TICKS", "LAST TICK", "NEXT TICK")
 
@@ -95,23 +114,30 @@ def command(target: str, as_json: bool, queue_name: str | None) -> None:
 
     IN WORK counts leased rows (lease tables); row locks and advisory keys cannot be read
     without taking locks, so it shows — there (and their rows in work count as due). Rows
-    marked processed are not counted. Opens only the database pools: safe beside a serving
-    app."""
+    marked processed are not counted. Then each leased row whose handler reported progress
+    (keys.Progress, on a table with a Progress field; --json: "progress"). Opens only the
+    database pools: safe beside a serving app."""
     app, queues = app_queues(target)
     chosen = choose(queues, queue_name, what=app.info.name)
 
-    async def read() -> tuple[list[QueueDepth], list[QueuePause | None], list[tuple[str, ...]]]:
+    async def read() -> Read:
         queues = await depths(chosen)
         paused = await pauses_of(chosen)
-        return queues, paused, [] if as_json or queue_name else await schedule_rows(app.schedules)
+        progress = await progress_of(chosen)
+        ticks = [] if as_json or queue_name else await schedule_rows(app.schedules)
+        return queues, paused, progress, ticks
 
-    found, paused, schedules = run_open(app, read)
+    found, paused, progress, schedules = run_open(app, read)
     if as_json:
-        listed = [
-            asdict(d) if p is None else {**asdict(d), "paused": p.paused}
-            for d, p in zip(found, paused, strict=True)
-        ]
-        click.echo(json.dumps(listed, indent=2))
+        listed: list[dict[str, object]] = []
+        for d, p, g in zip(found, paused, progress, strict=True):
+            entry: dict[str, object] = asdict(d)
+            if p is not None:
+                entry["paused"] = p.paused
+            if g is not None:
+                entry["progress"] = [{"id": i, "progress": f} for i, f in g]
+            listed.append(entry)
+        click.echo(json.dumps(listed, indent=2, default=str))
         return
     if found:
         click.echo(render(found))
@@ -125,6 +151,14 @@ def command(target: str, as_json: bool, queue_name: str | None) -> None:
     if held:
         click.echo()
         click.echo(table(PAUSED_HEADERS, held, (False, False, False)))
+    reported = [
+        (d.table, d.queue, str(i), percent(f))
+        for d, g in zip(found, progress, strict=True)
+        for i, f in g or ()
+    ]
+    if reported:
+        click.echo()
+        click.echo(table(PROGRESS_HEADERS, reported, (False, False, True, True)))
     if schedules:
         if found:
             click.echo()
