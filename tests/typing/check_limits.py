@@ -69,8 +69,8 @@ def refused_shapes(queue: InboxQueue[Sync, Any, Any]) -> None:
     # No overload variant of "limit" matches argument type "str" (no concurrency, no rate)
     queue.limit(key="tenant")  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
     # No overload variant of "limit" matches argument type "str" (concurrency)
-    queue.limit(concurrency="3")  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    queue.limit(concurrency="3")  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType]
     # No overload variant of "limit" matches argument types "int", "int" (key)
-    queue.limit(key=1, concurrency=3)  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    queue.limit(key=1, concurrency=3)  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType]
     # No overload variant of "limit" matches (a rate without its rate table)
     queue.limit(key="tenant", rate=Rate(3, per=timedelta(seconds=1)))  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]

@@ -171,3 +171,37 @@ def test_each_kind_of_limit_is_declared_once() -> None:
         ),
     ):
         InboxQueue(Job, "q").limit(key="tenant", concurrency=3).limit(key="queue", concurrency=2)
+
+
+def test_a_rate_is_n_starts_per_period() -> None:
+    from datetime import timedelta
+
+    from trinbox import Rate, Rates
+
+    rates = Rates("app_rates")
+    limited = InboxQueue(Job, "sync").limit(
+        key="tenant", concurrency=2, rate=Rate(3, per=timedelta(seconds=10)), rates=rates
+    )
+    assert limited.limits is not None
+    assert limited.limits.per_key == 2
+    assert limited.limits.key_rate == Rate(3, per=timedelta(seconds=10))
+    assert limited.limits.rates == rates
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="a rate lets one start or more per period"):
+            Rate(bad, per=timedelta(seconds=1))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a rate's period is a timedelta of a millisecond"):
+        Rate(3, per=timedelta(microseconds=10))
+    with pytest.raises(TypeError, match="a rate keeps each key's state in a rate table"):
+        InboxQueue(Job, "sync").limit(key="tenant", rate=Rate(3, per=timedelta(seconds=1)))  # type: ignore[call-overload]
+    # Per-key limits share one key; a queue keeps its rates in one table.
+    with pytest.raises(DeclarationError, match="a queue's per-key limits share one key"):
+        InboxQueue(Job, "sync").limit(key="tenant", concurrency=2).limit(
+            key="queue", rate=Rate(3, per=timedelta(seconds=1)), rates=rates
+        )
+    with pytest.raises(DeclarationError, match="keeps its rates in one rate table"):
+        InboxQueue(Job, "sync").limit(
+            key="tenant", rate=Rate(3, per=timedelta(seconds=1)), rates=rates
+        ).limit(rate=Rate(9, per=timedelta(seconds=1)), rates=Rates("other"))
+    # The advance is starts x per / n, rounded up to the microsecond.
+    assert Rate(3, per=timedelta(seconds=10)).advance_us(3) == 10_000_000
+    assert Rate(3, per=timedelta(seconds=10)).advance_us(1) == 3_333_334
