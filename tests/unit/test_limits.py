@@ -23,6 +23,7 @@ from trinbox import (
 )
 from trinbox._declare._limits import ClaimLimits
 from trinbox.errors import DeclarationError
+from trinbox.schema import DialectName
 
 
 class Job(Inbox[Lease], table="jobs"):
@@ -205,3 +206,14 @@ def test_a_rate_is_n_starts_per_period() -> None:
     # The advance is starts x per / n, rounded up to the microsecond.
     assert Rate(3, per=timedelta(seconds=10)).advance_us(3) == 10_000_000
     assert Rate(3, per=timedelta(seconds=10)).advance_us(1) == 3_333_334
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql", "sqlite"])
+def test_a_rate_table_s_ddl(dialect: DialectName) -> None:
+    from trinbox import Rates
+    from trinbox.schema import ddl
+
+    (create,) = ddl(Rates("app_rates", schema="ops"), dialect)
+    assert create.startswith("CREATE TABLE IF NOT EXISTS ")
+    assert "tat BIGINT NOT NULL" in create
+    assert "PRIMARY KEY (tbl, grp, rate_key)" in create
