@@ -51,6 +51,8 @@ from ._declare._markers import RepeatableRead as RepeatableRead
 from ._declare._markers import RowLock as RowLock
 from ._declare._markers import Serializable as Serializable
 from ._declare._pauses import Pauses as Pauses
+from ._declare._rates import Rate as Rate
+from ._declare._rates import Rates as Rates
 from ._declare._roles import Attempt as Attempt
 from ._declare._roles import Column as Column
 from ._declare._roles import DeadLetteredAt as DeadLetteredAt
@@ -114,6 +116,8 @@ __all__ = [
     "Publisher",
     "Message",
     "InboxQueue",
+    "Rate",
+    "Rates",
     "RoutedQueue",
     "subscriber",
     "HandlerOutcome",

@@ -19,9 +19,11 @@ from ._broker.backends import BACKENDS
 from ._declare._cancels import CancelRequests
 from ._declare._inbox import spec_of
 from ._declare._pauses import Pauses
+from ._declare._rates import Rates
 from ._declare._ticks import Ticks
 from ._declare._tracker import Tracker
 from ._dialects._base import Dialect
+from ._dialects._rated import rates_ddl
 from ._dialects.cancels import request_plan
 from ._dialects.ddl import render_ddl
 from ._dialects.pauses import pause_plan
@@ -47,7 +49,7 @@ def dialect_named(name: str) -> Dialect:
 
 
 def ddl(
-    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests,
+    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests | Rates,
     dialect: DialectName,
     *,
     dead_letter: str | None = None,
@@ -61,7 +63,7 @@ def ddl(
     whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``.
     A ``trinbox.outbox.Tracker``: its seen-records table; a ``trinbox.schedules.Ticks``:
     its tick table; a ``trinbox.Pauses``: its pause table; a ``trinbox.CancelRequests``: its
-    cancel request table."""
+    cancel request table; a ``trinbox.Rates``: its rate table."""
     if isinstance(row, CancelRequests):
         return list(request_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Tracker):
@@ -70,11 +72,13 @@ def ddl(
         return list(tick_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Pauses):
         return list(pause_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
+    if isinstance(row, Rates):
+        return list(rates_ddl(dialect_named(dialect), row, repr(row)))
     return render_ddl(dialect_named(dialect), spec_of(row), dead_letter)
 
 
 def ddl_script(
-    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests,
+    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests | Rates,
     dialect: DialectName,
     *,
     dead_letter: str | None = None,

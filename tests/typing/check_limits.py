@@ -10,7 +10,7 @@ comment above a refused line shows the gist of mypy's message. pytest never coll
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, assert_type
 
 from trinbox import (
@@ -21,6 +21,8 @@ from trinbox import (
     Lease,
     LockedUntil,
     Payload,
+    Rate,
+    Rates,
     RowLock,
     subscriber,
 )
@@ -38,6 +40,9 @@ class Render(Inbox[RowLock], table="render_jobs"):
     id: Annotated[int, Id(generated=True)]
     customer: str
     payload: Annotated[bytes, Payload()]
+
+
+RATES = Rates("sync_rates")
 
 
 @dataclass
@@ -61,6 +66,12 @@ def limits_keep_the_queue_s_type() -> None:
     assert_type(batched, InboxQueue[Sync, Plain, Batched])
     tx = InboxQueue(Sync, "syncs").transactional().limit(key="tenant", concurrency=1)
     assert_type(tx, InboxQueue[Sync, Transactional, Single])
+    rated = InboxQueue(Sync, "syncs").limit(
+        key="tenant", rate=Rate(100, per=timedelta(seconds=10)), rates=RATES
+    )
+    assert_type(rated, InboxQueue[Sync, Plain, Single])
+    both_rated = rated.limit(concurrency=4, rate=Rate(5, per=timedelta(seconds=1)), rates=RATES)
+    assert_type(both_rated, InboxQueue[Sync, Plain, Single])
 
 
 @subscriber(InboxQueue(Sync, "syncs").limit(key="tenant", concurrency=3))
@@ -69,9 +80,11 @@ async def pull(job: Pull) -> HandlerOutcome:
 
 
 def refused_shapes(queue: InboxQueue[Sync, Any, Any]) -> None:
-    # Missing named argument "concurrency"
-    queue.limit(key="tenant")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
-    # Argument "concurrency" has incompatible type "str"; expected "int"
-    queue.limit(concurrency="3")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
-    # Argument "key" has incompatible type "int"; expected "str | None"
-    queue.limit(key=1, concurrency=3)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    # No overload variant of "limit" matches argument type "str" (no concurrency, no rate)
+    queue.limit(key="tenant")  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
+    # No overload variant of "limit" matches argument type "str" (concurrency)
+    queue.limit(concurrency="3")  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType]
+    # No overload variant of "limit" matches argument types "int", "int" (key)
+    queue.limit(key=1, concurrency=3)  # type: ignore[call-overload]  # pyright: ignore[reportArgumentType]
+    # No overload variant of "limit" matches (a rate without its rate table)
+    queue.limit(key="tenant", rate=Rate(3, per=timedelta(seconds=1)))  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]

@@ -24,6 +24,7 @@ from trinbox import (
 )
 from trinbox._declare._limits import ClaimLimits
 from trinbox.errors import DeclarationError
+from trinbox.schema import DialectName
 
 
 class Job(Inbox[Lease], table="jobs"):
@@ -76,7 +77,7 @@ def test_a_per_key_limit_and_a_whole_queue_cap_are_recorded_on_the_queue() -> No
     assert InboxQueue(Job, "sync").limit(concurrency=2).limits == ClaimLimits(whole=2)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "3", None])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "3"])
 def test_a_limit_is_one_row_or_more(bad: object) -> None:
     with pytest.raises(
         ValueError,
@@ -85,7 +86,7 @@ def test_a_limit_is_one_row_or_more(bad: object) -> None:
             f".limit(key='tenant', concurrency={bad!r}); pass concurrency=N with an int N >= 1"
         ),
     ):
-        InboxQueue(Job, "sync").limit(key="tenant", concurrency=bad)  # type: ignore[arg-type]
+        InboxQueue(Job, "sync").limit(key="tenant", concurrency=bad)  # type: ignore[call-overload]
 
 
 def test_a_key_is_a_field_of_the_row() -> None:
@@ -108,7 +109,7 @@ def test_a_key_is_a_field_of_the_row() -> None:
             f"concurrency=3) (int); pass key= one of {fields}"
         ),
     ):
-        InboxQueue(Job, "sync").limit(key=3, concurrency=3)  # type: ignore[arg-type]
+        InboxQueue(Job, "sync").limit(key=3, concurrency=3)  # type: ignore[call-overload]
 
 
 def test_a_row_lock_table_takes_a_limit() -> None:
@@ -229,3 +230,48 @@ def test_a_fifo_row_lock_table_takes_no_limit_nor_over_every_group() -> None:
         InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
     with pytest.raises(DeclarationError, match=refused):
         InboxQueue(OrderedLocked, "q").every_group().limit(key="tenant", concurrency=2)
+
+
+def test_a_rate_is_n_starts_per_period() -> None:
+    from datetime import timedelta
+
+    from trinbox import Rate, Rates
+
+    rates = Rates("app_rates")
+    limited = InboxQueue(Job, "sync").limit(
+        key="tenant", concurrency=2, rate=Rate(3, per=timedelta(seconds=10)), rates=rates
+    )
+    assert limited.limits is not None
+    assert limited.limits.per_key == 2
+    assert limited.limits.key_rate == Rate(3, per=timedelta(seconds=10))
+    assert limited.limits.rates == rates
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="a rate lets one start or more per period"):
+            Rate(bad, per=timedelta(seconds=1))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a rate's period is a timedelta of a millisecond"):
+        Rate(3, per=timedelta(microseconds=10))
+    with pytest.raises(TypeError, match="a rate keeps each key's state in a rate table"):
+        InboxQueue(Job, "sync").limit(key="tenant", rate=Rate(3, per=timedelta(seconds=1)))  # type: ignore[call-overload]
+    # Per-key limits share one key; a queue keeps its rates in one table.
+    with pytest.raises(DeclarationError, match="a queue's per-key limits share one key"):
+        InboxQueue(Job, "sync").limit(key="tenant", concurrency=2).limit(
+            key="queue", rate=Rate(3, per=timedelta(seconds=1)), rates=rates
+        )
+    with pytest.raises(DeclarationError, match="keeps its rates in one rate table"):
+        InboxQueue(Job, "sync").limit(
+            key="tenant", rate=Rate(3, per=timedelta(seconds=1)), rates=rates
+        ).limit(rate=Rate(9, per=timedelta(seconds=1)), rates=Rates("other"))
+    # The advance is starts x per / n, rounded up to the microsecond.
+    assert Rate(3, per=timedelta(seconds=10)).advance_us(3) == 10_000_000
+    assert Rate(3, per=timedelta(seconds=10)).advance_us(1) == 3_333_334
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql", "sqlite"])
+def test_a_rate_table_s_ddl(dialect: DialectName) -> None:
+    from trinbox import Rates
+    from trinbox.schema import ddl
+
+    (create,) = ddl(Rates("app_rates", schema="ops"), dialect)
+    assert create.startswith("CREATE TABLE IF NOT EXISTS ")
+    assert "tat BIGINT NOT NULL" in create
+    assert "PRIMARY KEY (tbl, grp, rate_key)" in create

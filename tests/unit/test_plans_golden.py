@@ -16,6 +16,7 @@ import difflib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 from trinbox._declare._group_names import GroupNames
 from trinbox._declare._limits import ClaimLimits
 from trinbox._declare._markers import Advisory, Default, Form, Lease, RowLock
+from trinbox._declare._rates import Rate, Rates
 from trinbox._declare._spec import ColumnSpec, KeyColumn, KeyLiteral, TableSpec
 from trinbox._dialects._base import DeadLetter, Dialect
 from trinbox._dialects._statement import Statement
@@ -114,6 +116,18 @@ LIMITS = {
     "limit-key": ClaimLimits(TENANT, 3),
     "limit-whole": ClaimLimits(whole=20),
     "limit-both": ClaimLimits(TENANT, 3, 20),
+    # A rate per key (GCRA in a rate table), and every limit together.
+    "limit-rate-key": ClaimLimits(
+        TENANT, key_rate=Rate(100, per=timedelta(seconds=10)), rates=Rates("app_rates")
+    ),
+    "limit-rate-all": ClaimLimits(
+        TENANT,
+        3,
+        20,
+        key_rate=Rate(3, per=timedelta(seconds=1)),
+        whole_rate=Rate(50, per=timedelta(minutes=1)),
+        rates=Rates("app_rates", schema="ops"),
+    ),
 }
 LIMIT_SHAPES = ("plain", "grouped", "full", "priority")
 
@@ -229,6 +243,8 @@ def cases() -> Iterator[Case]:
                         form is Lease or (form is RowLock and dialect.name == "PostgreSQL")
                     ):
                         for limits in LIMITS:
+                            if form is RowLock and LIMITS[limits].rates is not None:
+                                continue  # a rate is the lease form's only, for now
                             yield Case(dialect, form, shape, limits=limits)
 
 
@@ -253,10 +269,23 @@ def rendered(case: Case) -> str:
         value = getattr(found, part.name)
         if part.name == "rounds":
             continue
-        if part.name in ("limit_lock", "limit_unlock") and value is None:
+        if (
+            part.name
+            in (
+                "limit_lock",
+                "limit_unlock",
+                "rate_advance",
+                "whole_rate_advance",
+                "rate_key_index",
+            )
+            and value is None
+        ):
             continue  # only a limited claim has them: the other files stay as they were
         if part.name == "extend_progress" and value == ():
             continue  # only a lease table with a Progress column has it
+        if isinstance(value, int):
+            lines.extend(["", f"-- {part.name}: {value}"])
+            continue
         if value is None or value == ():
             lines.extend(["", f"-- {part.name}: none"])
         elif isinstance(value, Statement):

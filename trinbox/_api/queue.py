@@ -61,6 +61,7 @@ from .._declare._markers import (
     RowLock,
     Transactional,
 )
+from .._declare._rates import Rate, Rates
 from .._declare._tracker import Tracker
 from .._util import evolve, positive_duration
 from ..errors import DeclarationError
@@ -373,14 +374,40 @@ class InboxQueue(Generic[R, M, B]):
             raise ValueError(msg)
         return evolve(self, worker_count=count)
 
-    def limit(self, key: str | None = None, *, concurrency: int) -> InboxQueue[R, M, B]:
+    @overload
+    def limit(self, key: str | None = None, *, concurrency: int) -> InboxQueue[R, M, B]: ...
+    @overload
+    def limit(
+        self,
+        key: str | None = None,
+        *,
+        rate: Rate,
+        rates: Rates,
+        concurrency: int | None = None,
+    ) -> InboxQueue[R, M, B]: ...
+    def limit(
+        self,
+        key: str | None = None,
+        *,
+        concurrency: int | None = None,
+        rate: Rate | None = None,
+        rates: Rates | None = None,
+    ) -> InboxQueue[R, M, B]:
         """At most ``concurrency`` rows in work at once across every process: per value of
         the field ``key``, or for the whole queue without one (both may be declared, once
         each). The claim counts the live leases under a lock that serializes the table's
         claims, and skips a key at its limit while other keys' rows are still claimed. On a
         row lock table (PostgreSQL) each row in work holds a slot of its key instead, a lock of
-        its claim's transaction. For now on lease and row lock tables, and beside neither
-        ``Group(fifo=True)``, ``.custom_claim()`` nor ``.count_attempt_at_claim()``."""
+        its claim's transaction.
+
+        ``rate=Rate(n, per=...)``: rows started at a rate of ``n`` per ``per`` (a burst of
+        ``n``, then one every ``per / n``), per key or for the whole queue, kept in the rate
+        table ``rates`` (GCRA: one row per key, advanced by the claim in its transaction). A
+        rate counts starts: a row claimed counts, however it ends (given back at shutdown
+        too). A concurrency and a rate may be declared in one call or two; per-key limits
+        share one key. A concurrency for now on lease and row lock tables, a rate on lease
+        tables, and beside neither ``Group(fifo=True)``, ``.custom_claim()`` nor
+        ``.count_attempt_at_claim()``."""
         if self.attempt_at_claim:
             _refuse_counted_beside_limit(spec_of(self.row).label, key, concurrency)
         limits = add_limit(
@@ -390,6 +417,8 @@ class InboxQueue(Generic[R, M, B]):
             concurrency=concurrency,
             fifo=spec_of(self.row).fifo,
             custom=self.custom is not None,
+            rate=rate,
+            rates=rates,
         )
         return evolve(self, limits=limits)
 

@@ -32,6 +32,7 @@ from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
 from .._declare._markers import Form
 from .._declare._pauses import Pauses
+from .._declare._rates import Rates
 from .._declare._spec import TableSpec
 from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
@@ -43,6 +44,7 @@ from .._dialects._paramstyle import (
     check_paramstyle,
     render_for_driver,
 )
+from .._dialects._rated import rates_ddl
 from .._dialects._statement import render
 from .._dialects.cancels import RequestPlan, cancel_plan, request_plan
 from .._dialects.ddl import render_ddl
@@ -393,7 +395,7 @@ class SqlBroker(Generic[D]):
 
     async def create_tables(
         self,
-        row_type: type | Tracker | Ticks | Pauses | CancelRequests,
+        row_type: type | Tracker | Ticks | Pauses | CancelRequests | Rates,
         *,
         dead_letter: str | None = None,
     ) -> None:
@@ -423,6 +425,9 @@ class SqlBroker(Generic[D]):
             label = row_type.label
             where = f"create_tables({row_type!r})"
             ddl = list(request_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        elif isinstance(row_type, Rates):
+            label = row_type.label
+            ddl = list(rates_ddl(self.dialect, row_type, f"create_tables({row_type!r})"))
         else:
             spec = spec_of(row_type)
             label, ddl = spec.label, render_ddl(self.dialect, spec, dead_letter)

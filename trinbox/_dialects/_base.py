@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
@@ -782,6 +782,35 @@ class Dialect(ColumnRules):
     def limit_unlock(self, spec: TableSpec) -> Statement | None:
         """The release of a session ``limit_lock`` (MySQL), after the claim's commit."""
         return None
+
+    # -- rates (InboxQueue.limit(rate=...), _rated.py) -------------------------------------------
+
+    def epoch_us(self, time: Frag) -> Frag:
+        """``time`` (a stored time, or the now slot) in whole microseconds since the epoch."""
+        return "CAST(EXTRACT(EPOCH FROM CAST(" + time + " AS TIMESTAMPTZ)) * 1000000 AS BIGINT)"
+
+    def greatest(self, a: Frag, b: Frag) -> Frag:
+        """The greater of two non-NULL integers."""
+        return "GREATEST(" + a + ", " + b + ")"
+
+    def int_div(self, a: Frag, b: Frag) -> Frag:
+        """Integer division of non-negative integers, rounded down."""
+        return "(" + a + ") / " + b
+
+    def rate_key_text(self, column: str) -> str:
+        """A rate row's key of a key column's value: ``'v'`` and its text, ``'n'`` for NULL."""
+        return f"COALESCE('v' || CAST({column} AS TEXT), 'n')"
+
+    def rate_upsert(self, name: str, select: Frag, tat: Callable[[str], Frag]) -> Frag:
+        """Insert the rate row ``select`` reads into the rate table ``name``, or, where its key
+        is there, set its time to ``tat`` of the time stored."""
+        alias = self.quoted("__r")
+        return (
+            f"INSERT INTO {name} AS {alias} (tbl, grp, rate_key, tat) "
+            + select
+            + " ON CONFLICT (tbl, grp, rate_key) DO UPDATE SET tat = "
+            + tat(f"{alias}.tat")
+        )
 
     def limited_claim_begin(self) -> Statement:
         """The transaction of a limited claim: READ COMMITTED, so each statement reads what

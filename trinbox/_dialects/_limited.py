@@ -23,6 +23,7 @@ from __future__ import annotations
 from .._declare._limits import ClaimLimits
 from .._declare._spec import TableSpec
 from ._base import Dialect
+from ._rated import rated_condition, rated_exprs, whole_rate_bound
 from ._statement import Frag, P, Sql, join
 
 __all__ = ["TAKE", "limited_ids", "live_conditions"]
@@ -55,7 +56,9 @@ def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     place = d.quoted(d.internal(spec, "__place"))
     exprs: list[Frag] = []
     source: Sql
-    if limits.key is not None:
+    exprs += rated_exprs(d, spec, limits)
+    rated = rated_condition(d, spec, limits)
+    if limits.key is not None and limits.per_key is not None:
         live = d.internal(spec, "__live")
         ranked = d.internal(spec, "__ranked")
         key, count = d.quoted(d.internal(spec, "__key")), d.quoted(d.internal(spec, "__count"))
@@ -75,9 +78,13 @@ def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
             + d.where([*d.claimable(spec, prefix=row + "."), d.lease_free(spec, prefix=row + ".")])
             + ")"
         )
-        source = Sql(f"{ranked} WHERE {rank} + {used} <= {limits.per_key}")
+        source = Sql(f"{ranked}") + d.where(
+            [f"{rank} + {used} <= {limits.per_key}", *([] if rated is None else [rated])]
+        )
     else:
-        source = t + d.where([*d.claimable(spec), d.lease_free(spec)])
+        source = t + d.where(
+            [*d.claimable(spec), d.lease_free(spec), *([] if rated is None else [rated])]
+        )
     fits = d.internal(spec, "__fits")
     exprs.append(
         f"{fits} AS (SELECT {carried}, ROW_NUMBER() OVER (ORDER BY {order}) AS {place} FROM "
@@ -91,5 +98,8 @@ def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
             + d.where(live_conditions(d, spec))
             + f") <= {limits.whole}"
         )
+    rate_bound = whole_rate_bound(d, spec, limits, place)
+    if rate_bound is not None:
+        bounds.append(rate_bound)
     exprs.append(f"{d.internal(spec, TAKE)} AS (SELECT {ident} FROM {fits}" + d.where(bounds) + ")")
     return join(", ", exprs)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -429,6 +429,23 @@ class MySqlDialect(Dialect):
             + f" ORDER BY {self.order_by(spec)}",
         )
         return (select, self.lease_claim(spec)[1])
+
+    def epoch_us(self, time: Frag) -> Frag:
+        return "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " + time + ")"
+
+    def int_div(self, a: Frag, b: Frag) -> Frag:
+        return "(" + a + ") DIV " + b
+
+    def rate_key_text(self, column: str) -> str:
+        return f"COALESCE(CONCAT('v', CAST({column} AS CHAR)), 'n')"
+
+    def rate_upsert(self, name: str, select: Frag, tat: Callable[[str], Frag]) -> Frag:
+        return (
+            f"INSERT INTO {name} (tbl, grp, rate_key, tat) "
+            + select
+            + " ON DUPLICATE KEY UPDATE tat = "
+            + tat(f"{name}.tat")
+        )
 
     def limit_name(self, spec: TableSpec) -> str:
         """The ``GET_LOCK`` name of a table's limited claims: ``database.trinbox_limit:table``,

@@ -20,6 +20,7 @@ from .._declare._limits import ClaimLimits
 from .._declare._markers import Advisory, Lease, RowLock
 from .._declare._spec import TableSpec
 from ._base import DeadLetter, Dialect
+from ._rated import rate_advance, whole_rate_advance
 from ._statement import Statement
 
 __all__ = ["ExtendRounds", "Plan", "build_plan"]
@@ -87,6 +88,9 @@ class Plan:
     it counts (``_limited.py``), behind ``limit_lock``, which serializes the table's limited
     claims: PostgreSQL's transaction lock inside ``claim_begin`` (READ COMMITTED), MySQL's
     session lock before it, let go by ``limit_unlock`` after the commit; none on SQLite.
+    Under a rate (``_rated.py``) the claim then runs, before its commit, ``rate_advance`` once
+    per key it took (the key in the column ``rate_key_index`` of the rows) and
+    ``whole_rate_advance`` once.
     """
 
     begin: Statement
@@ -114,6 +118,14 @@ class Plan:
     lease_token: Statement | None = None
     limit_lock: Statement | None = None
     limit_unlock: Statement | None = None
+    rate_advance: Statement | None = None
+    whole_rate_advance: Statement | None = None
+    rate_key_index: int | None = None
+
+    @property
+    def rated(self) -> bool:
+        """Whether the claim advances a rate (``InboxQueue.limit(rate=...)``)."""
+        return self.rate_advance is not None or self.whole_rate_advance is not None
 
     def batch_statement(self, event: str) -> Statement | None:
         return next((st for st in self.batch if st.event == event), None)
@@ -148,6 +160,8 @@ class Plan:
             self.lease_token,
             self.limit_lock,
             self.limit_unlock,
+            self.rate_advance,
+            self.whole_rate_advance,
         ):
             if one is not None:
                 found.append(one)
@@ -191,6 +205,13 @@ def build_plan(
             claim=dialect.limited_lease_claim(spec, limits),
             limit_lock=dialect.limit_lock(spec),
             limit_unlock=dialect.limit_unlock(spec),
+            rate_advance=rate_advance(dialect, spec, limits),
+            whole_rate_advance=whole_rate_advance(dialect, spec, limits),
+            rate_key_index=(
+                spec.columns.index(limits.key)
+                if limits.key is not None and limits.key_rate is not None
+                else None
+            ),
         )
     if groups is not None:
         assert spec.form is Lease and spec.group is not None and not spec.fifo

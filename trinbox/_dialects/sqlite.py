@@ -201,6 +201,19 @@ class SqliteDialect(Dialect):
             ),
         )
 
+    def epoch_us(self, time: Frag) -> Frag:
+        # Times are text, "2026-11-29 20:37:00.000000": whole seconds, then the microseconds.
+        return (
+            "(CAST(strftime('%s', substr("
+            + time
+            + ", 1, 19)) AS INTEGER) * 1000000 + CAST(substr("
+            + time
+            + ", 21, 6) AS INTEGER))"
+        )
+
+    def greatest(self, a: Frag, b: Frag) -> Frag:
+        return "MAX(" + a + ", " + b + ")"
+
     def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
         """One statement, as ``lease_claim``, over the ids ``_limited.py`` chose; the single
         writer serializes it with every other claim."""

@@ -51,6 +51,7 @@ from .lease_claims import (
     guarded_claim,
     heads_claim,
     limited_claim,
+    rated_claim,
     select_and_stamp,
 )
 
@@ -93,7 +94,12 @@ class LeaseForm:
         FIFO group's claim on a server runs its guard first, and a limited claim on a server
         its lock)."""
         plan = self._ctx.statements
-        return len(plan.claim) == 1 and plan.guard is None and plan.limit_lock is None
+        return (
+            len(plan.claim) == 1
+            and plan.guard is None
+            and plan.limit_lock is None
+            and not plan.rated
+        )
 
     async def claim(self, limit: int) -> Claimed:
         ctx = self._ctx
@@ -131,6 +137,8 @@ class LeaseForm:
         MySQL's select and stamps."""
         ctx = self._ctx
         claim = ctx.statements.claim
+        if ctx.statements.rated:
+            return await rated_claim(ctx, conn, values)
         if ctx.statements.limit_lock is not None:
             return await limited_claim(ctx, conn, values)
         if ctx.statements.heads is not None:

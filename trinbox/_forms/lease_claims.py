@@ -24,6 +24,7 @@ __all__ = [
     "guarded_claim",
     "heads_claim",
     "limited_claim",
+    "rated_claim",
     "select_and_stamp",
 ]
 
@@ -62,16 +63,117 @@ async def _stamp(
     stamp: Statement,
     values: dict[str, object],
     records: list[Record],
+    *,
+    commit: bool = True,
 ) -> list[Record]:
     """MySQL: stamp each selected row (conditioned on its lease being free still) and
-    commit; a row the stamp did not change drops out of the claim."""
+    commit (unless ``commit`` is false: the caller commits); a row the stamp did not change
+    drops out of the claim."""
     id_index = [c.role for c in ctx.spec.columns].index("id")
     stamps = [
         Op("execute", stamp.sql, stamp.bind(_stamp_values(ctx, values, record, id_index)))
         for record in records
     ]
-    stamped = await conn.script([*stamps, Op("commit")])
+    stamped = await conn.script([*stamps, *([Op("commit")] if commit else [])])
     return [record for record, n in zip(records, stamped, strict=False) if n == 1]
+
+
+def _advances(ctx: FormContext, values: dict[str, object], records: list[Record]) -> list[Op]:
+    """A rated claim's upserts of its rates' rows (``_rated.py``): per key it took, from one
+    of its rows, with the number it took; for the whole queue, with all of them."""
+    plan = ctx.statements
+    ops: list[Op] = []
+    if not records:
+        return ops
+    if plan.rate_advance is not None:
+        assert plan.rate_key_index is not None
+        id_index = [c.role for c in ctx.spec.columns].index("id")
+        keys: dict[object, tuple[object, int]] = {}
+        for record in records:
+            key = record[plan.rate_key_index]
+            ident, starts = keys.get(key, (record[id_index], 0))
+            keys[key] = (ident, starts + 1)
+        advance = plan.rate_advance
+        ops += [
+            Op("execute", advance.sql, advance.bind({**values, "id": ident, "starts": starts}))
+            for ident, starts in keys.values()
+        ]
+    if plan.whole_rate_advance is not None:
+        whole = plan.whole_rate_advance
+        ops.append(Op("execute", whole.sql, whole.bind({**values, "starts": len(records)})))
+    return ops
+
+
+async def rated_claim(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """A limited claim under a rate: as ``limited_claim`` (behind the table's limit lock on
+    a server, SQLite's one writer), then, before its commit, the upserts that advance the
+    rates of what it took (``_advances``), so no other claim spends the same starts. Two
+    round trips on PostgreSQL and SQLite: the claim, then the upserts and the commit."""
+    plan = ctx.statements
+    lock, unlock = plan.limit_lock, plan.limit_unlock
+    values = {**values, "rate_group": "" if values["group"] is None else str(values["group"])}
+    if unlock is None:
+        (claim,) = plan.claim
+        locked = [] if lock is None else [Op("execute", lock.sql, lock.bind(values))]
+        try:
+            done = await conn.script(
+                [
+                    Op("begin", plan.claim_begin.sql),
+                    *locked,
+                    Op("fetch", claim.sql, claim.bind(values)),
+                ]
+            )
+            records = done[-1]
+            assert isinstance(records, list)
+            await conn.script([*_advances(ctx, values, records), Op("commit")])
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+        return records
+    assert lock is not None
+    released = False
+    try:
+        if not held(await conn.fetch(lock.sql, lock.bind(values))):
+            released = True  # the wait ran out: nothing is held
+            return []
+        try:
+            records = await _rated_select_and_stamp(ctx, conn, values)
+        finally:
+            with cleanup_scope():
+                try:
+                    await conn.fetch(unlock.sql, unlock.bind(values))
+                    released = True
+                except TrinboxError:
+                    pass  # the claim stands; the abandoned session frees the lock
+        return records
+    finally:
+        if not released:
+            ctx.pool.abandon(conn)
+
+
+async def _rated_select_and_stamp(
+    ctx: FormContext, conn: Connection, values: dict[str, object]
+) -> list[Record]:
+    """MySQL under a rate: ``select_and_stamp``, then the rates' upserts, then the commit."""
+    select, stamp = ctx.statements.claim
+    try:
+        opened = await conn.script(
+            [
+                Op("begin", ctx.statements.claim_begin.sql),
+                Op("fetch", select.sql, select.bind(values)),
+            ]
+        )
+        records = opened[1]
+        assert isinstance(records, list)
+        if records:
+            records = await _stamp(ctx, conn, stamp, values, records, commit=False)
+        await conn.script([*_advances(ctx, values, records), Op("commit")])
+        return records
+    except BaseException:
+        await rollback_quietly(conn)
+        raise
 
 
 async def limited_claim(

@@ -15,6 +15,7 @@ import click
 from .._declare._cancels import CancelRequests
 from .._declare._inbox import Inbox
 from .._declare._pauses import Pauses
+from .._declare._rates import Rates
 from .._declare._ticks import Ticks
 from .._declare._tracker import Tracker
 from .._engine.app import App
@@ -88,18 +89,19 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
 
 def load_table(
     target: str,
-) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses | CancelRequests:
+) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses | CancelRequests | Rates:
     """What ``trinbox schema`` prints the DDL of: a row class, a ``Tracker``'s seen-records
-    table, a ``Ticks``' tick table, a ``Pauses``' pause table or a ``CancelRequests``'
-    table."""
+    table, a ``Ticks``' tick table, a ``Pauses``' pause table, a ``CancelRequests``' table or
+    a ``Rates``' rate table."""
     found = load_object(target)
-    if isinstance(found, Tracker | Ticks | Pauses | CancelRequests):
+    if isinstance(found, Tracker | Ticks | Pauses | CancelRequests | Rates):
         return found
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = (
-            f"{target} is {found!r}, not a row class, a Tracker, a Ticks, a Pauses or a "
-            f"CancelRequests; name a class derived from Inbox[...], a trinbox.outbox.Tracker, "
-            f"a trinbox.schedules.Ticks, a trinbox.Pauses or a trinbox.CancelRequests"
+            f"{target} is {found!r}, not a row class, a Tracker, a Ticks, a Pauses, a "
+            f"CancelRequests or a Rates; name a class derived from Inbox[...], a "
+            f"trinbox.outbox.Tracker, a trinbox.schedules.Ticks, a trinbox.Pauses, a "
+            f"trinbox.CancelRequests or a trinbox.Rates"
         )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

@@ -1,0 +1,82 @@
+-- MySQL, Lease form, table shape 'grouped', limit-rate-key
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: rate_group, now, now, now, group, now, group, now, limit)
+WITH __tats AS (SELECT rate_key AS `__rk`, tat AS `__tat` FROM `app_rates` WHERE tbl = 'jobs' AND grp = %s), __rated AS (SELECT __row.`id` AS `__rid`, ROW_NUMBER() OVER (PARTITION BY __row.`tenant` ORDER BY __row.`id`) AS `__rrank`, (100 * (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s) + 10000000 - GREATEST(COALESCE(__tats.`__tat`, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s)))) DIV 10000000 AS `__allow` FROM `jobs` AS __row LEFT JOIN __tats ON __tats.`__rk` = COALESCE(CONCAT('v', CAST(__row.`tenant` AS CHAR)), 'n') WHERE __row.`queue` = %s AND (__row.`locked_until` IS NULL OR __row.`locked_until` <= %s)), __fits AS (SELECT `id`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM `jobs` WHERE `queue` = %s AND (`locked_until` IS NULL OR `locked_until` <= %s) AND `id` IN (SELECT `__rid` FROM __rated WHERE `__rrank` <= `__allow`)), __take AS (SELECT `id` FROM __fits WHERE `__place` <= %s) SELECT `id`, `tenant`, `queue`, `locked_until`, `payload` FROM `jobs` WHERE `id` IN (SELECT `id` FROM __take) ORDER BY `id`
+
+-- claim[1] (event stamp; params: lease, id, now)
+UPDATE `jobs` SET `locked_until` = %s WHERE `id` = %s AND (`locked_until` IS NULL OR `locked_until` <= %s)
+
+-- ack (event ack; params: id, token)
+DELETE FROM `jobs` WHERE `id` = %s AND `locked_until` = %s
+
+-- retry (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, locked_until, payload, tenant)
+INSERT INTO `jobs` (`queue`, `locked_until`, `payload`, `tenant`) VALUES (%s, %s, %s, %s)
+
+-- snooze: none
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = %s AND `locked_until` = %s
+
+-- extend[0] (event extend; params: id0, token0)
+SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
+
+-- extend[1] (event extend; params: lease, id0, token0)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s))
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- limit_lock (event lock; params: none)
+SELECT CAST(COALESCE(GET_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs')) <= 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs'), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs'), 256)), 10), 0) AS SIGNED)
+
+-- limit_unlock (event unlock; params: none)
+SELECT CAST(COALESCE(RELEASE_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs')) <= 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs'), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs'), 256))), 0) AS SIGNED)
+
+-- rate_advance (event rate; params: rate_group, now, starts, id, now, starts)
+INSERT INTO `app_rates` (tbl, grp, rate_key, tat) SELECT 'jobs', %s, COALESCE(CONCAT('v', CAST(`tenant` AS CHAR)), 'n'), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s) + (%s * 10000000 + 99) DIV 100 FROM `jobs` WHERE `id` = %s ON DUPLICATE KEY UPDATE tat = GREATEST(`app_rates`.tat, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s)) + (%s * 10000000 + 99) DIV 100
+
+-- rate_key_index: 1
+
+-- rounds of 1 [0] (event extend; params: id0, token0)
+SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
+
+-- rounds of 1 [1] (event extend; params: lease, id0, token0)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s))
+
+-- rounds of 3 [0] (event extend; params: id0, token0, id1, token1, id2, token2)
+SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s), (%s, %s), (%s, %s)) FOR UPDATE
+
+-- rounds of 3 [1] (event extend; params: lease, id0, token0, id1, token1, id2, token2)
+UPDATE `jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s, %s), (%s, %s), (%s, %s))

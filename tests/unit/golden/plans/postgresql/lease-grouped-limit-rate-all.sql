@@ -1,0 +1,74 @@
+-- PostgreSQL, Lease form, table shape 'grouped', limit-rate-all
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: rate_group, now, group, limit, lease)
+WITH __tats AS (SELECT rate_key AS "__rk", tat AS "__tat" FROM "ops"."app_rates" WHERE tbl = 'jobs' AND grp = $1), __rated AS (SELECT __row."id" AS "__rid", ROW_NUMBER() OVER (PARTITION BY __row."tenant" ORDER BY __row."id") AS "__rrank", (3 * (CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + 1000000 - GREATEST(COALESCE(__tats."__tat", CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT)), CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT)))) / 1000000 AS "__allow" FROM "jobs" AS __row LEFT JOIN __tats ON __tats."__rk" = COALESCE('v' || CAST(__row."tenant" AS TEXT), 'n') WHERE __row."queue" = $3 AND (__row."locked_until" IS NULL OR __row."locked_until" <= $2)), __live AS (SELECT "tenant" AS "__key", COUNT(*) AS "__count" FROM "jobs" WHERE "queue" = $3 AND "locked_until" > $2 GROUP BY "tenant"), __ranked AS (SELECT __row."id", ROW_NUMBER() OVER (PARTITION BY __row."tenant" ORDER BY __row."id") AS "__rank", COALESCE(__live."__count", 0) AS "__used" FROM "jobs" AS __row LEFT JOIN __live ON __live."__key" IS NOT DISTINCT FROM __row."tenant" WHERE __row."queue" = $3 AND (__row."locked_until" IS NULL OR __row."locked_until" <= $2)), __fits AS (SELECT "id", ROW_NUMBER() OVER (ORDER BY "id") AS "__place" FROM __ranked WHERE "__rank" + "__used" <= 3 AND "id" IN (SELECT "__rid" FROM __rated WHERE "__rrank" <= "__allow")), __take AS (SELECT "id" FROM __fits WHERE "__place" <= $4 AND "__place" + (SELECT COUNT(*) FROM "jobs" WHERE "queue" = $3 AND "locked_until" > $2) <= 20 AND "__place" <= (50 * (CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + 60000000 - GREATEST(COALESCE((SELECT tat FROM "ops"."app_rates" WHERE tbl = 'jobs' AND grp = $1 AND rate_key = 'w'), CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT)), CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT)))) / 60000000), __claimed AS (SELECT "id", "tenant", "queue", "locked_until", "payload" FROM "jobs" WHERE "id" IN (SELECT "id" FROM __take) ORDER BY "id" FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "jobs" AS __row SET "locked_until" = $5 FROM __claimed WHERE __row."id" = __claimed."id") SELECT * FROM __claimed ORDER BY "id"
+
+-- ack (event ack; params: id, token)
+DELETE FROM "jobs" WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, locked_until, payload, tenant)
+INSERT INTO "jobs" ("queue", "locked_until", "payload", "tenant") VALUES ($1, $2, $3, $4)
+
+-- snooze: none
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+DELETE FROM "jobs" WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- release (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- extend[0] (event extend; params: lease, ids, tokens)
+UPDATE "jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- limit_lock (event lock; params: none)
+SELECT pg_advisory_xact_lock(hashtextextended('trinbox_limit:jobs', 0))
+
+-- rate_advance (event rate; params: rate_group, now, starts, id)
+INSERT INTO "ops"."app_rates" AS "__r" (tbl, grp, rate_key, tat) SELECT 'jobs', $1, COALESCE('v' || CAST("tenant" AS TEXT), 'n'), CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + ($3 * 1000000 + 2) / 3 FROM "jobs" WHERE "id" = $4 ON CONFLICT (tbl, grp, rate_key) DO UPDATE SET tat = GREATEST("__r".tat, CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT)) + ($3 * 1000000 + 2) / 3
+
+-- whole_rate_advance (event rate; params: rate_group, now, starts)
+INSERT INTO "ops"."app_rates" AS "__r" (tbl, grp, rate_key, tat) SELECT 'jobs', $1, 'w', CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + ($3 * 60000000 + 49) / 50 WHERE 1 = 1 ON CONFLICT (tbl, grp, rate_key) DO UPDATE SET tat = GREATEST("__r".tat, CAST(EXTRACT(EPOCH FROM CAST($2 AS TIMESTAMPTZ)) * 1000000 AS BIGINT)) + ($3 * 60000000 + 49) / 50
+
+-- rate_key_index: 1
+
+-- rounds of 1 [0] (event extend; params: lease, ids, tokens)
+UPDATE "jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"
+
+-- rounds of 3 [0] (event extend; params: lease, ids, tokens)
+UPDATE "jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"

@@ -1,0 +1,74 @@
+-- PostgreSQL, Lease form, table shape 'plain', database-clock-limit-rate-all
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: rate_group, limit, lease_seconds)
+WITH __tats AS (SELECT rate_key AS "__rk", tat AS "__tat" FROM "ops"."app_rates" WHERE tbl = 'jobs' AND grp = $1), __rated AS (SELECT __row."id" AS "__rid", ROW_NUMBER() OVER (PARTITION BY __row."tenant" ORDER BY __row."id") AS "__rrank", (3 * (CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + 1000000 - GREATEST(COALESCE(__tats."__tat", CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT)), CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT)))) / 1000000 AS "__allow" FROM "jobs" AS __row LEFT JOIN __tats ON __tats."__rk" = COALESCE('v' || CAST(__row."tenant" AS TEXT), 'n') WHERE (__row."locked_until" IS NULL OR __row."locked_until" <= statement_timestamp())), __live AS (SELECT "tenant" AS "__key", COUNT(*) AS "__count" FROM "jobs" WHERE "locked_until" > statement_timestamp() GROUP BY "tenant"), __ranked AS (SELECT __row."id", ROW_NUMBER() OVER (PARTITION BY __row."tenant" ORDER BY __row."id") AS "__rank", COALESCE(__live."__count", 0) AS "__used" FROM "jobs" AS __row LEFT JOIN __live ON __live."__key" IS NOT DISTINCT FROM __row."tenant" WHERE (__row."locked_until" IS NULL OR __row."locked_until" <= statement_timestamp())), __fits AS (SELECT "id", ROW_NUMBER() OVER (ORDER BY "id") AS "__place" FROM __ranked WHERE "__rank" + "__used" <= 3 AND "id" IN (SELECT "__rid" FROM __rated WHERE "__rrank" <= "__allow")), __take AS (SELECT "id" FROM __fits WHERE "__place" <= $2 AND "__place" + (SELECT COUNT(*) FROM "jobs" WHERE "locked_until" > statement_timestamp()) <= 20 AND "__place" <= (50 * (CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + 60000000 - GREATEST(COALESCE((SELECT tat FROM "ops"."app_rates" WHERE tbl = 'jobs' AND grp = $1 AND rate_key = 'w'), CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT)), CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT)))) / 60000000), __claimed AS (SELECT "id", "tenant", "locked_until", "payload" FROM "jobs" WHERE "id" IN (SELECT "id" FROM __take) ORDER BY "id" FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "jobs" AS __row SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $3::integer)) FROM __claimed WHERE __row."id" = __claimed."id") SELECT *, to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $3::integer)) AS "__token" FROM __claimed ORDER BY "id"
+
+-- ack (event ack; params: id, token)
+DELETE FROM "jobs" WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: locked_until, payload, tenant)
+INSERT INTO "jobs" ("locked_until", "payload", "tenant") VALUES ($1, $2, $3)
+
+-- snooze: none
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+DELETE FROM "jobs" WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = ANY($1) AND "locked_until" = $2 RETURNING "id"
+
+-- release (event retry; params: id, token)
+UPDATE "jobs" SET "locked_until" = NULL WHERE "id" = $1 AND "locked_until" = $2
+
+-- extend[0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- limit_lock (event lock; params: none)
+SELECT pg_advisory_xact_lock(hashtextextended('trinbox_limit:jobs', 0))
+
+-- rate_advance (event rate; params: rate_group, starts, id)
+INSERT INTO "ops"."app_rates" AS "__r" (tbl, grp, rate_key, tat) SELECT 'jobs', $1, COALESCE('v' || CAST("tenant" AS TEXT), 'n'), CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + ($2 * 1000000 + 2) / 3 FROM "jobs" WHERE "id" = $3 ON CONFLICT (tbl, grp, rate_key) DO UPDATE SET tat = GREATEST("__r".tat, CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT)) + ($2 * 1000000 + 2) / 3
+
+-- whole_rate_advance (event rate; params: rate_group, starts)
+INSERT INTO "ops"."app_rates" AS "__r" (tbl, grp, rate_key, tat) SELECT 'jobs', $1, 'w', CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT) + ($2 * 60000000 + 49) / 50 WHERE 1 = 1 ON CONFLICT (tbl, grp, rate_key) DO UPDATE SET tat = GREATEST("__r".tat, CAST(EXTRACT(EPOCH FROM CAST(statement_timestamp() AS TIMESTAMPTZ)) * 1000000 AS BIGINT)) + ($2 * 60000000 + 49) / 50
+
+-- rate_key_index: 1
+
+-- rounds of 1 [0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
+
+-- rounds of 3 [0] (event extend; params: lease_seconds, ids, tokens)
+UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"

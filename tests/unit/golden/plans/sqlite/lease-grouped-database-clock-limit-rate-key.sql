@@ -1,0 +1,68 @@
+-- SQLite, Lease form, table shape 'grouped', database-clock-limit-rate-key
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event claim; params: rate_group, group, group, limit, lease_seconds)
+WITH __tats AS (SELECT rate_key AS `__rk`, tat AS `__tat` FROM `app_rates` WHERE tbl = 'jobs' AND grp = ?), __rated AS (SELECT __row.`id` AS `__rid`, ROW_NUMBER() OVER (PARTITION BY __row.`tenant` ORDER BY __row.`id`) AS `__rrank`, (100 * ((CAST(strftime('%s', substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 1, 19)) AS INTEGER) * 1000000 + CAST(substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 21, 6) AS INTEGER)) + 10000000 - MAX(COALESCE(__tats.`__tat`, (CAST(strftime('%s', substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 1, 19)) AS INTEGER) * 1000000 + CAST(substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 21, 6) AS INTEGER))), (CAST(strftime('%s', substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 1, 19)) AS INTEGER) * 1000000 + CAST(substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 21, 6) AS INTEGER))))) / 10000000 AS `__allow` FROM `jobs` AS __row LEFT JOIN __tats ON __tats.`__rk` = COALESCE('v' || CAST(__row.`tenant` AS TEXT), 'n') WHERE __row.`queue` = ? AND (__row.`locked_until` IS NULL OR __row.`locked_until` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'))), __fits AS (SELECT `id`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM `jobs` WHERE `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')) AND `id` IN (SELECT `__rid` FROM __rated WHERE `__rrank` <= `__allow`)), __take AS (SELECT `id` FROM __fits WHERE `__place` <= ?) UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT `id` FROM __take) RETURNING `id`, `tenant`, `queue`, `locked_until`, `payload`, `locked_until` AS `__token`
+
+-- ack (event ack; params: id, token)
+DELETE FROM `jobs` WHERE `id` = ? AND `locked_until` = ?
+
+-- retry (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, locked_until, payload, tenant)
+INSERT INTO `jobs` (`queue`, `locked_until`, `payload`, `tenant`) VALUES (?, ?, ?, ?)
+
+-- snooze: none
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch[0] (event ack; params: ids, token)
+DELETE FROM `jobs` WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- batch[1] (event retry; params: ids, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` IN (SELECT value FROM json_each(?)) AND `locked_until` = ? RETURNING `id`
+
+-- release (event retry; params: id, token)
+UPDATE `jobs` SET `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?
+
+-- extend[0] (event extend; params: lease_seconds, ids, ids, tokens)
+UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- rate_advance (event rate; params: rate_group, starts, id, starts)
+INSERT INTO `app_rates` AS `__r` (tbl, grp, rate_key, tat) SELECT 'jobs', ?, COALESCE('v' || CAST(`tenant` AS TEXT), 'n'), (CAST(strftime('%s', substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 1, 19)) AS INTEGER) * 1000000 + CAST(substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 21, 6) AS INTEGER)) + (? * 10000000 + 99) / 100 FROM `jobs` WHERE `id` = ? ON CONFLICT (tbl, grp, rate_key) DO UPDATE SET tat = MAX(`__r`.tat, (CAST(strftime('%s', substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 1, 19)) AS INTEGER) * 1000000 + CAST(substr((strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), 21, 6) AS INTEGER))) + (? * 10000000 + 99) / 100
+
+-- rate_key_index: 1
+
+-- rounds of 1 [0] (event extend; params: lease_seconds, ids, ids, tokens)
+UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`
+
+-- rounds of 3 [0] (event extend; params: lease_seconds, ids, ids, tokens)
+UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`
