@@ -318,8 +318,10 @@ def fill(
     form: str | None = None,
     headers: bool = False,
     unique: bool = False,
+    tenants: int = TENANTS,
 ) -> None:
-    """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9, priorities
+    """Recreate the bench table with ``n`` due rows (ids 1..n, tenants t0..t9 or
+    ``tenants`` of them: row i's tenant is ``t{i % tenants}``, priorities
     0..4; ``headers``: each with ``HEADERS``), index the claim order of ``form`` (``unique``:
     add the Unique field's column and index, every row's key NULL), and leave the server
     settled (statistics, a checkpoint)."""
@@ -335,7 +337,7 @@ def fill(
                 db,
                 conn,
                 f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload, headers) "
-                f"SELECT %s, 't' || (g %% {TENANTS}), g %% {PRIORITIES}, %s, "
+                f"SELECT %s, 't' || (g %% {tenants}), g %% {PRIORITIES}, %s, "
                 f"convert_to('{{\"n\":' || g || '}}', 'UTF8'), %s::jsonb "
                 f"FROM generate_series(1, %s) g",
                 (GROUP, due, with_headers, n),
@@ -353,7 +355,7 @@ def fill(
                     db,
                     conn,
                     f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload, headers) "
-                    f"SELECT %s, CONCAT('t', seq %% {TENANTS}), seq %% {PRIORITIES}, %s, "
+                    f"SELECT %s, CONCAT('t', seq %% {tenants}), seq %% {PRIORITIES}, %s, "
                     f"CONCAT('{{\"n\":', seq, '}}'), %s FROM seq_{done + 1}_to_{done + step}",
                     (GROUP, naive, with_headers),
                 )
@@ -367,7 +369,7 @@ def fill(
             conn.execute(  # (the recursive select yields 1 even for n = 0: LIMIT it)
                 f"WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?) "
                 f"INSERT INTO {TABLE} (name, tenant, priority, retry_after, payload, headers) "
-                f"SELECT ?, 't' || (x % {TENANTS}), x % {PRIORITIES}, ?, "
+                f"SELECT ?, 't' || (x % {tenants}), x % {PRIORITIES}, ?, "
                 f"CAST('{{\"n\":' || x || '}}' AS BLOB), ? FROM g LIMIT ?",
                 (n, GROUP, text, with_headers, n),
             )

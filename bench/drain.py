@@ -6,7 +6,8 @@ pre-insert is not timed.
 
     python -m bench.drain DB URL FORM N [--batch K] [--no-fill] [--max-seconds S]
                           [--events none|noop|prometheus] [--clock default|system|database]
-                          [--headers] [--unique]
+                          [--headers] [--unique] [--tenants K] [--workers W]
+                          [--limit-key N] [--pauses]
 
 ``--events`` installs an event hook: ``noop`` an ``Events`` subclass that overrides nothing
 (every event is made and dispatched), ``prometheus`` the Prometheus adapter on a registry of
@@ -17,6 +18,11 @@ is the database's own default (the server's clock on PostgreSQL and MySQL). ``--
 Headers field, and the handler takes them (``keys.Headers``). ``--unique`` (lease): the table
 has a Unique field and its index (``common.UNIQUE_DDL``), every row holding a key of its own,
 which each ack's delete takes out of the index: the claim cost of a ``Unique()`` column.
+``--tenants K`` fills the table with K tenants (row i's is ``t{i % K}``; 10 unless given),
+``--workers W`` serves it with W workers (4 unless given). ``--limit-key N`` (lease): the queue
+declares ``.limit(key="tenant", concurrency=N)``, the limited claim. ``--pauses``: the broker
+has a pause table (``pauses=Pauses("bench_pauses")``, created before the timed part), so its
+pause watcher runs and every claim passes the pause gate; nothing is paused.
 
 Prints one JSON line: jobs/s, seconds, and the process's peak RSS.
 """
@@ -35,6 +41,7 @@ from trinbox import (
     AppInfo,
     DatabaseClock,
     InboxQueue,
+    Pauses,
     SqlBroker,
     SystemClock,
     keys,
@@ -46,6 +53,7 @@ from trinbox.testing import settled
 from .common import (
     GROUP,
     ROWS,
+    TENANTS,
     WITH_HEADERS,
     WITH_UNIQUE,
     WORKERS,
@@ -59,6 +67,7 @@ from .common import (
 SHUTDOWN_TIMEOUT = 30.0
 EVENTS = ("none", "noop", "prometheus")
 CLOCKS = {"default": None, "system": SystemClock(), "database": DatabaseClock()}
+PAUSES = Pauses("bench_pauses")
 
 
 class Noop(Events):
@@ -95,9 +104,14 @@ async def drain(
     clock: str = "default",
     headers: bool = False,
     unique: bool = False,
+    workers: int = WORKERS,
+    limit_key: int | None = None,
+    pauses: bool = False,
 ) -> dict[str, Any]:
     row = WITH_HEADERS[form] if headers else WITH_UNIQUE[form] if unique else ROWS[form]
-    queue = InboxQueue(row, GROUP).workers(WORKERS).poll_interval(1.0)
+    queue = InboxQueue(row, GROUP).workers(workers).poll_interval(1.0)
+    if limit_key is not None:
+        queue = queue.limit(key="tenant", concurrency=limit_key)
     handled = 0
     sub: Any
     if headers:
@@ -125,9 +139,15 @@ async def drain(
             handled += 1
 
         sub = handler
-    broker = make_broker(db, url, clock=CLOCKS[clock])
+    broker = make_broker(db, url, clock=CLOCKS[clock], pauses=PAUSES if pauses else None)
     app = App(AppInfo("bench-drain"), grace=5.0)
     app.include(broker, sub)
+    if pauses:
+
+        @app.on_startup
+        async def pause_table() -> None:
+            await broker.create_tables(PAUSES)
+
     install_events(app, events)
     with trio.fail_after(max_seconds + SHUTDOWN_TIMEOUT):
         async with trio.open_nursery() as nursery:
@@ -166,13 +186,27 @@ def main() -> None:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="default", help="whose clock")
     parser.add_argument("--headers", action="store_true", help="rows carry headers, read")
     parser.add_argument("--unique", action="store_true", help="a Unique field, a key per row")
+    parser.add_argument("--tenants", type=int, default=TENANTS, help="tenants in the table")
+    parser.add_argument("--workers", type=int, default=WORKERS, help="the queue's workers")
+    parser.add_argument("--limit-key", type=int, default=None, help="limit per tenant")
+    parser.add_argument("--pauses", action="store_true", help="a pause table, nothing paused")
     args = parser.parse_args()
+    if args.limit_key is not None and args.form != "lease":
+        parser.error("--limit-key drains the lease form")
     if args.headers and (args.form not in WITH_HEADERS or args.batch is not None):
         parser.error("--headers drains the lease and row lock forms, single deliveries")
     if args.unique and (args.form not in WITH_UNIQUE or args.headers):
         parser.error("--unique drains the lease form, without --headers")
     if not args.no_fill:
-        fill(args.db, args.url, args.n, form=args.form, headers=args.headers, unique=args.unique)
+        fill(
+            args.db,
+            args.url,
+            args.n,
+            form=args.form,
+            headers=args.headers,
+            unique=args.unique,
+            tenants=args.tenants,
+        )
         if args.unique:
             key_every_row(args.db, args.url)
     result = trio.run(
@@ -187,6 +221,9 @@ def main() -> None:
         args.clock,
         args.headers,
         args.unique,
+        args.workers,
+        args.limit_key,
+        args.pauses,
     )
     left = remaining(args.db, args.url)
     result["left"] = left

@@ -9,6 +9,10 @@ the table gives the median of the per-round ratios and their range.
                                    [--mysql URL]
     python -m bench.ratios unique [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
                                   [--mysql URL]
+    python -m bench.ratios limits [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
+                                  [--mysql URL]
+    python -m bench.ratios pause [--rounds 5] [--n 2000] [--sqlite URL] [--postgres URL]
+                                 [--mysql URL]
 
 ``advisory``: SQLite advisory (a key per row, 10 keys), trinbox (``bench.drain``) over its
 raw loop (``bench.raw``), single deliveries or ``--batch K``. ``priority``: the drain of a
@@ -21,6 +25,10 @@ same without them (``--headers`` against none), per database given. ``unique``: 
 form's publishes into a table with a Unique field, each with a key of its own (``--unique``)
 and each without one (``--unique-table``), over those into the table without the field; and
 the drain of rows that each hold a key (``bench.drain --unique``) over the plain table's.
+``limits``: the lease drain of a table of 100 tenants by 16 workers with
+``.limit(key="tenant", concurrency=3)`` (``--limit-key 3``) over the same drain without a
+limit. ``pause``: the lease drain through a broker with a pause table (``--pauses``: the pause
+watcher runs, every claim passes the pause gate, nothing is paused) over one without.
 Each run is a subprocess that fills the table first (not timed).
 """
 
@@ -37,6 +45,10 @@ from pathlib import Path
 from .common import DB_LABEL, FORM_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
+# ``limits``: the tenants of the table, the queue's workers and the per-tenant limit.
+LIMIT_TENANTS = 100
+LIMIT_WORKERS = 16
+LIMIT_N = 3
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,30 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
                 )
             )
             continue
+        if args.what == "limits":
+            same = ("--tenants", str(LIMIT_TENANTS), "--workers", str(LIMIT_WORKERS))
+            found.append(
+                Pair(
+                    f"{DB_LABEL[db]} · lease · {LIMIT_TENANTS} keys x N={LIMIT_N}, "
+                    f"workers({LIMIT_WORKERS})",
+                    db,
+                    url,
+                    Side("drain", "lease", (*same, "--limit-key", str(LIMIT_N))),
+                    Side("drain", "lease", same),
+                )
+            )
+            continue
+        if args.what == "pause":
+            found.append(
+                Pair(
+                    f"{DB_LABEL[db]} · lease · pause table",
+                    db,
+                    url,
+                    Side("drain", "lease", ("--pauses",)),
+                    Side("drain", "lease"),
+                )
+            )
+            continue
         if args.what == "headers":
             for module, what in (("publish", "publish"), ("drain", "drain")):
                 found.append(
@@ -136,7 +172,9 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["advisory", "priority", "headers", "unique"])
+    parser.add_argument(
+        "what", choices=["advisory", "priority", "headers", "unique", "limits", "pause"]
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--window", type=float, default=60.0, help="seconds per run at most")
@@ -169,6 +207,8 @@ def main() -> None:
         "priority": ("Priority()", "without"),
         "headers": ("with headers", "without"),
         "unique": ("Unique()", "without"),
+        "limits": ("limited", "no limit"),
+        "pause": ("pause table", "none"),
     }[args.what]
     print(
         f"| {'run' if args.what in ('headers', 'unique') else 'drain'} | {top} median jobs/s | "

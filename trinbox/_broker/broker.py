@@ -68,6 +68,7 @@ from ..errors import (
 )
 from .backends import BACKENDS, Backend, backend_of_url
 from .clocks import DatabaseClock, host_clock, uses_database_clock
+from .freed import FreedSlots
 from .many import (
     CHUNK,
     BatchLimits,
@@ -150,6 +151,7 @@ class SqlBroker(Generic[D]):
         )
         self.pause_board: PauseBoard = PauseBoard()
         self.settled_rows = SettledRows()  # wakes broker.wait once a delivery here settles
+        self.freed_slots = FreedSlots()  # limited queues' rows finished here, to announce
         self.running = Running()  # the handler calls in work here, for broker.cancel
         # Where a cancel asks another process to cancel its handler (use_cancel_requests).
         self.cancel_requests: RequestPlan | None = None

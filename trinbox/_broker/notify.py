@@ -11,6 +11,8 @@ once, because notifications sent meanwhile are gone. Polling stays the floor eit
 Settlements travel the same way for ``broker.wait``: the connection also listens on
 ``SETTLED_CHANNEL``, whose payload names a table whose rows settled, and wakes the waits on
 it. ``SettledAnnouncer`` sends those notifications for the broker's own deliveries.
+``SlotAnnouncer`` sends a publish's notification on a limited queue's table when its rows
+finish here: a slot is free.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .waiting import SETTLED_CHANNEL
 if TYPE_CHECKING:
     from .broker import SqlBroker
 
-__all__ = ["CHANNEL_LIMIT", "NotifyListener", "SettledAnnouncer", "check_channel"]
+__all__ = ["CHANNEL_LIMIT", "NotifyListener", "SettledAnnouncer", "SlotAnnouncer", "check_channel"]
 
 logger = logging.getLogger("trinbox.app")
 
@@ -198,6 +200,69 @@ class SettledAnnouncer:
                 "NOTIFY of settled rows of %s failed: %r; waits in other processes see them "
                 "at their next poll",
                 ", ".join(tables),
+                exc,
+                exc_info=True,
+            )
+
+
+class SlotAnnouncer:
+    """Tells other processes which limited queues' rows finished here (``freed.FreedSlots``),
+    so that their claims, a key at its limit, take the freed slot at once instead of at their
+    next poll. A task of ``App.serve`` where the broker listens and serves a limited queue.
+    One NOTIFY per (table, group) freed since the last, on the table's own channel with the
+    group as payload (as a publish sends: the listeners wake that group's subscriptions), on a
+    pooled connection of its own, at most every ``ANNOUNCE_SPACING``: never a statement in a
+    settlement's own round trip. A failed NOTIFY loses only the wake-up (the claims poll)."""
+
+    def __init__(self, broker: SqlBroker[Any]) -> None:
+        self._broker = broker
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        freed = self._broker.freed_slots
+        freed.announcing(True)
+        pairs: list[tuple[str, str]] = []
+        try:
+            task_status.started()
+            while True:
+                pairs = await freed.unannounced()
+                await self._announce(pairs)
+                pairs = []
+                await trio.sleep(ANNOUNCE_SPACING)
+        finally:
+            # Serving ended: the last rows to finish (a process that settles and exits) free
+            # their slots too, announced within a bound.
+            rest = sorted({*pairs, *freed.take_unannounced()})
+            freed.announcing(False)
+            if rest:
+                with within(ANNOUNCE):
+                    await self._announce(rest)
+
+    async def _announce(self, pairs: list[tuple[str, str]]) -> None:
+        notify = self._broker.dialect.notify_statement()
+        assert notify is not None, "started only where there is NOTIFY"
+        try:
+            pool = self._broker.pool
+            conn = await pool.acquire("slot announcer")
+            try:
+                for table, group in pairs:
+                    await conn.execute(notify.sql, notify.bind({"channel": table, "group": group}))
+                    self._broker.freed_slots.announced += 1
+            finally:
+                await give_back(pool, conn)
+        except DatabaseError as exc:
+            logger.warning(
+                "NOTIFY of freed slots of %s failed: %s; claims in other processes see them "
+                "at their next poll",
+                ", ".join(table for table, _ in pairs),
+                exc,
+            )
+        except Exception as exc:
+            # Not the database's (a driver's untranslated error, a defect): only a wake-up is
+            # lost, so it never ends serve; its traceback.
+            logger.warning(
+                "NOTIFY of freed slots of %s failed: %r; claims in other processes see them "
+                "at their next poll",
+                ", ".join(table for table, _ in pairs),
                 exc,
                 exc_info=True,
             )

@@ -7,12 +7,19 @@ ends after ``now`` (the same ``now`` that decides a lease is free). Then, over t
 whose lease is free, in claim order:
 
 - ``live``: the live leases per key;
-- ``ranked``: each due row's place among its key's due rows, beside its key's live leases; a
-  row fits while place + live <= the per-key limit, so a key at its limit is skipped and the
-  keys behind it still fill the claim;
+- ``window``: the first ``CANDIDATES`` due rows in claim order whose key is not at its limit
+  (the claim index read in order, rows of a saturated key skipped), so a claim ranks a bounded
+  window, never the whole backlog;
+- ``ranked``: each window row's place among its key's rows of the window, beside its key's
+  live leases; a row fits while place + live <= the per-key limit, so a key at its limit is
+  skipped and the keys behind it still fill the claim;
 - ``fits``: the fitting rows' place in claim order;
 - ``take``: the first ``limit`` of them, and no more than the whole queue's limit leaves
   beside its live leases.
+
+A claim may so take fewer rows than asked while rows of other keys wait beyond its window:
+the form reports a limited claim exhausted only when it took none (``FormContext.limited``),
+so a partial claim claims again at once.
 
 The dialect runs it behind a lock that serializes the table's limited claims (``limit_lock``),
 so no two claims count the same free slot.
@@ -26,10 +33,13 @@ from ._base import Dialect
 from ._rated import rated_condition, rated_exprs, whole_rate_bound
 from ._statement import Frag, P, Sql, join
 
-__all__ = ["TAKE", "limited_ids", "live_conditions"]
+__all__ = ["CANDIDATES", "TAKE", "limited_ids", "live_conditions"]
 
 # The name of the expression that holds the ids to claim (internal() keeps it clear of columns).
 TAKE = "__take"
+# The rows a limited claim ranks at most: the first due rows in claim order of the keys not at
+# their limit (a literal: MySQL takes no expression in LIMIT).
+CANDIDATES = 256
 
 
 def live_conditions(d: Dialect, spec: TableSpec, *, prefix: str = "") -> list[Frag]:
@@ -58,6 +68,15 @@ def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     source: Sql
     exprs += rated_exprs(d, spec, limits)
     rated = rated_condition(d, spec, limits)
+    window = d.internal(spec, "__window")
+    # The window holds only rows a claim could take (keys below their concurrency, within
+    # their rate): while any is due, the window has one, so an empty claim means exhausted.
+    due: list[Frag] = [
+        *d.claimable(spec, prefix=row + "."),
+        d.lease_free(spec, prefix=row + "."),
+        *([] if rated is None else [rated]),
+    ]
+    bounded = f" ORDER BY {d.order_by(spec, prefix=row + '.')} LIMIT {CANDIDATES})"
     if limits.key is not None and limits.per_key is not None:
         live = d.internal(spec, "__live")
         ranked = d.internal(spec, "__ranked")
@@ -65,26 +84,33 @@ def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
         used, rank = d.quoted(d.internal(spec, "__used")), d.quoted(d.internal(spec, "__rank"))
         column = d.column(limits.key)
         prefixed = ", ".join(f"{row}.{c}" for c in [*kept, ident])
+        # The window carries the key beside the claim order's columns (once, if it is one).
+        windowed = ", ".join(f"{row}.{c}" for c in dict.fromkeys([*kept, ident, column]))
         exprs.append(
             f"{live} AS (SELECT {column} AS {key}, COUNT(*) AS {count} FROM {t}"
             + d.where(live_conditions(d, spec))
             + f" GROUP BY {column})"
         )
+        saturated = (
+            f"NOT EXISTS (SELECT 1 FROM {live} WHERE {live}.{key} {d.null_safe_equal} "
+            f"{row}.{column} AND {live}.{count} >= {limits.per_key})"
+        )
+        exprs.append(
+            f"{window} AS (SELECT {windowed} FROM {t} AS {row}"
+            + d.where([*due, saturated])
+            + bounded
+        )
         exprs.append(
             f"{ranked} AS (SELECT {prefixed}, ROW_NUMBER() OVER (PARTITION BY {row}.{column} "
             f"ORDER BY {d.order_by(spec, prefix=row + '.')}) AS {rank}, "
-            f"COALESCE({live}.{count}, 0) AS {used} FROM {t} AS {row} LEFT JOIN {live} ON "
-            f"{live}.{key} {d.null_safe_equal} {row}.{column}"
-            + d.where([*d.claimable(spec, prefix=row + "."), d.lease_free(spec, prefix=row + ".")])
-            + ")"
+            f"COALESCE({live}.{count}, 0) AS {used} FROM {window} AS {row} LEFT JOIN {live} ON "
+            f"{live}.{key} {d.null_safe_equal} {row}.{column})"
         )
-        source = Sql(f"{ranked}") + d.where(
-            [f"{rank} + {used} <= {limits.per_key}", *([] if rated is None else [rated])]
-        )
+        source = Sql(f"{ranked} WHERE {rank} + {used} <= {limits.per_key}")
     else:
-        source = t + d.where(
-            [*d.claimable(spec), d.lease_free(spec), *([] if rated is None else [rated])]
-        )
+        prefixed = ", ".join(f"{row}.{c}" for c in [*kept, ident])
+        exprs.append(f"{window} AS (SELECT {prefixed} FROM {t} AS {row}" + d.where(due) + bounded)
+        source = Sql(window)
     fits = d.internal(spec, "__fits")
     exprs.append(
         f"{fits} AS (SELECT {carried}, ROW_NUMBER() OVER (ORDER BY {order}) AS {place} FROM "

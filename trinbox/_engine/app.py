@@ -20,7 +20,7 @@ from .._api.schedule import Missed, Publish
 from .._api.when import When
 from .._bounds import GRACE, HOOK, within
 from .._broker.broker import SqlBroker
-from .._broker.notify import NotifyListener, SettledAnnouncer
+from .._broker.notify import NotifyListener, SettledAnnouncer, SlotAnnouncer
 from .._declare._capabilities import (
     ANY_DATABASE_MOUNTS,
     MYSQL_MOUNTS,
@@ -464,6 +464,15 @@ class App:
             and any(s.broker is broker and s.spec.result is not None for s in self._subscriptions)
         )
 
+    def _announces_freed_slots(self, broker: SqlBroker[Any]) -> bool:
+        """Whether the broker tells other processes of its limited queues' freed slots:
+        where it listens, so NOTIFY exists, and serves a limited queue."""
+        return (
+            broker.listen_notify
+            and broker.dialect.notify_statement() is not None
+            and any(s.broker is broker and s.queue.limits is not None for s in self._subscriptions)
+        )
+
     def _fail_fast(self, exc: BaseException) -> None:
         if self._failure is None:
             self._failure = exc
@@ -591,6 +600,8 @@ class App:
                         for broker in brokers:
                             if self._announces_settlements(broker):
                                 await tasks.start(SettledAnnouncer(broker).run)
+                            if self._announces_freed_slots(broker):
+                                await tasks.start(SlotAnnouncer(broker).run)
                         if not self._stop.is_set():
                             for schedule in self._schedules:
                                 await tasks.start(schedule.run)

@@ -188,8 +188,12 @@ class DeliveryRunner:
                         # Over every group of a FIFO table, its group is free now: a claim
                         # that ran dry while the row was in work may take the group's next.
                         # Under .limit(..), so is its slot: the rows of a key that was at
-                        # its limit may be claimed.
+                        # its limit may be claimed, here and (announced) in other processes.
                         self._claims.wake()
+                        if self._queue.limits is not None:
+                            self._broker.freed_slots.freed(
+                                self._spec.qualified_name, self._queue.group
+                            )
                 if chained and self.stopping:
                     await self.release(chained)  # claimed as the subscription began to stop
                     chained = None

@@ -227,6 +227,7 @@ class Subscription:
                 extended=self._extended,
                 count_at_claim=self.queue.attempt_at_claim,
                 custom=custom_claim_for(self.queue.custom, self.spec, broker.dialect),
+                limited=self.queue.limits is not None,
             )
         )
         workers = startup.worker_cap(

@@ -125,7 +125,7 @@ class LeaseForm:
                 taken = [self._delivery(record, token) for record in records]
         finally:
             await give_back(ctx.pool, conn)
-        deliveries = Claimed(taken, exhausted=len(taken) < limit)
+        deliveries = Claimed(taken, exhausted=self._exhausted(len(taken), limit))
         self._in_work.update(deliveries)
         if ctx.transactional:
             await self._open_transactions(deliveries)
@@ -148,6 +148,11 @@ class LeaseForm:
         if len(claim) == 1:
             return await conn.fetch(claim[0].sql, claim[0].bind(values))
         return await select_and_stamp(ctx, conn, values)
+
+    def _exhausted(self, taken: int, limit: int) -> bool:
+        """Whether the claim found no more rows: fewer than asked, or for a limited claim (its
+        window bounded: other keys' rows may wait beyond it) none."""
+        return taken == 0 if self._ctx.limited else taken < limit
 
     def _delivery(self, record: Record, token: object) -> Delivery:
         spec = self._ctx.spec
@@ -237,7 +242,7 @@ class LeaseForm:
         assert isinstance(records, list)
         claimed = Claimed(
             (self._delivery(record, token) for record in records),
-            exhausted=len(records) < limit,
+            exhausted=self._exhausted(len(records), limit),
         )
         self._in_work.update(claimed)
         return Chained(error=None if changed else self._lost(delivery), claimed=claimed)

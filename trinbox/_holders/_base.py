@@ -166,6 +166,10 @@ class FormContext:
     count_at_claim: bool = False
     # The queue's own claim (``InboxQueue.custom_claim``), in place of the plan's.
     custom: CustomClaim | None = None
+    # A limited claim (``InboxQueue.limit``) ranks a bounded window of the due rows: taking
+    # fewer than asked, it may have left rows of other keys beyond it, so it is exhausted only
+    # when it took none.
+    limited: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ import trio
 from trinbox import InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
+from trinbox._dialects._limited import CANDIDATES
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.lease import LeaseForm
@@ -62,6 +63,7 @@ async def limited_form(
                 clock=broker.clock,
                 group="emails" if spec.group is not None else None,
                 lease=whole_seconds(broker.lease),
+                limited=True,
             )
             yield lease_form(ctx)
         finally:
@@ -113,6 +115,26 @@ async def test_a_key_at_its_limit_is_skipped_and_the_others_fill_the_claim(case:
         third = await form.claim(10)
         assert keys_of(third) == {"a": 1}
         assert list(await form.claim(10)) == []
+
+
+@LEASE_CELLS
+async def test_a_claim_ranks_a_bounded_window_and_a_partial_claim_is_not_exhausted(
+    case: Case,
+) -> None:
+    # A run of a's rows longer than the window, then b and c: the first claim ranks only a's
+    # rows (one fits), and says so by not calling itself exhausted; the next skips a, at its
+    # limit, and reaches b and c.
+    emails(case, ["a"] * (CANDIDATES + 10) + ["b", "c"])
+    async with limited_form(case, ManualClock(), per_key(1)) as form:
+        first = await form.claim(4)
+        assert keys_of(first) == {"a": 1}
+        assert not first.exhausted
+        second = await form.claim(3)
+        assert keys_of(second) == {"b": 1, "c": 1}
+        assert not second.exhausted
+        third = await form.claim(1)
+        assert list(third) == []
+        assert third.exhausted
 
 
 @LEASE_CELLS

@@ -11,7 +11,7 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED
 
 -- claim[0] (event claim; params: group, now, now, limit, group, now)
-WITH __fits AS (SELECT `due`, `id`, ROW_NUMBER() OVER (ORDER BY `due`, `id`) AS `__place` FROM `jobs` WHERE `queue` = %s AND `due` <= %s AND `done` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= %s)), __take AS (SELECT `id` FROM __fits WHERE `__place` <= %s AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL AND `locked_until` > %s) <= 20) SELECT `id`, `tenant`, `queue`, `due`, `attempt`, `locked_until`, `done`, `payload` FROM `jobs` WHERE `id` IN (SELECT `id` FROM __take) ORDER BY `due`, `id`
+WITH __window AS (SELECT __row.`due`, __row.`id` FROM `jobs` AS __row WHERE __row.`queue` = %s AND __row.`due` <= %s AND __row.`done` IS NULL AND (__row.`locked_until` IS NULL OR __row.`locked_until` <= %s) ORDER BY __row.`due`, __row.`id` LIMIT 256), __fits AS (SELECT `due`, `id`, ROW_NUMBER() OVER (ORDER BY `due`, `id`) AS `__place` FROM __window), __take AS (SELECT `id` FROM __fits WHERE `__place` <= %s AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL AND `locked_until` > %s) <= 20) SELECT `id`, `tenant`, `queue`, `due`, `attempt`, `locked_until`, `done`, `payload` FROM `jobs` WHERE `id` IN (SELECT `id` FROM __take) ORDER BY `due`, `id`
 
 -- claim[1] (event stamp; params: lease, id, now)
 UPDATE `jobs` SET `locked_until` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s AND (`locked_until` IS NULL OR `locked_until` <= %s)

@@ -11,7 +11,7 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED
 
 -- claim[0] (event claim; params: limit, lease_seconds)
-WITH __fits AS (SELECT `id`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM `jobs` WHERE (`locked_until` IS NULL OR `locked_until` <= UTC_TIMESTAMP(6))), __take AS (SELECT `id` FROM __fits WHERE `__place` <= %s AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `locked_until` > UTC_TIMESTAMP(6)) <= 20) SELECT `id`, `tenant`, `locked_until`, `payload`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE `id` IN (SELECT `id` FROM __take) ORDER BY `id`
+WITH __window AS (SELECT __row.`id` FROM `jobs` AS __row WHERE (__row.`locked_until` IS NULL OR __row.`locked_until` <= UTC_TIMESTAMP(6)) ORDER BY __row.`id` LIMIT 256), __fits AS (SELECT `id`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM __window), __take AS (SELECT `id` FROM __fits WHERE `__place` <= %s AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `locked_until` > UTC_TIMESTAMP(6)) <= 20) SELECT `id`, `tenant`, `locked_until`, `payload`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE `id` IN (SELECT `id` FROM __take) ORDER BY `id`
 
 -- claim[1] (event stamp; params: lease, id)
 UPDATE `jobs` SET `locked_until` = %s WHERE `id` = %s AND (`locked_until` IS NULL OR `locked_until` <= UTC_TIMESTAMP(6))

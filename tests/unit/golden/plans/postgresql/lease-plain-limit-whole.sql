@@ -11,7 +11,7 @@ BEGIN ISOLATION LEVEL READ COMMITTED
 BEGIN
 
 -- claim[0] (event claim; params: now, limit, lease)
-WITH __fits AS (SELECT "id", ROW_NUMBER() OVER (ORDER BY "id") AS "__place" FROM "jobs" WHERE ("locked_until" IS NULL OR "locked_until" <= $1)), __take AS (SELECT "id" FROM __fits WHERE "__place" <= $2 AND "__place" + (SELECT COUNT(*) FROM "jobs" WHERE "locked_until" > $1) <= 20), __claimed AS (SELECT "id", "tenant", "locked_until", "payload" FROM "jobs" WHERE "id" IN (SELECT "id" FROM __take) ORDER BY "id" FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "jobs" AS __row SET "locked_until" = $3 FROM __claimed WHERE __row."id" = __claimed."id") SELECT * FROM __claimed ORDER BY "id"
+WITH __window AS (SELECT __row."id" FROM "jobs" AS __row WHERE (__row."locked_until" IS NULL OR __row."locked_until" <= $1) ORDER BY __row."id" LIMIT 256), __fits AS (SELECT "id", ROW_NUMBER() OVER (ORDER BY "id") AS "__place" FROM __window), __take AS (SELECT "id" FROM __fits WHERE "__place" <= $2 AND "__place" + (SELECT COUNT(*) FROM "jobs" WHERE "locked_until" > $1) <= 20), __claimed AS (SELECT "id", "tenant", "locked_until", "payload" FROM "jobs" WHERE "id" IN (SELECT "id" FROM __take) ORDER BY "id" FOR UPDATE SKIP LOCKED), __stamped AS (UPDATE "jobs" AS __row SET "locked_until" = $3 FROM __claimed WHERE __row."id" = __claimed."id") SELECT * FROM __claimed ORDER BY "id"
 
 -- ack (event ack; params: id, token)
 DELETE FROM "jobs" WHERE "id" = $1 AND "locked_until" = $2

@@ -11,7 +11,7 @@ BEGIN
 BEGIN
 
 -- claim[0] (event claim; params: group, now, now, limit, group, now, lease)
-WITH __fits AS (SELECT `due`, `id`, ROW_NUMBER() OVER (ORDER BY `due`, `id`) AS `__place` FROM `jobs` WHERE `queue` = ? AND `due` <= ? AND `done` IS NULL AND (`locked_until` IS NULL OR `locked_until` <= ?)), __take AS (SELECT `id` FROM __fits WHERE `__place` <= ? AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `queue` = ? AND `done` IS NULL AND `locked_until` > ?) <= 20) UPDATE `jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` IN (SELECT `id` FROM __take) RETURNING `id`, `tenant`, `queue`, `due`, `attempt` - 1 AS `attempt`, `locked_until`, `done`, `payload`
+WITH __window AS (SELECT __row.`due`, __row.`id` FROM `jobs` AS __row WHERE __row.`queue` = ? AND __row.`due` <= ? AND __row.`done` IS NULL AND (__row.`locked_until` IS NULL OR __row.`locked_until` <= ?) ORDER BY __row.`due`, __row.`id` LIMIT 256), __fits AS (SELECT `due`, `id`, ROW_NUMBER() OVER (ORDER BY `due`, `id`) AS `__place` FROM __window), __take AS (SELECT `id` FROM __fits WHERE `__place` <= ? AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `queue` = ? AND `done` IS NULL AND `locked_until` > ?) <= 20) UPDATE `jobs` SET `locked_until` = ?, `attempt` = `attempt` + 1 WHERE `id` IN (SELECT `id` FROM __take) RETURNING `id`, `tenant`, `queue`, `due`, `attempt` - 1 AS `attempt`, `locked_until`, `done`, `payload`
 
 -- ack (event ack; params: now, id, token)
 UPDATE `jobs` SET `done` = ?, `locked_until` = NULL WHERE `id` = ? AND `locked_until` = ?

@@ -11,7 +11,7 @@ BEGIN
 BEGIN
 
 -- claim[0] (event claim; params: group, limit, group, lease_seconds)
-WITH __fits AS (SELECT `id`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM `jobs` WHERE `queue` = ? AND (`locked_until` IS NULL OR `locked_until` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'))), __take AS (SELECT `id` FROM __fits WHERE `__place` <= ? AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `queue` = ? AND `locked_until` > (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')) <= 20) UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT `id` FROM __take) RETURNING `id`, `tenant`, `queue`, `locked_until`, `payload`, `locked_until` AS `__token`
+WITH __window AS (SELECT __row.`id` FROM `jobs` AS __row WHERE __row.`queue` = ? AND (__row.`locked_until` IS NULL OR __row.`locked_until` <= (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')) ORDER BY __row.`id` LIMIT 256), __fits AS (SELECT `id`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM __window), __take AS (SELECT `id` FROM __fits WHERE `__place` <= ? AND `__place` + (SELECT COUNT(*) FROM `jobs` WHERE `queue` = ? AND `locked_until` > (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')) <= 20) UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT `id` FROM __take) RETURNING `id`, `tenant`, `queue`, `locked_until`, `payload`, `locked_until` AS `__token`
 
 -- ack (event ack; params: id, token)
 DELETE FROM `jobs` WHERE `id` = ? AND `locked_until` = ?
