@@ -1,6 +1,7 @@
 """Limit records across real processes, on every stand: a subprocess serves ``limit_jobs``
 with ``.limit(concurrency=3)``; this test's app, with ``.limit(concurrency=4)``, logs the
-warning naming both (the brokers on the system clock: the records are wall-clock times)."""
+warning naming both, as README "Limits per key" shows it (the brokers on the system clock:
+the records are wall-clock times)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,17 @@ import trio
 
 from trinbox import InboxQueue, SqlBroker, subscriber
 
-from .readme import ROOT, child_env
+from .readme import ROOT, child_env, shown
 from .serving import make_app, serving
 from .stands import Stand
 from .test_limit_records import MESSAGE, RECORDS, Job, stand, warned
 
 __all__ = ["stand"]  # the fixture, on every stand
+
+
+@subscriber(InboxQueue(Job, "jobs").limit(concurrency=4))
+async def pull(message: str) -> None:
+    del message
 
 
 async def test_a_process_with_other_limits_than_a_running_one_is_warned(
@@ -48,12 +54,8 @@ async def test_a_process_with_other_limits_than_a_running_one_is_warned(
             broker: SqlBroker[Any] = maker(stand.url, poll_interval=1.0)
             broker.use_limit_records(RECORDS)
 
-            @subscriber(InboxQueue(Job, "jobs").limit(concurrency=4))
-            async def handle(message: str) -> None:
-                del message
-
             app = make_app()
-            app.include(broker, handle)
+            app.include(broker, pull)
             async with serving(app):
                 pass
     finally:
@@ -61,3 +63,5 @@ async def test_a_process_with_other_limits_than_a_running_one_is_warned(
         with trio.fail_after(60):
             assert await process.wait() == 0
     assert warned(caplog) == [MESSAGE]
+    (logged,) = [r.getMessage() for r in caplog.records if "another process" in r.getMessage()]
+    assert logged == " ".join(shown("readme_limit_records_output").splitlines())
