@@ -59,3 +59,15 @@ def test_use_limit_records_sets_the_plan_and_the_choice(tmp_path: Path) -> None:
     assert broker.limit_records is None
     broker.use_limit_records(LimitRecords("app_limits"), on_mismatch="refuse")
     assert broker.limit_records is not None and broker.limit_mismatch == "refuse"
+
+
+def test_trinbox_schema_loads_a_limit_record_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trinbox.cli._load import load_table
+
+    (tmp_path / "limits_mod.py").write_text(
+        "from trinbox import LimitRecords\nRECORDS = LimitRecords('app_limits')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load_table("limits_mod:RECORDS") == LimitRecords("app_limits")
