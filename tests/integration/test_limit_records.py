@@ -113,7 +113,7 @@ async def test_the_same_limits_say_nothing(
 
 async def test_on_mismatch_refuse_fails_the_second_serve(stand: Stand, clock: VirtualClock) -> None:
     async with serving(app_of(broker_of(stand), 3)):
-        with pytest.raises(StartupError) as caught:
+        with pytest.raises(StartupError) as caught, trio.fail_after(60):
             await app_of(broker_of(stand, "refuse"), 4).serve()
     assert str(caught.value).startswith("subscription 'jobs' (")
     assert str(caught.value).endswith("): " + MESSAGE)
@@ -134,6 +134,6 @@ async def test_a_record_older_than_ten_poll_intervals_is_a_process_gone(
 async def test_a_missing_record_table_stops_the_startup(stand: Stand, clock: VirtualClock) -> None:
     broker = stand.broker(poll_interval=POLL)
     broker.use_limit_records(LimitRecords("no_limits"))
-    with pytest.raises(SchemaError) as caught:
+    with pytest.raises(SchemaError) as caught, trio.fail_after(60):
         await app_of(broker, 3).serve()
     assert "a broker that uses limit records reads them at startup" in str(caught.value)
