@@ -38,6 +38,7 @@ from ._broker.publisher import Publisher as Publisher
 from ._declare._cancels import CancelRequests as CancelRequests
 from ._declare._inbox import GENERATED as GENERATED
 from ._declare._inbox import Inbox as Inbox
+from ._declare._limit_records import LimitRecords as LimitRecords
 from ._declare._manual import InboxSpec as InboxSpec
 from ._declare._markers import Advisory as Advisory
 from ._declare._markers import Default as Default
@@ -123,6 +124,7 @@ __all__ = [
     "HandlerOutcome",
     "CancelResult",
     "CancelRequests",
+    "LimitRecords",
     "Backoff",
     "FailurePolicy",
     "OnFailure",

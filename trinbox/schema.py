@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ._broker.backends import BACKENDS
 from ._declare._cancels import CancelRequests
 from ._declare._inbox import spec_of
+from ._declare._limit_records import LimitRecords
 from ._declare._pauses import Pauses
 from ._declare._rates import Rates
 from ._declare._ticks import Ticks
@@ -26,6 +27,7 @@ from ._dialects._base import Dialect
 from ._dialects._rated import rates_ddl
 from ._dialects.cancels import request_plan
 from ._dialects.ddl import render_ddl
+from ._dialects.limit_records import record_plan
 from ._dialects.pauses import pause_plan
 from ._dialects.seen import seen_plan
 from ._dialects.ticks import tick_plan
@@ -49,7 +51,7 @@ def dialect_named(name: str) -> Dialect:
 
 
 def ddl(
-    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests | Rates,
+    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests | Rates | LimitRecords,
     dialect: DialectName,
     *,
     dead_letter: str | None = None,
@@ -63,9 +65,12 @@ def ddl(
     whose type has no SQL type raises ``DeclarationError``; give it one with ``SqlType``.
     A ``trinbox.outbox.Tracker``: its seen-records table; a ``trinbox.schedules.Ticks``:
     its tick table; a ``trinbox.Pauses``: its pause table; a ``trinbox.CancelRequests``: its
-    cancel request table; a ``trinbox.Rates``: its rate table."""
+    cancel request table; a ``trinbox.Rates``: its rate table; a ``trinbox.LimitRecords``:
+    its limit record table."""
     if isinstance(row, CancelRequests):
         return list(request_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
+    if isinstance(row, LimitRecords):
+        return list(record_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Tracker):
         return list(seen_plan(dialect_named(dialect), row.table, row.schema, repr(row)).ddl)
     if isinstance(row, Ticks):
@@ -78,7 +83,7 @@ def ddl(
 
 
 def ddl_script(
-    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests | Rates,
+    row: type[Any] | Tracker | Ticks | Pauses | CancelRequests | Rates | LimitRecords,
     dialect: DialectName,
     *,
     dead_letter: str | None = None,

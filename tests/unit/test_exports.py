@@ -40,7 +40,7 @@ SUBMODULES = {"keys", "errors", "events", "typing"}
 OTHER_MODULES = {"testing", "asyncapi", "schema", "cli", "metrics", "outbox", "schedules"}
 """Modules users import as ``trinbox.<name>``; importing one binds it on the package."""
 
-SERVICE_NAMES = 53  # issue 21: DeadLetteredAt, Pauses, Cancel*, Progress, Rate, Rates
+SERVICE_NAMES = 54  # issue 21: DeadLetteredAt, Pauses, Cancel*, Progress, Rate, Rates, LimitRecords
 """How many names a service uses from ``trinbox`` itself (its namespaces aside). A new one is a
 choice: does a service declare or run with it, or does it belong in a namespace?"""
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from typing import Any, Generic, LiteralString, TypeVar, cast, overload
+from typing import Any, Generic, Literal, LiteralString, TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 import trio
@@ -30,6 +31,7 @@ from .._api.routes import Reply, Route, Routes, make_route
 from .._declare._cancels import CancelRequests
 from .._declare._capabilities import AnyDatabase, MySql, Postgres, RowOf, Serves, Sqlite
 from .._declare._inbox import Inbox, row_fields, row_headers, row_unique, spec_of
+from .._declare._limit_records import LimitRecords
 from .._declare._markers import Form
 from .._declare._pauses import Pauses
 from .._declare._rates import Rates
@@ -48,6 +50,7 @@ from .._dialects._rated import rates_ddl
 from .._dialects._statement import render
 from .._dialects.cancels import RequestPlan, cancel_plan, request_plan
 from .._dialects.ddl import render_ddl
+from .._dialects.limit_records import RecordPlan, record_plan
 from .._dialects.pauses import WHOLE, PausePlan, pause_plan
 from .._dialects.seen import seen_plan
 from .._dialects.ticks import tick_plan
@@ -158,6 +161,10 @@ class SqlBroker(Generic[D]):
         self.cancel_expiry = timedelta(0)  # how long a request lives (its expire_after)
         # Wakes the watch of a table's cancel requests (a NOTIFY of another process's).
         self.cancel_wakes = SettledRows()
+        # Where each limited queue's subscription records its limits (use_limit_records).
+        self.limit_records: RecordPlan | None = None
+        self.limit_mismatch: Literal["warn", "refuse"] = "warn"
+        self.process_id = uuid.uuid4().hex  # this broker's rows in the limit record table
         self.routes: Routes = Routes()
         self._pool: Pool | None = None
         self._closed = False
@@ -397,7 +404,7 @@ class SqlBroker(Generic[D]):
 
     async def create_tables(
         self,
-        row_type: type | Tracker | Ticks | Pauses | CancelRequests | Rates,
+        row_type: type | Tracker | Ticks | Pauses | CancelRequests | Rates | LimitRecords,
         *,
         dead_letter: str | None = None,
     ) -> None:
@@ -427,6 +434,10 @@ class SqlBroker(Generic[D]):
             label = row_type.label
             where = f"create_tables({row_type!r})"
             ddl = list(request_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
+        elif isinstance(row_type, LimitRecords):
+            label = row_type.label
+            where = f"create_tables({row_type!r})"
+            ddl = list(record_plan(self.dialect, row_type.table, row_type.schema, where).ddl)
         elif isinstance(row_type, Rates):
             label = row_type.label
             ddl = list(rates_ddl(self.dialect, row_type, f"create_tables({row_type!r})"))
@@ -1093,6 +1104,34 @@ class SqlBroker(Generic[D]):
             raise DeclarationError(msg)
         self.cancel_requests = request_plan(self.dialect, requests.table, requests.schema, where)
         self.cancel_expiry = requests.expire_after
+
+    def use_limit_records(
+        self, records: LimitRecords, *, on_mismatch: Literal["warn", "refuse"] = "warn"
+    ) -> None:
+        """Tell a process that declares other limits for a queue than another process
+        serving it: each subscription to a limited queue reads, as it starts, the records of
+        its (table, group) that other processes wrote within the last 10 poll intervals;
+        one whose limits differ from this process's is logged (``trinbox.app``, a warning) or,
+        with ``on_mismatch="refuse"``, stops the startup (``StartupError``); then it writes
+        its own record. The record is written at startup only: a process that started more
+        than 10 poll intervals before another is not seen by it. ``create_tables(records)``
+        or ``trinbox schema`` make the table. Call it before the app serves."""
+        if not isinstance(records, LimitRecords):
+            msg = (
+                f"use_limit_records takes a LimitRecords, found {records!r}; pass "
+                f"LimitRecords('trinbox_limits')"
+            )
+            raise DeclarationError(msg)
+        where = f"use_limit_records({records!r})"
+        mismatch: object = on_mismatch  # whatever a caller passed
+        if mismatch not in ("warn", "refuse"):
+            msg = (
+                f"{where}: on_mismatch is 'warn' or 'refuse', found {mismatch!r}; pass "
+                f"on_mismatch='refuse' to stop a process whose limits differ"
+            )
+            raise DeclarationError(msg)
+        self.limit_records = record_plan(self.dialect, records.table, records.schema, where)
+        self.limit_mismatch = on_mismatch
 
     async def _announce_cancelled(self, table: str) -> None:
         """Wake the waits of other processes on ``table`` (``SETTLED_CHANNEL``): a cancel

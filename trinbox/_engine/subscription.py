@@ -41,6 +41,7 @@ from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
+from .limit_check import check_limit_records
 from .retention import Retain, Retention
 from .statistics import SubscriptionStatistics
 from .tracking import SeenRecords, consumer_of
@@ -209,6 +210,9 @@ class Subscription:
             checked.statements,
             seen.statements if seen is not None else (),
             checked.dead_letter,
+        )
+        await check_limit_records(
+            broker, self.queue.limits, self.spec.qualified_name, self.group, self.where
         )
         if self.retention is not None:
             await self.retention.open()

@@ -14,6 +14,7 @@ import click
 
 from .._declare._cancels import CancelRequests
 from .._declare._inbox import Inbox
+from .._declare._limit_records import LimitRecords
 from .._declare._pauses import Pauses
 from .._declare._rates import Rates
 from .._declare._ticks import Ticks
@@ -89,19 +90,19 @@ def load_row(target: str) -> type[Inbox[Any, Any]]:
 
 def load_table(
     target: str,
-) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses | CancelRequests | Rates:
+) -> type[Inbox[Any, Any]] | Tracker | Ticks | Pauses | CancelRequests | Rates | LimitRecords:
     """What ``trinbox schema`` prints the DDL of: a row class, a ``Tracker``'s seen-records
     table, a ``Ticks``' tick table, a ``Pauses``' pause table, a ``CancelRequests``' table or
     a ``Rates``' rate table."""
     found = load_object(target)
-    if isinstance(found, Tracker | Ticks | Pauses | CancelRequests | Rates):
+    if isinstance(found, Tracker | Ticks | Pauses | CancelRequests | Rates | LimitRecords):
         return found
     if not (isinstance(found, type) and issubclass(found, Inbox)):
         msg = (
             f"{target} is {found!r}, not a row class, a Tracker, a Ticks, a Pauses, a "
-            f"CancelRequests or a Rates; name a class derived from Inbox[...], a "
+            f"CancelRequests, a Rates or a LimitRecords; name a class derived from Inbox[...], a "
             f"trinbox.outbox.Tracker, a trinbox.schedules.Ticks, a trinbox.Pauses, a "
-            f"trinbox.CancelRequests or a trinbox.Rates"
+            f"trinbox.CancelRequests, a trinbox.Rates or a trinbox.LimitRecords"
         )
         raise click.BadParameter(msg)
     return found  # pyright: ignore[reportUnknownVariableType]  (issubclass: Inbox[Unknown, ...])

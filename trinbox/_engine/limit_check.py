@@ -1,0 +1,69 @@
+"""The startup check of a limited queue's limits against the other processes serving it
+(``broker.use_limit_records``): the records of its (table, group) that other processes wrote
+within the last ``RECENT_POLLS`` poll intervals, any whose limits differ warned of or refused,
+then this process's record written. Written at startup only (no loop): a process that started
+longer ago than that is not seen.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .._broker.broker import SqlBroker
+from .._declare._limits import ClaimLimits
+from .._holders.connections import give_back
+from ..errors import SchemaError, StartupError, TrinboxError
+
+__all__ = ["RECENT_POLLS", "check_limit_records"]
+
+logger = logging.getLogger("trinbox.app")
+
+RECENT_POLLS = 10  # a record older than so many poll intervals is a process gone (or old)
+
+
+async def check_limit_records(
+    broker: SqlBroker[Any], limits: ClaimLimits | None, table: str, group: str | None, where: str
+) -> None:
+    """Warn of, or refuse, other limits recorded for (``table``, ``group``); record ours."""
+    plan = broker.limit_records
+    if plan is None or limits is None:
+        return
+    declared = limits.label
+    now = broker.clock()
+    values: dict[str, object] = {
+        "table": table,
+        "grp": group or "",
+        "process": broker.process_id,
+        "declared": declared,
+        "seen": now,
+        "since": now - broker.poll_interval * RECENT_POLLS,
+    }
+    pool = broker.pool
+    conn = await pool.acquire("limit records")
+    try:
+        try:
+            rows = await conn.fetch(plan.others.sql, plan.others.bind(values))
+        except TrinboxError as exc:
+            msg = (
+                f"{where}: a broker that uses limit records reads them at startup, found "
+                f"{plan.others.event} failing on {plan.label}: {exc}; create it with "
+                f"broker.create_tables(records) in an on_startup hook, or from trinbox schema "
+                f"MODULE:RECORDS in your migrations"
+            )
+            raise SchemaError(msg, table=plan.label, statement=plan.others.sql) from exc
+        differing = sorted({str(row[0]) for row in rows} - {declared})
+        if differing:
+            queue = f"group {group!r} of {table}" if group is not None else table
+            msg = (
+                f"{where}: another process serving {queue} declared "
+                f"{' and '.join(differing)}, this one declares {declared}; each process "
+                f"keeps its own limits, so declare the same limits in every process"
+            )
+            if broker.limit_mismatch == "refuse":
+                raise StartupError(msg)
+            logger.warning("%s", msg)
+        if await conn.execute(plan.refresh.sql, plan.refresh.bind(values)) == 0:
+            await conn.execute(plan.insert.sql, plan.insert.bind(values))
+    finally:
+        await give_back(pool, conn)
