@@ -137,3 +137,16 @@ async def test_a_missing_record_table_stops_the_startup(stand: Stand, clock: Vir
     with pytest.raises(SchemaError) as caught, trio.fail_after(60):
         await app_of(broker, 3).serve()
     assert "a broker that uses limit records reads them at startup" in str(caught.value)
+
+
+async def test_a_long_serving_process_keeps_its_record_and_a_new_one_is_told(
+    stand: Stand, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A serving process refreshes its record every few poll intervals: one that has served
+    for far longer than 10 of them is still seen by a process that starts now."""
+    caplog.set_level(logging.WARNING, logger="trinbox.app")
+    async with serving(app_of(broker_of(stand), 3)):
+        await trio.sleep(POLL * 100)
+        async with serving(app_of(broker_of(stand), 4)):
+            pass
+    assert warned(caplog) == [MESSAGE]

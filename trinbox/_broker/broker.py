@@ -1113,8 +1113,8 @@ class SqlBroker(Generic[D]):
         its (table, group) that other processes wrote within the last 10 poll intervals;
         one whose limits differ from this process's is logged (``trinbox.app``, a warning) or,
         with ``on_mismatch="refuse"``, stops the startup (``StartupError``); then it writes
-        its own record. The record is written at startup only: a process that started more
-        than 10 poll intervals before another is not seen by it. ``create_tables(records)``
+        its own record, and writes it again every 3 poll intervals while it serves, so a
+        process that starts later sees it however long it has served. ``create_tables(records)``
         or ``trinbox schema`` make the table. Call it before the app serves."""
         if not isinstance(records, LimitRecords):
             msg = (

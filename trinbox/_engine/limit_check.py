@@ -1,8 +1,9 @@
 """The startup check of a limited queue's limits against the other processes serving it
 (``broker.use_limit_records``): the records of its (table, group) that other processes wrote
 within the last ``RECENT_POLLS`` poll intervals, any whose limits differ warned of or refused,
-then this process's record written. Written at startup only (no loop): a process that started
-longer ago than that is not seen.
+then this process's record written; and the loop that keeps it recent while the subscription
+serves (one statement every ``REFRESH_POLLS`` poll intervals, in its upkeep nursery), so a
+process that starts later sees it however long it has served.
 """
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import trio
+
 from .._broker.broker import SqlBroker
 from .._declare._limits import ClaimLimits
 from .._holders.connections import give_back
 from ..errors import SchemaError, StartupError, TrinboxError
 
-__all__ = ["RECENT_POLLS", "check_limit_records"]
+__all__ = ["RECENT_POLLS", "REFRESH_POLLS", "check_limit_records", "keep_limit_record"]
 
 logger = logging.getLogger("trinbox.app")
 
 RECENT_POLLS = 10  # a record older than so many poll intervals is a process gone (or old)
+REFRESH_POLLS = 3  # a serving process writes its record again so often: well within RECENT_POLLS
 
 
 async def check_limit_records(
@@ -67,3 +71,33 @@ async def check_limit_records(
             await conn.execute(plan.insert.sql, plan.insert.bind(values))
     finally:
         await give_back(pool, conn)
+
+
+async def keep_limit_record(
+    broker: SqlBroker[Any], limits: ClaimLimits | None, table: str, group: str | None, where: str
+) -> None:
+    """Write this process's record again every ``REFRESH_POLLS`` poll intervals (Trio's
+    clock), until cancelled. A failed write is logged and tried at the next one: another
+    process may then not see this one's limits, which never stops this app."""
+    plan = broker.limit_records
+    if plan is None or limits is None:
+        return
+    values: dict[str, object] = {
+        "table": table,
+        "grp": group or "",
+        "process": broker.process_id,
+        "declared": limits.label,
+    }
+    while True:
+        await trio.sleep(broker.poll_interval.total_seconds() * REFRESH_POLLS)
+        values["seen"] = broker.clock()
+        try:
+            pool = broker.pool
+            conn = await pool.acquire("limit records")
+            try:
+                if await conn.execute(plan.refresh.sql, plan.refresh.bind(values)) == 0:
+                    await conn.execute(plan.insert.sql, plan.insert.bind(values))
+            finally:
+                await give_back(pool, conn)
+        except TrinboxError:
+            logger.warning("%s: writing its limit record failed", where, exc_info=True)

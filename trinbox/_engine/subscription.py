@@ -5,7 +5,7 @@ shutdown.
     ├── claim loop              claims while a worker is free (claim_loop.py; what its
     │                           claims and the chained ones share: claim_state.py)
     └── work area (shielded)    lives through the grace period after the claim loop stops
-        ├── upkeep              the lease keeper, the watch of cancel requests
+        ├── upkeep              the lease keeper, the watch of cancel requests, the limit record
         └── handlers            at most workers(n) at once (deliveries.py)
 
 A cancel of ``run`` and ``stop()`` do the same, at once: claiming stops (no chained claim
@@ -41,7 +41,7 @@ from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
-from .limit_check import check_limit_records
+from .limit_check import check_limit_records, keep_limit_record
 from .retention import Retain, Retention
 from .statistics import SubscriptionStatistics
 from .tracking import SeenRecords, consumer_of
@@ -362,6 +362,14 @@ class Subscription:
                         self.spec.qualified_name,
                         self.where,
                         self.cancel_watch,
+                    )
+                    upkeep.start_soon(
+                        keep_limit_record,
+                        self.broker,
+                        self.queue.limits,
+                        self.spec.qualified_name,
+                        self.group,
+                        self.where,
                     )
                     async with trio.open_nursery() as handlers:
                         runner.handlers = handlers
