@@ -129,6 +129,9 @@ async def test_a_record_older_than_ten_poll_intervals_is_a_process_gone(
     async with serving(app_of(broker_of(stand, "refuse"), 4)):
         pass
     assert warned(caplog) == []
+    # The gone process's record was deleted as the new one started: no row per start for ever.
+    rows = [str(d) for (d,) in stand.rows("SELECT declared FROM app_limits")]
+    assert rows == [".limit(concurrency=4)"]
 
 
 async def test_a_missing_record_table_stops_the_startup(stand: Stand, clock: VirtualClock) -> None:

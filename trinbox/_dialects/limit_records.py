@@ -20,17 +20,20 @@ __all__ = ["RecordPlan", "record_plan"]
 class RecordPlan:
     """``others``: (declared, seen_at) of the other processes' rows of (table, grp) seen
     since ``since``; ``refresh``: this process's row stamped ``seen``, with its ``declared``;
-    ``insert``: the row written where there is none; ``ddl`` creates the table."""
+    ``insert``: the row written where there is none; ``gone``: the rows of (table, grp) not
+    seen since ``since`` deleted (processes gone: a serving one writes its row again well
+    within it); ``ddl`` creates the table."""
 
     others: Statement
     refresh: Statement
     insert: Statement
+    gone: Statement
     ddl: tuple[str, ...]
     label: str
 
     @property
     def checked(self) -> tuple[Statement, ...]:
-        return (self.others, self.refresh, self.insert)
+        return (self.others, self.refresh, self.insert, self.gone)
 
 
 def record_plan(dialect: Dialect, table: str, schema: str | None, where: str) -> RecordPlan:
@@ -77,6 +80,15 @@ def record_plan(dialect: Dialect, table: str, schema: str | None, where: str) ->
         + ")"
         + after,
     )
+    gone = d.render(
+        "limit records gone",
+        f"DELETE FROM {name} WHERE queue_table = "
+        + P("table")
+        + " AND grp = "
+        + P("grp")
+        + " AND seen_at <= "
+        + P("since"),
+    )
     rules = d.ddl_rules
     text = rules.indexed_text
     create = (
@@ -90,4 +102,6 @@ def record_plan(dialect: Dialect, table: str, schema: str | None, where: str) ->
         f"){rules.table_options}"
     )
     label = f"{schema}.{table}" if schema else table
-    return RecordPlan(others=others, refresh=refresh, insert=insert, ddl=(create,), label=label)
+    return RecordPlan(
+        others=others, refresh=refresh, insert=insert, gone=gone, ddl=(create,), label=label
+    )

@@ -1,9 +1,10 @@
 """The startup check of a limited queue's limits against the other processes serving it
 (``broker.use_limit_records``): the records of its (table, group) that other processes wrote
 within the last ``RECENT_POLLS`` poll intervals, any whose limits differ warned of or refused,
-then this process's record written; and the loop that keeps it recent while the subscription
-serves (one statement every ``REFRESH_POLLS`` poll intervals, in its upkeep nursery), so a
-process that starts later sees it however long it has served.
+then the records of processes gone deleted and this process's record written; and the loop
+that keeps it recent while the subscription serves (one statement every ``REFRESH_POLLS``
+poll intervals, in its upkeep nursery), so a process that starts later sees it however long
+it has served.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ async def check_limit_records(
             if broker.limit_mismatch == "refuse":
                 raise StartupError(msg)
             logger.warning("%s", msg)
+        # The records of processes gone go, so each start does not leave one for ever.
+        await conn.execute(plan.gone.sql, plan.gone.bind(values))
         if await conn.execute(plan.refresh.sql, plan.refresh.bind(values)) == 0:
             await conn.execute(plan.insert.sql, plan.insert.bind(values))
     finally:
