@@ -64,10 +64,12 @@ async def watch_cancels(
                     if ident not in broker.running.held(table):
                         continue
                     if broker.running.cancel(table, ident) == "cancelled":
+                        # Counted at the cancel: a shutdown may cancel the delete after it
+                        # (the request then lapses).
+                        counts.served += 1
                         logger.info("%s: row %s cancelled by a request", where, ident)
                         served = {"table": table, "row_id": ident}
                         await conn.execute(plan.served.sql, plan.served.bind(served))
-                        counts.served += 1
             finally:
                 await give_back(pool, conn)
         except TrinboxError:

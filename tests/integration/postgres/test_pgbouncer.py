@@ -287,10 +287,15 @@ async def test_a_limited_lease_claim_serves_through_transaction_pooling(
 
     queue = InboxQueue(EMAIL[form], "emails").workers(6).limit(key="customer", concurrency=2)
 
+    full = trio.Event()  # every customer at its limit: 2 each of 3, all 6 workers busy
+
     @subscriber(queue)
     async def send(email: Email) -> None:
         in_work[email.to] = in_work.get(email.to, 0) + 1
         most[email.to] = max(most.get(email.to, 0), in_work[email.to])
+        if sum(in_work.values()) == 6:
+            full.set()
+        await full.wait()  # held until the limit is reached on every key, never past it
         await trio.sleep(0.01)
         in_work[email.to] -= 1
 
