@@ -175,6 +175,7 @@ def _check_form(spec: TableSpec, call: str) -> None:
 
 
 def _check_beside(spec: TableSpec, call: str, *, fifo: bool, custom: bool) -> None:
+    """Limits are claimed beside neither FIFO groups nor a custom claim, for now."""
     refused = None
     if fifo:
         refused = "Group(fifo=True) (a FIFO group runs one row at a time already)"
@@ -215,17 +216,7 @@ def _add_concurrency(
             f"Inbox[Lease] with a LockedUntil field, or drop .limit()"
         )
         raise DeclarationError(msg)
-    refused = None
-    if fifo:
-        refused = "Group(fifo=True) (a FIFO group runs one row at a time already)"
-    elif custom:
-        refused = ".custom_claim() (the limit lives in trinbox's claim)"
-    if refused is not None:
-        msg = (
-            f"{spec.label}: .limit() is supported for now beside neither Group(fifo=True) "
-            f"nor .custom_claim(), found {call} beside {refused}; drop one of them"
-        )
-        raise DeclarationError(msg)
+    _check_beside(spec, call, fifo=fifo, custom=custom)
     limits = found if found is not None else ClaimLimits()
     if key is None:
         if limits.whole is not None:
