@@ -1,6 +1,7 @@
 """PgBouncer in transaction pooling in front of PostgreSQL (scripts/start-pgbouncer,
 ``TRINBOX_PGBOUNCER_DSN``): the row lock and lease forms serve through it with
-``pgbouncer="transaction"`` (a limited lease or row lock claim too); the advisory form and
+``pgbouncer="transaction"`` (a limited lease or row lock claim, and a rated one, too); the
+advisory form and
 ``listen_notify`` are refused at startup.
 
 Each test makes a fresh database on the PostgreSQL server (through ``TRINBOX_PG_DSN``) and
@@ -25,9 +26,10 @@ import psycopg
 import pytest
 import trio
 
-from trinbox import HandlerOutcome, Inbox, InboxQueue, SqlBroker, keys, subscriber
+from trinbox import HandlerOutcome, Inbox, InboxQueue, Rate, Rates, SqlBroker, keys, subscriber
 from trinbox.errors import DatabaseError, StartupError
-from trinbox.testing import TrioClock, VirtualClock, settled
+from trinbox.schema import ddl
+from trinbox.testing import TrioClock, VirtualClock, idle, settled
 
 from ..matrix.kit import DUE, insert_rows
 from ..matrix.schema import EMAIL, EMAIL_JOBS
@@ -321,3 +323,51 @@ async def test_a_limited_lease_claim_serves_through_transaction_pooling(
     assert most == {"c0": 2, "c1": 2, "c2": 2}
     assert bounced.stand.rows("SELECT job_id FROM email_jobs") == []
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_rated_claim_serves_through_transaction_pooling(bounced: Bounced) -> None:
+    # The rates' upserts run in the claim's transaction, behind its pg_advisory_xact_lock, so
+    # the starts a claim spends are written by whichever server session PgBouncer lends it.
+    rates = Rates("bounced_rates")
+    for statement in ddl(rates, "postgres"):
+        bounced.stand.execute(statement)
+    broker = bounced.broker()
+    queue = (
+        InboxQueue(EMAIL["lease"], "emails")
+        .workers(6)
+        .limit(key="customer", rate=Rate(2, per=timedelta(hours=1)), rates=rates)
+    )
+    started: list[str] = []
+
+    @subscriber(queue)
+    async def send(email: Email) -> None:
+        started.append(email.to)
+
+    insert_rows(
+        bounced.stand,
+        "email_jobs",
+        [
+            {
+                "name": "emails",
+                "customer": f"c{n % 3}",
+                "retry_after": DUE,
+                "payload": json.dumps({"to": f"c{n % 3}"}).encode(),
+            }
+            for n in range(12)
+        ],
+    )
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        with trio.fail_after(30):
+            await settled(app, send, 6)
+            await idle(app, send)  # a claim after the last of them found nothing to start
+        assert app.statistics(send).claimed == 6
+    # Each customer's burst of two, no more: an hour passes before the next start.
+    assert sorted(started) == ["c0", "c0", "c1", "c1", "c2", "c2"]
+    assert bounced.stand.value("SELECT count(*) FROM email_jobs") == 6
+    assert sorted(r[0] for r in bounced.stand.rows("SELECT rate_key FROM bounced_rates")) == [
+        "vc0",
+        "vc1",
+        "vc2",
+    ]
