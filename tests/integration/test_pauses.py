@@ -306,5 +306,13 @@ def test_the_calls_refuse_what_they_cannot_pause(tmp_path: Path) -> None:
     )
     with pytest.raises(DeclarationError, match=r"a group is named by a non-empty str, found "):
         trio.run(lambda: broker.resume(Grouped, group=""))
+    # trinbox's pause table keeps the group in a key column of 191 characters (MySQL's).
+    with pytest.raises(DeclarationError) as caught:
+        trio.run(lambda: broker.pause(Grouped, group="g" * 192))
+    assert str(caught.value).endswith(
+        "a group is named by a non-empty str of at most 191 characters (trinbox's own tables "
+        "keep it in a key column), found 'gggggggggggggggggggggggggggggggggggggggg'... (192 "
+        "characters); name the group with a shorter str"
+    )
     with pytest.raises(DeclarationError, match=r"pause table is a trinbox.Pauses, found pauses="):
         SqlBroker.sqlite(f"sqlite:///{tmp_path}/x.db", pauses="app_pauses")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

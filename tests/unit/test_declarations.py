@@ -842,3 +842,28 @@ def test_subclass_declares_its_own_table() -> None:
     assert (spec.table, spec.form) == ("jobs_archive", Lease)
     assert [c.field for c in spec.columns] == ["id", "locked_until", "archived_at"]
     assert spec_of(Job).table == "jobs"
+
+
+def test_a_group_s_name_fits_trinbox_s_key_columns() -> None:
+    class Grouped(Inbox[Lease], table="grouped_names"):
+        id: Annotated[int, Id(generated=True)]
+        queue: Annotated[str, Group()]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+        payload: Annotated[bytes, Payload()]
+
+    class Single(Inbox[Lease], table="single_names"):
+        id: Annotated[int, Id(generated=True)]
+        locked_until: Annotated[datetime | None, LockedUntil()]
+        payload: Annotated[bytes, Payload()]
+
+    assert InboxQueue(Grouped, "g" * 191).group == "g" * 191
+    with pytest.raises(DeclarationError) as caught:
+        InboxQueue(Grouped, "g" * 192)
+    assert str(caught.value) == (
+        "InboxQueue(test_a_group_s_name_fits_trinbox_s_key_columns.<locals>.Grouped, ...): a "
+        "group is named by a non-empty str of at most 191 characters (trinbox's own tables "
+        "keep it in a key column), found 'gggggggggggggggggggggggggggggggggggggggg'... (192 "
+        "characters); name the group with a shorter str"
+    )
+    # Without a Group field the name is a label, kept in no key column.
+    assert InboxQueue(Single, "s" * 300).name == "s" * 300

@@ -63,6 +63,7 @@ from .._declare._markers import (
 )
 from .._declare._rates import Rate, Rates
 from .._declare._tracker import Tracker
+from .._dialects.seen import check_group_name
 from .._util import evolve, positive_duration
 from ..errors import DeclarationError
 from .backoff import Backoff, require_backoff
@@ -251,7 +252,9 @@ class InboxQueue(Generic[R, M, B]):
     limits: ClaimLimits | None
 
     def __init__(self, row: type[R], name: str) -> None:
-        spec_of(row)  # a clear error now for anything but a row class
+        spec = spec_of(row)  # a clear error now for anything but a row class
+        if spec.group is not None:
+            check_group_name(f"InboxQueue({row.__qualname__}, ...)", name)
         object.__setattr__(self, "row", row)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "mode", Plain)

@@ -52,7 +52,7 @@ from .._dialects.cancels import RequestPlan, cancel_plan, request_plan
 from .._dialects.ddl import render_ddl
 from .._dialects.limit_records import RecordPlan, record_plan
 from .._dialects.pauses import WHOLE, PausePlan, pause_plan
-from .._dialects.seen import seen_plan
+from .._dialects.seen import check_group_name, seen_plan
 from .._dialects.ticks import tick_plan
 from .._drivers._base import Connection, Op, Pool
 from .._drivers._urls import Kind, redacted
@@ -1594,6 +1594,7 @@ def _pause_group(where: str, spec: TableSpec, group: object) -> str:
             f"group, as InboxQueue(Row, 'name') does, or leave group= out to pause the table"
         )
         raise DeclarationError(msg)
+    check_group_name(where, group)
     return group
 
 

@@ -437,7 +437,12 @@ class MySqlDialect(Dialect):
         return "(" + a + ") DIV " + b
 
     def rate_key_text(self, column: str) -> str:
-        return f"COALESCE(CONCAT('v', CAST({column} AS CHAR)), 'n')"
+        """Past 190 characters, ``'h'`` and the key's SHA-256 (the key column holds 191)."""
+        text = f"CAST({column} AS CHAR)"
+        return (
+            f"COALESCE(IF(CHAR_LENGTH({text}) > 190, CONCAT('h', SHA2({text}, 256)), "
+            f"CONCAT('v', {text})), 'n')"
+        )
 
     def rate_upsert(self, name: str, select: Frag, tat: Callable[[str], Frag]) -> Frag:
         return (

@@ -14,14 +14,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import DeclarationError
 from ._base import Dialect
 from ._statement import P, Statement
 
-__all__ = ["KEY_LENGTH", "SeenPlan", "seen_plan"]
+__all__ = ["KEY_LENGTH", "SeenPlan", "check_group_name", "seen_plan"]
 
 KEY_LENGTH = 191
 """Characters a consumer's name and a record id take at most: the width MySQL indexes of a
 key's text column (VARCHAR(191) in utf8mb4), the same on every database."""
+
+
+def check_group_name(where: str, name: object) -> None:
+    """A group's name is a non-empty str of at most ``KEY_LENGTH`` characters: trinbox's own
+    tables (pauses, rates, limit records) keep it in a key column."""
+    if not isinstance(name, str) or not name or len(name) > KEY_LENGTH:
+        shown = repr(name) if not isinstance(name, str) or len(name) <= 40 else f"{name[:40]!r}..."
+        found = f" ({len(name)} characters)" if isinstance(name, str) and name else ""
+        msg = (
+            f"{where}: a group is named by a non-empty str of at most {KEY_LENGTH} characters "
+            f"(trinbox's own tables keep it in a key column), found {shown}{found}; name the "
+            f"group with a shorter str"
+        )
+        raise DeclarationError(msg)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,3 +132,16 @@ async def test_a_whole_queue_rate(case: Case) -> None:
         assert list(await form.claim(10)) == []
         clock.now += TEN / 2
         assert len(await form.claim(10)) == 2
+
+
+@LEASE_CELLS
+async def test_long_keys_keep_rates_of_their_own(case: Case) -> None:
+    # Keys as long as the column takes, alike but for their last character, and one of
+    # four-byte characters: each its own rate row (MySQL's key column is 191 characters, so a
+    # long key is kept as its hash there, never cut short into another key's row).
+    long_a, long_b, emoji = "k" * 190 + "a", "k" * 190 + "b", "\U0001f600" * 191
+    emails(case, [long_a, long_a, long_b, long_b, emoji, emoji])
+    async with limited_form(case, ManualClock(), per_key(case, 1)) as form:
+        assert keys_of(await form.claim(10)) == {long_a: 1, long_b: 1, emoji: 1}
+        assert list(await form.claim(10)) == []
+    assert case.stand.value("SELECT COUNT(*) FROM test_rates") == 3
