@@ -91,20 +91,28 @@ def limited_ids(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
             + d.where(live_conditions(d, spec))
             + f" GROUP BY {column})"
         )
+        # A key below its limit: NOT IN the saturated keys (hashed on PostgreSQL, an
+        # ephemeral index on SQLite), a NULL key checked apart; a null-safe comparison
+        # instead joins each row scanned to every live key (PostgreSQL 290 ms against 17 ms
+        # for an empty claim over 50,000 rows of 100 saturated keys).
+        full = f"{live}.{count} >= {limits.per_key}"
         saturated = (
-            f"NOT EXISTS (SELECT 1 FROM {live} WHERE {live}.{key} {d.null_safe_equal} "
-            f"{row}.{column} AND {live}.{count} >= {limits.per_key})"
+            f"({row}.{column} IS NULL OR {row}.{column} NOT IN (SELECT {live}.{key} FROM "
+            f"{live} WHERE {live}.{key} IS NOT NULL AND {full})) AND ({row}.{column} IS NOT "
+            f"NULL OR NOT EXISTS (SELECT 1 FROM {live} WHERE {live}.{key} IS NULL AND {full}))"
         )
         exprs.append(
             f"{window} AS (SELECT {windowed} FROM {t} AS {row}"
             + d.where([*due, saturated])
             + bounded
         )
+        # The key's live leases: joined by equality (hashable), a NULL key's read apart.
         exprs.append(
             f"{ranked} AS (SELECT {prefixed}, ROW_NUMBER() OVER (PARTITION BY {row}.{column} "
             f"ORDER BY {d.order_by(spec, prefix=row + '.')}) AS {rank}, "
-            f"COALESCE({live}.{count}, 0) AS {used} FROM {window} AS {row} LEFT JOIN {live} ON "
-            f"{live}.{key} {d.null_safe_equal} {row}.{column})"
+            f"COALESCE({live}.{count}, CASE WHEN {row}.{column} IS NULL THEN (SELECT "
+            f"{count} FROM {live} WHERE {key} IS NULL) END, 0) AS {used} FROM {window} AS "
+            f"{row} LEFT JOIN {live} ON {live}.{key} = {row}.{column})"
         )
         source = Sql(f"{ranked} WHERE {rank} + {used} <= {limits.per_key}")
     else:

@@ -159,6 +159,25 @@ async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
         assert keys_of(await form.claim(10)) == {None: 2, "a": 1}
         assert list(await form.claim(10)) == []
 
+    # A NULL key's live leases count against its own rows as any key's do.
+    case.stand.execute("DELETE FROM email_jobs")
+    emails(case, [None] * 4)
+    async with limited_form(case, ManualClock(), per_key(2)) as form:
+        assert keys_of(await form.claim(1)) == {None: 1}
+        assert keys_of(await form.claim(10)) == {None: 1}
+        assert list(await form.claim(10)) == []
+
+
+@LEASE_CELLS
+async def test_a_saturated_null_key_is_skipped_by_the_window(case: Case) -> None:
+    # The window passes over the rows of saturated keys, a NULL key's too (a NOT IN of the
+    # saturated keys never matches NULL, so the NULL key is checked apart).
+    emails(case, [None] * (CANDIDATES + 10) + ["b"])
+    async with limited_form(case, ManualClock(), per_key(1)) as form:
+        assert keys_of(await form.claim(4)) == {None: 1}
+        assert keys_of(await form.claim(4)) == {"b": 1}
+        assert list(await form.claim(4)) == []
+
 
 @LEASE_CELLS
 async def test_the_whole_queue_cap_bounds_every_key_together(case: Case) -> None:
