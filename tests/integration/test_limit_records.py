@@ -148,8 +148,12 @@ async def test_a_long_serving_process_keeps_its_record_and_a_new_one_is_told(
     """A serving process refreshes its record every few poll intervals: one that has served
     for far longer than 10 of them is still seen by a process that starts now."""
     caplog.set_level(logging.WARNING, logger="trinbox.app")
-    async with serving(app_of(broker_of(stand), 3)):
+    first = app_of(broker_of(stand), 3)
+    async with serving(first):
         await trio.sleep(POLL * 100)
         async with serving(app_of(broker_of(stand), 4)):
             pass
     assert warned(caplog) == [MESSAGE]
+    # Counted in its statistics: the write at startup, then one every 3 poll intervals.
+    (stats,) = first.statistics()
+    assert (stats.limit_record_writes, stats.failed_limit_record_writes) == (1 + 100 // 3, 0)

@@ -9,6 +9,8 @@ on the table's own channel, the group as payload, as a publish sends).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import trio
 
 __all__ = ["FreedSlots"]
@@ -20,7 +22,7 @@ class FreedSlots:
     def __init__(self) -> None:
         self._unannounced: set[tuple[str, str]] | None = None  # None: nobody announces
         self._marked = trio.Event()
-        self.announced = 0  # NOTIFYs sent
+        self._sent: Counter[tuple[str, str]] = Counter()  # NOTIFYs sent per pair
 
     def freed(self, table: str, group: str | None) -> None:
         """A row of ``table``'s limited subscription to ``group`` (None: the whole table)
@@ -28,6 +30,14 @@ class FreedSlots:
         if self._unannounced is not None:
             self._unannounced.add((table, group or ""))
             self._marked.set()
+
+    def sent_one(self, table: str, group: str) -> None:
+        """A NOTIFY of (``table``, ``group``) went out."""
+        self._sent[table, group] += 1
+
+    def sent(self, table: str, group: str | None) -> int:
+        """The NOTIFYs of ``table``'s subscription to ``group`` sent so far."""
+        return self._sent[table, group or ""]
 
     def announcing(self, on: bool) -> None:
         """Keep the freed pairs for an announcer (from now on), or stop keeping them."""

@@ -246,7 +246,7 @@ class SlotAnnouncer:
             try:
                 for table, group in pairs:
                     await conn.execute(notify.sql, notify.bind({"channel": table, "group": group}))
-                    self._broker.freed_slots.announced += 1
+                    self._broker.freed_slots.sent_one(table, group)
             finally:
                 await give_back(pool, conn)
         except DatabaseError as exc:

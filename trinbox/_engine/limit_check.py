@@ -10,6 +10,7 @@ it has served.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -19,7 +20,13 @@ from .._declare._limits import ClaimLimits
 from .._holders.connections import give_back
 from ..errors import SchemaError, StartupError, TrinboxError
 
-__all__ = ["RECENT_POLLS", "REFRESH_POLLS", "check_limit_records", "keep_limit_record"]
+__all__ = [
+    "RECENT_POLLS",
+    "REFRESH_POLLS",
+    "RecordWrites",
+    "check_limit_records",
+    "keep_limit_record",
+]
 
 logger = logging.getLogger("trinbox.app")
 
@@ -27,8 +34,21 @@ RECENT_POLLS = 10  # a record older than so many poll intervals is a process gon
 REFRESH_POLLS = 3  # a serving process writes its record again so often: well within RECENT_POLLS
 
 
+@dataclass
+class RecordWrites:
+    """A subscription's writes of its limit record, for its statistics."""
+
+    written: int = 0
+    failed: int = 0
+
+
 async def check_limit_records(
-    broker: SqlBroker[Any], limits: ClaimLimits | None, table: str, group: str | None, where: str
+    broker: SqlBroker[Any],
+    limits: ClaimLimits | None,
+    table: str,
+    group: str | None,
+    where: str,
+    writes: RecordWrites,
 ) -> None:
     """Warn of, or refuse, other limits recorded for (``table``, ``group``); record ours."""
     plan = broker.limit_records
@@ -72,12 +92,18 @@ async def check_limit_records(
         await conn.execute(plan.gone.sql, plan.gone.bind(values))
         if await conn.execute(plan.refresh.sql, plan.refresh.bind(values)) == 0:
             await conn.execute(plan.insert.sql, plan.insert.bind(values))
+        writes.written += 1
     finally:
         await give_back(pool, conn)
 
 
 async def keep_limit_record(
-    broker: SqlBroker[Any], limits: ClaimLimits | None, table: str, group: str | None, where: str
+    broker: SqlBroker[Any],
+    limits: ClaimLimits | None,
+    table: str,
+    group: str | None,
+    where: str,
+    writes: RecordWrites,
 ) -> None:
     """Write this process's record again every ``REFRESH_POLLS`` poll intervals (Trio's
     clock), until cancelled. A failed write is logged and tried at the next one: another
@@ -100,7 +126,9 @@ async def keep_limit_record(
             try:
                 if await conn.execute(plan.refresh.sql, plan.refresh.bind(values)) == 0:
                     await conn.execute(plan.insert.sql, plan.insert.bind(values))
+                writes.written += 1
             finally:
                 await give_back(pool, conn)
         except TrinboxError:
+            writes.failed += 1
             logger.warning("%s: writing its limit record failed", where, exc_info=True)

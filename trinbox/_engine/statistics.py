@@ -88,6 +88,13 @@ class SubscriptionStatistics:
     failed_cancel_polls: int = 0
     cancel_requests_served: int = 0
     """Requests of other processes that cancelled a handler here."""
+    freed_slot_notifies: int = 0
+    """NOTIFYs this process sent on the subscription's table and group (``listen_notify``)
+    that its limited queue's rows finished, so claims elsewhere take the freed slots."""
+    limit_record_writes: int = 0
+    """Writes of this process's limit record (``broker.use_limit_records``): at startup,
+    then every 3 poll intervals."""
+    failed_limit_record_writes: int = 0
     progress: tuple[tuple[object, float | None], ...] = ()
     """``(row id, fraction)`` of each delivery in work whose handler takes ``keys.Progress``,
     its latest ``progress.set`` (``None`` before the first), in the order they started."""

@@ -41,7 +41,7 @@ from .claim_loop import ClaimLoop
 from .claim_state import ClaimState
 from .custom_claims import custom_claim_for
 from .deliveries import DeliveryRunner
-from .limit_check import check_limit_records, keep_limit_record
+from .limit_check import RecordWrites, check_limit_records, keep_limit_record
 from .retention import Retain, Retention
 from .statistics import SubscriptionStatistics
 from .tracking import SeenRecords, consumer_of
@@ -90,6 +90,9 @@ _COUNTS = (
     "connections_closed",
     "pruned_processed",
     "pruned_dead_letters",
+    "freed_slot_notifies",
+    "limit_record_writes",
+    "failed_limit_record_writes",
 )
 
 
@@ -142,6 +145,7 @@ class Subscription:
         self.lease_extensions = 0
         self.leases_lost = 0
         self.cancel_watch = WatchCounts()
+        self.record_writes = RecordWrites()  # the limit record's, for statistics()
 
     # -- startup ----------------------------------------------------------------------------
 
@@ -212,7 +216,12 @@ class Subscription:
             checked.dead_letter,
         )
         await check_limit_records(
-            broker, self.queue.limits, self.spec.qualified_name, self.group, self.where
+            broker,
+            self.queue.limits,
+            self.spec.qualified_name,
+            self.group,
+            self.where,
+            self.record_writes,
         )
         if self.retention is not None:
             await self.retention.open()
@@ -370,6 +379,7 @@ class Subscription:
                         self.spec.qualified_name,
                         self.group,
                         self.where,
+                        self.record_writes,
                     )
                     async with trio.open_nursery() as handlers:
                         runner.handlers = handlers
@@ -466,6 +476,9 @@ class Subscription:
             cancel_polls=self.cancel_watch.polls,
             failed_cancel_polls=self.cancel_watch.failed,
             cancel_requests_served=self.cancel_watch.served,
+            freed_slot_notifies=self.broker.freed_slots.sent(source.table, source.group),
+            limit_record_writes=self.record_writes.written,
+            failed_limit_record_writes=self.record_writes.failed,
             progress=tuple((row_id(self.spec, d.id), d.progress) for d in runner.reporting),
         )
 

@@ -78,6 +78,8 @@ async def test_a_slot_freed_in_another_process_is_claimed_at_once(pg: PostgresSt
                     await arrived.wait()
                 assert trio.current_time() - started < SEEN_WITHIN
                 assert handled == [1]
+            # This process announced its own finished row once, as it stopped at the latest.
+            assert app.statistics(handle).freed_slot_notifies == 1
             assert await read_lines(holder.stdout, 1) == ["done"]
             assert await holder.wait() == 0
         finally:
