@@ -22,12 +22,12 @@ import trio
 from trinbox import InboxQueue, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
+from trinbox._dialects._session_slots import indexes, key_text, slot_name
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.rowlock import RowLockForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext
-from trinbox.errors import UnsupportedForm
 from trinbox.testing import idle
 
 from ..serving import make_app, serving
@@ -36,8 +36,11 @@ from .kit import DUE, HOUR, insert_rows
 from .schema import RowLockedEmail, RowLockedPlain
 from .test_lease import ManualClock, broker_on
 
-PG_ROW_LOCK = pytest.mark.parametrize(
-    "case", [("postgres", "row_lock")], ids=["postgres-row_lock"], indirect=True
+ROW_LOCK = pytest.mark.parametrize(
+    "case",
+    [("postgres", "row_lock"), ("mariadb", "row_lock")],
+    ids=["postgres-row_lock", "mariadb-row_lock"],
+    indirect=True,
 )
 
 
@@ -104,7 +107,7 @@ async def claim_each(form: RowLockForm, count: int) -> list[Delivery]:
     return found
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_key_at_its_limit_is_skipped_and_the_others_fill_the_claim(case: Case) -> None:
     # In claim order (id): five rows of a, then two of b, one of c.
     emails(case, ["a"] * 5 + ["b"] * 2 + ["c"])
@@ -123,7 +126,7 @@ async def test_a_key_at_its_limit_is_skipped_and_the_others_fill_the_claim(case:
         assert list(await form.claim(10)) == []
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_one_row_claims_each_take_a_slot_and_an_ack_frees_one(case: Case) -> None:
     emails(case, ["a"] * 5)
     async with limited_form(case, per_key(3)) as form:
@@ -134,7 +137,7 @@ async def test_one_row_claims_each_take_a_slot_and_an_ack_frees_one(case: Case) 
         assert len(await claim_each(form, 3)) == 1
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_dead_connection_frees_its_slots_at_once(case: Case) -> None:
     emails(case, ["a"] * 4)
     async with limited_form(case, per_key(2)) as form:
@@ -151,7 +154,7 @@ async def test_a_dead_connection_frees_its_slots_at_once(case: Case) -> None:
         assert list(await form.claim(10)) == []
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_dropped_delivery_rolls_back_and_frees_its_slot(case: Case) -> None:
     emails(case, ["a"] * 3)
     async with limited_form(case, per_key(1)) as form:
@@ -161,7 +164,7 @@ async def test_a_dropped_delivery_rolls_back_and_frees_its_slot(case: Case) -> N
         assert keys_of(await form.claim(10)) == {"a": 1}
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
     emails(case, [None, None, None, "a", "NULL"])
     async with limited_form(case, per_key(2)) as form:
@@ -169,7 +172,7 @@ async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
         assert list(await form.claim(10)) == []
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_the_whole_queue_cap_bounds_every_key_together(case: Case) -> None:
     emails(case, ["a", "b", "c", "d", "e", "f"])
     whole = limits_of(InboxQueue(RowLockedEmail, "emails").limit(concurrency=4))
@@ -182,7 +185,7 @@ async def test_the_whole_queue_cap_bounds_every_key_together(case: Case) -> None
         assert len(await form.claim(10)) == 1
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_per_key_limit_and_a_whole_queue_cap_together(case: Case) -> None:
     emails(case, ["a"] * 4 + ["b"] * 4 + ["c"] * 4)
     both = limits_of(
@@ -197,7 +200,7 @@ async def test_a_per_key_limit_and_a_whole_queue_cap_together(case: Case) -> Non
         assert list(await form.claim(10)) == []
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_another_group_s_rows_in_work_count_for_nothing(case: Case) -> None:
     emails(case, ["a"], group="other")
     emails(case, ["a"])
@@ -210,7 +213,7 @@ async def test_another_group_s_rows_in_work_count_for_nothing(case: Case) -> Non
         assert keys_of(await form.claim(10)) == {"a": 1}
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_table_without_groups_is_limited_whole(case: Case) -> None:
     insert_rows(
         case.stand,
@@ -223,20 +226,6 @@ async def test_a_table_without_groups_is_limited_whole(case: Case) -> None:
         assert Counter(d.values["tenant"] for d in taken) == {"x": 1, "y": 1}
 
 
-@pytest.mark.parametrize("case", [("mariadb", "row_lock")], ids=["mariadb-row_lock"], indirect=True)
-async def test_mariadb_s_row_lock_form_refuses_a_limit(case: Case) -> None:
-    async with asyncio_loop(True):
-        broker = broker_on(case.stand, ManualClock())
-        with pytest.raises(UnsupportedForm) as found:
-            build_plan(broker.dialect, spec_of(RowLockedEmail), limits=per_key(3))
-    assert str(found.value) == (
-        "email_jobs (RowLockedEmail): .limit() on an Inbox[RowLock] table takes a slot per "
-        "row as a transaction lock, which MySQL does not have (GET_LOCK is a session lock, "
-        "kept past the commit), found .limit(key='customer', concurrency=3); declare the "
-        "table Inbox[Lease] (limits count live leases there) or serve it from PostgreSQL"
-    )
-
-
 # -- served: workers of one subscription ----------------------------------------------------
 
 
@@ -245,7 +234,7 @@ class Email:
     to: str
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
     case: Case,
 ) -> None:
@@ -293,25 +282,38 @@ async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
     assert case.stand.rows("SELECT job_id FROM email_jobs") == []
 
 
-def slots_held(case: Case) -> int:
-    """The advisory locks held on the database (the slots; nothing else takes them here)."""
-    ((count,),) = case.stand.rows(
-        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+def slots_held(case: Case, form: RowLockForm, count: int = 3) -> int:
+    """The slots held on the database: PostgreSQL's advisory locks (nothing else takes them
+    here); MySQL's named locks of the first ``count`` slots of each key in email_jobs."""
+    if case.stand.name == "postgres":
+        ((found,),) = case.stand.rows(
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        )
+        return int(found)
+    d, spec = form._ctx.dialect, form._ctx.spec
+    held = d.render(
+        "held",
+        "SELECT COUNT(*) FROM (SELECT DISTINCT customer AS k FROM email_jobs) AS d CROSS JOIN "
+        + indexes(count, "i", "g")
+        + " AS s WHERE IS_USED_LOCK("
+        + slot_name(d, spec, key_text("d.k"), "s.i")
+        + ") IS NOT NULL",
     )
-    return int(count)
+    ((found,),) = case.stand.rows(held.sql, *held.bind({"group": "emails"}))
+    return int(found)
 
 
-@PG_ROW_LOCK
+@ROW_LOCK
 async def test_a_claim_takes_no_slot_it_cannot_fill(case: Case) -> None:
     # a's only row is in work, a slot of a held by its claim; b's rows behind it.
     emails(case, ["a", "b", "b"])
     async with limited_form(case, per_key(3)) as form:
         assert keys_of(await form.claim(1)) == {"a": 1}
-        assert slots_held(case) == 1
+        assert slots_held(case, form) == 1
         # a still has two free slots but no row to lock: the next claims of one row each take
         # b's rows, not a slot of a (the slots others hold tell how many of a's rows are free).
         assert keys_of(await form.claim(1)) == {"b": 1}
         assert keys_of(await form.claim(1)) == {"b": 1}
-        assert slots_held(case) == 3
+        assert slots_held(case, form) == 3
         assert list(await form.claim(10)) == []
-        assert slots_held(case) == 3
+        assert slots_held(case, form) == 3
