@@ -1,7 +1,8 @@
 """Limits per key and for the whole queue (``InboxQueue.limit``) in the row lock form: each
-claimed row holds a slot of its key (and of the queue), a transaction lock of its claim, taken
-with try-locks (trinbox._dialects._slots). PostgreSQL has them; MariaDB's GET_LOCK is a session
-lock, so its row lock form refuses a limit; SQLite has no row lock form.
+claimed row holds a slot of its key (and of the queue): on PostgreSQL a transaction lock of its
+claim, taken with try-locks (trinbox._dialects._slots); on MariaDB a named session lock of the
+claim's connection, GET_LOCK(name, 0), let go once the transaction ends
+(trinbox._dialects._session_slots); SQLite has no row lock form.
 
 A key at its limit is skipped while other keys' rows fill the same claim; a slot ends with its
 claim's transaction (the last settlement's commit, a rollback, a closed connection), so a dead
@@ -28,6 +29,7 @@ from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.rowlock import RowLockForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext
+from trinbox._holders.claim_transaction import ClaimTransaction
 from trinbox.testing import idle
 
 from ..serving import make_app, serving
@@ -317,3 +319,94 @@ async def test_a_claim_takes_no_slot_it_cannot_fill(case: Case) -> None:
         assert slots_held(case, form) == 3
         assert list(await form.claim(10)) == []
         assert slots_held(case, form) == 3
+
+
+MARIADB_ROW_LOCK = pytest.mark.parametrize(
+    "case", [("mariadb", "row_lock")], ids=["mariadb-row_lock"], indirect=True
+)
+
+# 191: the longest key MariaDB's VARCHAR(191) column holds, past GET_LOCK's 64 characters.
+HOSTILE = ["it's", "back\\slash", "x" * 191, "ключ 🔑", "%s", "NULL", "*", None, "", "a'--"]
+
+
+@ROW_LOCK
+async def test_hostile_keys_each_have_their_own_slots(case: Case) -> None:
+    emails(case, [k for k in HOSTILE for _ in range(3)])
+    async with limited_form(case, per_key(2)) as form:
+        assert keys_of(await form.claim(100)) == dict.fromkeys(HOSTILE, 2)
+        assert list(await form.claim(100)) == []
+
+
+@MARIADB_ROW_LOCK
+async def test_a_failed_release_abandons_the_connection_and_the_server_frees_the_slots(
+    case: Case,
+) -> None:
+    emails(case, ["a"] * 3)
+    async with limited_form(case, per_key(1)) as form:
+        (taken,) = await form.claim(10)
+        tx = taken.batch
+        assert isinstance(tx, ClaimTransaction)
+        assert tx.release is not None
+        # The release fails (a statement the server refuses): the connection is closed, not
+        # given back still holding the slot.
+        tx.release = replace(tx.release, sql="SELECT no_such_function()")
+        await form.settle(taken, Ack())
+        with trio.fail_after(10):
+            # No event tells when the server has ended the closed session: poll it.
+            while not (again := await form.claim(10)):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert keys_of(again) == {"a": 1}
+
+
+@MARIADB_ROW_LOCK
+async def test_a_killed_server_connection_frees_its_slots(case: Case) -> None:
+    emails(case, ["a"] * 3)
+    async with limited_form(case, per_key(1)) as form:
+        (taken,) = await form.claim(10)
+        assert slots_held(case, form, 1) == 1
+        ((session,),) = await taken_session(taken)
+        case.stand.execute(f"KILL {int(session)}")
+        with trio.fail_after(10):
+            # No event tells when the server has ended the killed session: poll it.
+            while slots_held(case, form, 1):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert keys_of(await form.claim(10)) == {"a": 1}
+        await form.release(taken)
+
+
+async def taken_session(taken: Delivery) -> list[Any]:
+    assert taken.conn is not None
+    return list(await taken.conn.fetch("SELECT CONNECTION_ID()"))
+
+
+@ROW_LOCK
+async def test_served_a_failing_handler_rolls_back_and_frees_its_slot(case: Case) -> None:
+    broker = case.stand.broker(poll_interval=0.05)
+    seen: list[int] = []
+    in_work = 0
+    most = 0
+    queue = InboxQueue(RowLockedEmail, "emails").workers(4).limit(key="customer", concurrency=1)
+
+    done = trio.Event()
+
+    @subscriber(queue)
+    async def send(email: Email) -> None:
+        nonlocal in_work, most
+        in_work += 1
+        most = max(most, in_work)
+        seen.append(1)
+        await trio.lowlevel.checkpoint()
+        in_work -= 1
+        if len(seen) <= 3:
+            raise RuntimeError("fails: rolls back, its slot let go")
+        if len(seen) == 6:
+            done.set()
+
+    emails(case, ["a"] * 3)
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        with trio.fail_after(20):
+            await done.wait()
+    assert most == 1
+    assert len(seen) == 6
