@@ -5,10 +5,10 @@ never waits.
 A row in work holds one slot of its key (and one of the whole queue's, under a whole limit):
 the named lock ``trinbox_slot:`` and the SHA-1 in hex of the database, the table, the
 subscription's group, the key and the slot's index below N, so that a key of any length and
-any characters names a lock within the server's 64 characters. A key is written as its
-collation's weight (``WEIGHT_STRING``: keys the column compares equal name one slot), or
-``QUOTE`` of its text where it has none (a number) and for NULL (the bare word ``NULL``); the
-whole queue's slots stand a bare ``*`` there, which no key writes.
+any characters names a lock within the server's 64 characters. A key is written as the weight
+of its text, trailing spaces cut, in its column's collation (``WEIGHT_STRING``: keys the column
+compares equal name one slot), NULL as the bare word ``NULL``; the whole queue's slots stand a
+bare ``*`` there, which no key writes.
 
 The claim's connection holds them, not its transaction: they outlive a commit, so the form
 lets go of them when the claim's transaction has ended (``release``, ``RELEASE_ALL_LOCKS()``
@@ -55,7 +55,7 @@ from ._statement import Frag, P, Sql
 __all__ = ["RELEASE", "slot_lock", "slot_name", "slot_rows", "slot_take"]
 
 # What stands in a whole-queue slot's name where a key's slot has its key: a key is written
-# as a weight in hex, as quoted text or as the bare word NULL, never as ``*``.
+# as a weight in hex after a ``w``, or as the bare word NULL, never as ``*``.
 WHOLE = "'*'"
 
 RELEASE = "SELECT RELEASE_ALL_LOCKS()"
@@ -63,9 +63,12 @@ RELEASE = "SELECT RELEASE_ALL_LOCKS()"
 
 
 def key_text(key: str) -> str:
-    """``key`` (a key column's value) as it names its slots: its collation's weight (keys
-    the column compares equal name the same slots), else its quoted text, or ``NULL``."""
-    return f"COALESCE(CONCAT('w', HEX(WEIGHT_STRING({key}))), QUOTE(CAST({key} AS CHAR)))"
+    """``key`` (a key column's value) as it names its slots: the weight of its text in the
+    column's collation, trailing spaces cut (keys the column compares equal, 'ab ' and 'AB'
+    under a PAD SPACE case-insensitive one, must name the same slots whichever of them a
+    claim reads; under a NO PAD collation keys that differ by trailing spaces only then share
+    their slots: fewer rows in work, never more), or ``NULL``."""
+    return f"COALESCE(CONCAT('w', HEX(WEIGHT_STRING(RTRIM({key})))), 'NULL')"
 
 
 def slot_name(d: Dialect, spec: TableSpec, key: str, index: str) -> Sql:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -417,3 +418,27 @@ async def test_served_a_failing_handler_rolls_back_and_frees_its_slot(case: Case
             await done.wait()
     assert most == 1
     assert len(seen) == 6
+
+
+@MARIADB_ROW_LOCK
+async def test_keys_the_collation_compares_equal_share_one_limit(case: Case) -> None:
+    # 'ab ' = 'ab' = 'AB' under the column's case-insensitive, PAD SPACE collation: one key,
+    # whichever of its values a claim reads first, so its slots keep one name.
+    emails(case, ["ab ", "ab "])
+    async with limited_form(case, per_key(2)) as form:
+        taken = await claim_each(form, 2)
+        assert len(taken) == 2
+        # Rows of the same key, written otherwise and first in claim order: the key reads
+        # as 'AB' now, and is still at its limit.
+        insert_rows(
+            case.stand,
+            "email_jobs",
+            [
+                {"name": "emails", "customer": c, "retry_after": DUE - timedelta(days=1)}
+                | {"payload": b"{}"}
+                for c in ["AB", "ab"]
+            ],
+        )
+        assert list(await form.claim(10)) == []
+        await form.settle(taken[0], Ack())
+        assert len(await form.claim(10)) == 1
