@@ -286,11 +286,13 @@ async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
 
 
 def slots_held(case: Case, form: RowLockForm, count: int = 3) -> int:
-    """The slots held on the database: PostgreSQL's advisory locks (nothing else takes them
-    here); MySQL's named locks of the first ``count`` slots of each key in email_jobs."""
+    """The slots held on the database: PostgreSQL's advisory locks of the test's database
+    (nothing else takes them there; the server is shared with other runs); MySQL's named locks
+    of the first ``count`` slots of each key in email_jobs."""
     if case.stand.name == "postgres":
         ((found,),) = case.stand.rows(
-            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+            "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
         return int(found)
     d, spec = form._ctx.dialect, form._ctx.spec
