@@ -17,7 +17,7 @@ abandoned), and a claim that holds them does not chain the next claim into its s
 closed or dead connection, a crashed or killed process ends the session, and the server lets
 them go with it. Nothing counts; nothing is kept to clean up.
 
-Two round trips after the claim's ``BEGIN``:
+Three round trips, the first with the claim's ``BEGIN``:
 
 - ``take`` (the plan's ``claim``, the last statement's rows the keys): over the due rows per
   key, their count and the first one's place in claim order (``due``), each key's free slots
@@ -38,11 +38,11 @@ Two round trips after the claim's ``BEGIN``:
   them to the transaction's end), one round trip; a candidate another claim holds is
   skipped and the key's next candidate tried in another round trip.
 
-It costs three round trips after the begin (more when candidates were held by other
-claims), ``IS_FREE_LOCK`` per due key and slot index, and a ``GET_LOCK`` per slot taken. The
-lock functions make it exact: no two sessions hold one slot, and a slot is taken only when
-its ``GET_LOCK`` returned 1. A slot taken for a row another claim locked in between stays
-held until the claim's transaction ends: fewer rows in work, never more.
+It costs those three round trips (more when candidates were held by other claims),
+``IS_FREE_LOCK`` per due key and slot index, and a ``GET_LOCK`` per slot taken. The lock
+functions make it exact: no two sessions hold one slot, and a slot is taken only when its
+``GET_LOCK`` returned 1. A slot taken for a row another claim locked in between stays held
+until the claim's transaction ends: fewer rows in work, never more.
 """
 
 from __future__ import annotations

@@ -29,6 +29,12 @@ lock a row in the gap, which is then counted once without a delivery.
 A settling worker claims for itself as in the plain form, its settlement committing first in the
 round trip that takes the guard and selects. A connection that failed while it may hold the
 guard is closed, never given back, so that the server lets the guard go.
+Under ``InboxQueue.limit`` each row holds a slot of its key. PostgreSQL's claim is one
+statement, its slots locks of the transaction. MySQL's slots are session locks (the plan's
+``slot_rows``, ``slot_lock``, ``slot_release``): the claim takes them, reads its keys'
+candidate ids and locks as many by id, in round trips of its own; the claim's transaction lets
+them go when it ends (before its connection goes back to the pool, or by abandoning it), and
+such a claim does not chain into a settlement.
 """
 
 from __future__ import annotations
