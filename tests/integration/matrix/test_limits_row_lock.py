@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import trio
 
-from trinbox import InboxQueue, subscriber
+from trinbox import HandlerOutcome, InboxQueue, keys, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
 from trinbox._dialects._session_slots import indexes, key_text, slot_name
@@ -31,12 +31,12 @@ from trinbox._forms.rowlock import RowLockForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext
 from trinbox._holders.claim_transaction import ClaimTransaction
-from trinbox.testing import idle
+from trinbox.testing import idle, settled
 
 from ..serving import make_app, serving
 from .conftest import Case
-from .kit import DUE, HOUR, insert_rows
-from .schema import RowLockedEmail, RowLockedPlain
+from .kit import DUE, HOUR, insert_rows, native
+from .schema import AUDIT, RowLockedEmail, RowLockedPlain
 from .test_lease import ManualClock, broker_on
 
 ROW_LOCK = pytest.mark.parametrize(
@@ -444,3 +444,51 @@ async def test_keys_the_collation_compares_equal_share_one_limit(case: Case) -> 
         assert list(await form.claim(10)) == []
         await form.settle(taken[0], Ack())
         assert len(await form.claim(10)) == 1
+
+
+@ROW_LOCK
+async def test_transactional_a_retry_discards_the_handler_s_writes_and_frees_the_slot(
+    case: Case,
+) -> None:
+    case.stand.script(AUDIT[case.name])
+    emails(case, ["a", "a"])
+    broker = case.stand.broker(poll_interval=0.05)
+    insert = native(case.name, "INSERT INTO audit (note) VALUES (?)")
+    attempts: list[int] = []
+    in_work = most = 0
+    done = trio.Event()
+    queue = (
+        InboxQueue(RowLockedEmail, "emails")
+        .workers(4)
+        .limit(key="customer", concurrency=1)
+        .transactional()
+    )
+
+    @subscriber(queue)
+    async def send(email: Email, tx: keys.Tx, attempt: keys.Attempt) -> HandlerOutcome:
+        nonlocal in_work, most
+        in_work += 1
+        most = max(most, in_work)
+        attempts.append(attempt)
+        await tx.execute(insert, f"attempt {attempt}")
+        await trio.lowlevel.checkpoint()
+        in_work -= 1
+        if len(attempts) == 3:
+            done.set()
+        return (
+            HandlerOutcome.retry() if attempt == 1 and len(attempts) == 1 else HandlerOutcome.ack()
+        )
+
+    app = make_app()
+    app.include(broker, send)
+    async with serving(app):
+        with trio.fail_after(20):
+            await done.wait()
+            await settled(app, send, 3)
+    assert most == 1
+    # The retry's write went back to the savepoint; the acks' writes committed.
+    assert sorted(n for (n,) in case.stand.rows("SELECT note FROM audit")) == [
+        "attempt 1",
+        "attempt 2",
+    ]
+    assert case.stand.rows("SELECT job_id FROM email_jobs") == []
