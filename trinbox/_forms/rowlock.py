@@ -164,9 +164,12 @@ class RowLockForm:
             ops = [Op("begin", st.begin.sql)]
             ops += [Op("fetch", claim.sql, claim.bind(values)) for claim in st.claim]
             taken = [cast("list[Record]", found) for found in (await conn.script(ops))[1:]]
+            counts = [[(k, int(str(n)), int(str(got))) for k, n, got in rows] for rows in taken]
             # A slot another claim took after this one read it free: claim again at once.
-            contended = any(got != tried for found in taken for _, tried, got in found)
-            wanted = [(key, int(str(got))) for key, _, got in taken[-1] if got]
+            contended = any(got < tried for rows in counts for _, tried, got in rows)
+            # Never more rows than distinct slots tried (a session's GET_LOCK of a name it
+            # holds returns 1 again).
+            wanted = [(key, min(got, tried)) for key, tried, got in counts[-1] if got]
             reads = [
                 Op("fetch", st.slot_rows.sql, st.slot_rows.bind({**values, "key": key}))
                 for key, _ in wanted
