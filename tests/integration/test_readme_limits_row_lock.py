@@ -1,6 +1,6 @@
-"""README "Limits per key", in the row lock form: its block serves on PostgreSQL with no
-customer above its limit of two, prints what the README shows, and the refusal it quotes for
-MySQL's row lock form is the one ``app.include`` raises."""
+"""README "Limits per key", in the row lock form: its block serves on PostgreSQL and on
+MariaDB (slots as session locks) with no customer above its limit of two, and prints what the
+README shows."""
 
 from __future__ import annotations
 
@@ -14,12 +14,11 @@ import pytest
 import trio
 
 from trinbox._drivers.aio import asyncio_loop
-from trinbox.errors import UnsupportedForm
 from trinbox.testing import settled
 
 from .readme import block, shown
 from .serving import make_app, serving
-from .stands import fresh_stand
+from .stands import StandName, fresh_stand
 
 
 @pytest.fixture
@@ -33,11 +32,15 @@ def renders() -> Iterator[types.ModuleType]:
         del sys.modules[module.__name__]
 
 
+@pytest.mark.parametrize("stand_name", ["postgres", "mariadb"])
 async def test_the_renders_stay_within_their_limit(
-    tmp_path: Path, renders: types.ModuleType, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    renders: types.ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    stand_name: StandName,
 ) -> None:
     m: Any = renders
-    with fresh_stand("postgres", tmp_path) as stand:
+    with fresh_stand(stand_name, tmp_path) as stand:
         # Written before serving: the first claim finds every frame.
         async with asyncio_loop(True):
             broker = stand.broker()
@@ -59,10 +62,3 @@ async def test_the_renders_stay_within_their_limit(
     assert (
         capsys.readouterr().out.splitlines() == shown("readme_limits_row_lock_output").splitlines()
     )
-
-
-def test_the_refusal_on_mysql_is_the_one_quoted(tmp_path: Path, renders: types.ModuleType) -> None:
-    m: Any = renders
-    with fresh_stand("mariadb", tmp_path) as stand, pytest.raises(UnsupportedForm) as refused:
-        make_app().include(stand.broker(), m.render)
-    assert shown("readme_limits_row_lock_refusal") == f"UnsupportedForm: {refused.value}"

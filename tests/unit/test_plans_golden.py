@@ -240,7 +240,7 @@ def cases() -> Iterator[Case]:
                         for groups in NAMED_GROUPS:
                             yield Case(dialect, form, shape, groups=groups)
                     if shape.name in LIMIT_SHAPES and (
-                        form is Lease or (form is RowLock and dialect.name == "PostgreSQL")
+                        form is Lease or (form is RowLock and dialect.name != "SQLite")
                     ):
                         for limits in LIMITS:
                             if form is RowLock and LIMITS[limits].rates is not None:
@@ -277,6 +277,9 @@ def rendered(case: Case) -> str:
                 "rate_advance",
                 "whole_rate_advance",
                 "rate_key_index",
+                "slot_rows",
+                "slot_lock",
+                "slot_release",
             )
             and value is None
         ):

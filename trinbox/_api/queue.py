@@ -400,8 +400,9 @@ class InboxQueue(Generic[R, M, B]):
         the field ``key``, or for the whole queue without one (both may be declared, once
         each). The claim counts the live leases under a lock that serializes the table's
         claims, and skips a key at its limit while other keys' rows are still claimed. On a
-        row lock table (PostgreSQL) each row in work holds a slot of its key instead, a lock of
-        its claim's transaction.
+        row lock table each row in work holds a slot of its key instead: a lock of its claim's
+        transaction (PostgreSQL), or of its connection let go when that transaction ends
+        (MySQL, MariaDB).
 
         ``rate=Rate(n, per=...)``: rows started at a rate of ``n`` per ``per`` (a burst of
         ``n``, then one every ``per / n``), per key or for the whole queue, kept in the rate

@@ -759,18 +759,28 @@ class Dialect(ColumnRules):
         the shape of ``lease_claim``; run behind ``limit_lock``."""
         raise NotImplementedError
 
-    def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
-        """The row lock claim under ``InboxQueue.limit``, in the shape of ``row_lock_claim``
-        (one statement after the claim's begin, the rows it locked): each row takes a slot of
-        its key, a lock its transaction holds (``_slots.py``). Refused where the server has no
-        transaction locks to take without waiting (MySQL: GET_LOCK is a session's)."""
-        msg = (
-            f"{spec.label}: .limit() on an Inbox[RowLock] table takes a slot per row as a "
-            f"transaction lock, which {self.name} does not have (GET_LOCK is a session lock, "
-            f"kept past the commit), found {limits.label}; declare the table Inbox[Lease] "
-            f"(limits count live leases there) or serve it from PostgreSQL"
-        )
-        raise UnsupportedForm(msg)
+    def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+        """The row lock claim under ``InboxQueue.limit``, run after the claim's begin: each
+        row takes a slot of its key, a lock that never waits. PostgreSQL: one statement in
+        the shape of ``row_lock_claim``, the rows it locked (transaction locks,
+        ``_slots.py``); MySQL: the slots each key took (session locks,
+        ``_session_slots.py``), whose rows ``slot_rows`` and ``slot_lock`` then lock."""
+        raise NotImplementedError
+
+    def slot_rows(self, spec: TableSpec, limits: ClaimLimits) -> Statement | None:
+        """The candidate ids of a key (``key``) the limited row lock claim took slots of;
+        ``None`` where the claim's statement locks its rows itself (PostgreSQL)."""
+        return None
+
+    def slot_lock(self, spec: TableSpec) -> Statement | None:
+        """The lock of one candidate (``id``) of a key the limited row lock claim took slots
+        of, its row if taken; ``None`` as ``slot_rows``."""
+        return None
+
+    def slot_release(self) -> Statement | None:
+        """The release of the limited row lock claim's slots, run on its connection once its
+        transaction has ended (MySQL's session locks); ``None`` where they end with it."""
+        return None
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """What serializes the limited claims of ``spec``'s table across processes, run first

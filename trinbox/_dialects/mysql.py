@@ -57,6 +57,7 @@ from ._columns import FoundColumn, Retype, default_value
 from ._count_at_claim import GUARD_WAIT_SECONDS
 from ._ddl_types import DdlRules
 from ._limited import TAKE, limited_ids
+from ._session_slots import RELEASE, slot_lock, slot_rows, slot_take
 from ._statement import Frag, P, ParamStyle, Sql, Statement, join
 
 __all__ = ["MySqlDialect"]
@@ -429,6 +430,20 @@ class MySqlDialect(Dialect):
             + f" ORDER BY {self.order_by(spec)}",
         )
         return (select, self.lease_claim(spec)[1])
+
+    def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+        """The slots each key took, named session locks taken with ``GET_LOCK(name, 0)``
+        (and the queue's first, under a whole limit): ``_session_slots.py``."""
+        return tuple(self.render("claim", sql) for sql in slot_take(self, spec, limits))
+
+    def slot_rows(self, spec: TableSpec, limits: ClaimLimits) -> Statement | None:
+        return self.render("claim", slot_rows(self, spec, limits))
+
+    def slot_lock(self, spec: TableSpec) -> Statement | None:
+        return self.render("claim", slot_lock(self, spec))
+
+    def slot_release(self) -> Statement | None:
+        return self.render("release", RELEASE)
 
     def epoch_us(self, time: Frag) -> Frag:
         return "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " + time + ")"

@@ -91,6 +91,13 @@ class Plan:
     Under a rate (``_rated.py``) the claim then runs, before its commit, ``rate_advance`` once
     per key it took (the key in the column ``rate_key_index`` of the rows) and
     ``whole_rate_advance`` once.
+
+    A limited row lock claim: ``claim`` takes each row's slot of its key with locks that never
+    wait. PostgreSQL's one statement locks the rows too, its slots the transaction's; on
+    MySQL the last of ``claim`` returns each key and the slots it took (session locks),
+    ``slot_rows`` reads the key's candidate ids, ``slot_lock`` locks as many of them by id as
+    it took slots, and ``slot_release`` lets go of the slots
+    once the claim's transaction has ended, before its connection goes back to the pool.
     """
 
     begin: Statement
@@ -121,6 +128,9 @@ class Plan:
     rate_advance: Statement | None = None
     whole_rate_advance: Statement | None = None
     rate_key_index: int | None = None
+    slot_rows: Statement | None = None
+    slot_lock: Statement | None = None
+    slot_release: Statement | None = None
 
     @property
     def rated(self) -> bool:
@@ -162,6 +172,9 @@ class Plan:
             self.limit_unlock,
             self.rate_advance,
             self.whole_rate_advance,
+            self.slot_rows,
+            self.slot_lock,
+            self.slot_release,
         ):
             if one is not None:
                 found.append(one)
@@ -194,7 +207,10 @@ def build_plan(
         assert not every_group and not count_at_claim and not custom_claim
         return replace(
             _row_lock(dialect, spec, dead_letter),
-            claim=(dialect.limited_row_lock_claim(spec, limits),),
+            claim=dialect.limited_row_lock_claim(spec, limits),
+            slot_rows=dialect.slot_rows(spec, limits),
+            slot_lock=dialect.slot_lock(spec),
+            slot_release=dialect.slot_release(),
         )
     if limits is not None:
         assert spec.form is Lease and not spec.fifo and groups is None

@@ -233,11 +233,11 @@ class PostgresDialect(Dialect):
             ),
         )
 
-    def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
+    def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
         """One statement: take a free slot of each row's key (and of the queue) with
         try-locks of the claim's transaction, then lock as many rows of each key
         (``_slots.py``)."""
-        return self.render("claim", limited_row_lock_claim(self, spec, limits))
+        return (self.render("claim", limited_row_lock_claim(self, spec, limits)),)
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """A transaction lock on the table's name (as declared), waited for: held from

@@ -360,7 +360,6 @@ class App:
         startup.check_mode(broker, spec, subscriber.queue.mode, where=repr(subscriber))
         startup.check_fetch(broker, subscriber.queue, where=repr(subscriber))
         startup.check_tracked(subscriber.queue, spec, where=repr(subscriber))
-        startup.check_limits(broker, subscriber.queue)
         mount = Mount(broker, subscriber)
         self._mounts.append(mount)
         return mount

@@ -19,7 +19,6 @@ from .._declare._markers import (
     Exclusive,
     Immediate,
     Mode,
-    RowLock,
     Transactional,
 )
 from .._declare._spec import TableSpec
@@ -138,14 +137,6 @@ def check_fetch(broker: SqlBroker[Any], queue: InboxQueue[Any, Any, Any], *, whe
             f"fetch=, an async function reading the rows of the ids it is given"
         )
         raise UnsupportedFetch(msg)
-
-
-def check_limits(broker: SqlBroker[Any], queue: InboxQueue[Any, Any, Any]) -> None:
-    """Refuse a limit the broker's dialect cannot keep in the table's form (MySQL's row lock
-    form: ``UnsupportedForm``), when the queue is included rather than when it serves."""
-    spec = spec_of(queue.row)
-    if queue.limits is not None and spec.form is RowLock:
-        broker.dialect.limited_row_lock_claim(spec, queue.limits)
 
 
 def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:

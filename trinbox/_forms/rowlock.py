@@ -29,6 +29,12 @@ lock a row in the gap, which is then counted once without a delivery.
 A settling worker claims for itself as in the plain form, its settlement committing first in the
 round trip that takes the guard and selects. A connection that failed while it may hold the
 guard is closed, never given back, so that the server lets the guard go.
+Under ``InboxQueue.limit`` each row holds a slot of its key. PostgreSQL's claim is one
+statement, its slots locks of the transaction. MySQL's slots are session locks (the plan's
+``slot_rows``, ``slot_lock``, ``slot_release``): the claim takes them, reads its keys'
+candidate ids and locks as many by id, in round trips of its own; the claim's transaction lets
+them go when it ends (before its connection goes back to the pool, or by abandoning it), and
+such a claim does not chain into a settlement.
 """
 
 from __future__ import annotations
@@ -76,7 +82,10 @@ class RowLockForm:
         # Over every group of a FIFO table, each claim reads the groups first, and a custom
         # claim runs the queue's function: a settling worker does not chain its claim into
         # its settlement.
-        chains = ctx.statements.heads is None and ctx.custom is None
+        # A limited claim's session slots (MySQL) are let go only once its transaction has
+        # ended, so no next claim chains into that transaction either.
+        self._release = ctx.statements.slot_release
+        chains = ctx.statements.heads is None and ctx.custom is None and self._release is None
         # Counting at claim: the claim counts the attempt in a commit of its own, then
         # relocks (the plan's count and relock, under its guard).
         self._counts = ctx.count_at_claim
@@ -99,6 +108,8 @@ class RowLockForm:
             return await self._claim_counted(limit)
         if ctx.statements.heads is not None:
             return await self._claim_a_head()
+        if ctx.statements.slot_rows is not None:
+            return await self._claim_slots(limit)
         conn = await ctx.pool.acquire("row lock delivery")
         try:
             # One round trip: begin, select (and the handler's savepoint in transactional mode).
@@ -136,6 +147,72 @@ class RowLockForm:
             await end_transaction(ctx.pool, conn)
             raise
         return await self._claimed(conn, records, 1)
+
+    async def _claim_slots(self, limit: int) -> Claimed:
+        """A limited claim whose slots are session locks (MySQL, ``_session_slots.py``): the
+        slots each key took, after the claim's begin; each such key's candidate ids; then as
+        many of its candidates locked by id as it took slots, a candidate another claim holds
+        giving way to the key's next one in another round trip. Its slots are let go with
+        its transaction."""
+        ctx = self._ctx
+        st = ctx.statements
+        assert st.slot_rows is not None and st.slot_lock is not None
+        values: dict[str, object] = {"group": ctx.group, "now": ctx.clock(), "limit": limit}
+        conn = await ctx.pool.acquire("row lock delivery")
+        records: list[Record] = []
+        try:
+            ops = [Op("begin", st.begin.sql)]
+            ops += [Op("fetch", claim.sql, claim.bind(values)) for claim in st.claim]
+            taken = [cast("list[Record]", found) for found in (await conn.script(ops))[1:]]
+            counts = [[(k, int(str(n)), int(str(got))) for k, n, got in rows] for rows in taken]
+            # A slot another claim took after this one read it free: claim again at once.
+            contended = any(got < tried for rows in counts for _, tried, got in rows)
+            # Never more rows than distinct slots tried (a session's GET_LOCK of a name it
+            # holds returns 1 again).
+            wanted = [(key, min(got, tried)) for key, tried, got in counts[-1] if got]
+            reads = [
+                Op("fetch", st.slot_rows.sql, st.slot_rows.bind({**values, "key": key}))
+                for key, _ in wanted
+            ]
+            found = await conn.script(reads) if reads else []
+            candidates = [[row[0] for row in cast("list[Record]", ids)] for ids in found]
+            records = await self._lock_slots(conn, [n for _, n in wanted], candidates, values)
+            if records and ctx.transactional:
+                await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+        except BaseException:
+            await end_transaction(ctx.pool, conn, self._release)
+            raise
+        claimed = await self._claimed(conn, records, limit)
+        claimed.exhausted = claimed.exhausted and not contended
+        return claimed
+
+    async def _lock_slots(
+        self,
+        conn: Connection,
+        needs: list[int],
+        candidates: list[list[object]],
+        values: dict[str, object],
+    ) -> list[Record]:
+        """Lock ``needs[n]`` rows of key ``n`` among its ``candidates[n]`` by id, in order:
+        each round trip the next ones, as many as the key still needs."""
+        lock = self._ctx.statements.slot_lock
+        assert lock is not None
+        records: list[Record] = []
+        needs = list(needs)
+        while True:
+            tried: list[int] = []  # the key of each lock op
+            ops: list[Op] = []
+            for n, need in enumerate(needs):
+                for ident in candidates[n][:need]:
+                    ops.append(Op("fetch", lock.sql, lock.bind({**values, "id": ident})))
+                    tried.append(n)
+                del candidates[n][:need]
+            if not ops:
+                return records
+            for n, found in zip(tried, await conn.script(ops), strict=True):
+                rows = cast("list[Record]", found)
+                records += rows
+                needs[n] -= len(rows)
 
     def _claim_ops(self, limit: int, group: object = None) -> list[Op]:
         """The claim's transaction: begin, the guard of a FIFO group, the select; ``group``
@@ -179,9 +256,11 @@ class RowLockForm:
         """``taken`` holding the claim's transaction on ``conn``."""
         ctx = self._ctx
         if not taken:
-            await end_transaction(ctx.pool, conn)
+            await end_transaction(ctx.pool, conn, self._release)
             return Claimed(exhausted=True)
-        tx = ClaimTransaction(ctx.pool, conn, ctx.spec.label, remaining=len(taken))
+        tx = ClaimTransaction(
+            ctx.pool, conn, ctx.spec.label, remaining=len(taken), release=self._release
+        )
         for delivery in taken:
             delivery.conn = conn
             delivery.batch = tx

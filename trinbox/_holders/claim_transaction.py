@@ -5,6 +5,8 @@ The rows of one claim (a batch) share it. Its deliveries settle in it one at a t
 ``lock``); the last to leave ends it: it commits what was written, unless a settlement failed
 (then everything rolls back and every row returns), and the connection goes back to the pool;
 one whose rollback is not confirmed is abandoned, so that the server ends the transaction.
+Locks of the session the claim took beside its rows (MySQL's limit slots) are let go after the
+transaction ends (``release``), before the connection goes back.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from dataclasses import dataclass, field
 import trio
 
 from .._bounds import cleanup_scope
+from .._dialects._statement import Statement
 from .._drivers._base import Connection, Pool
 from ..errors import DatabaseError
-from .connections import end_transaction, give_back
+from .connections import end_transaction, give_back_released
 
 __all__ = ["SAVEPOINT", "ClaimTransaction"]
 
@@ -41,6 +44,8 @@ class ClaimTransaction:
     committed: bool = False  # the last settlement committed with its statement
     ended: bool = False  # the connection went back to the pool, or was abandoned
     lock: trio.Lock = field(default_factory=trio.Lock)
+    # Run once the transaction has ended: the session locks the claim took (limit slots).
+    release: Statement | None = None
 
     async def leave(self) -> None:
         """One delivery is done with the transaction; the last one ends it, within the bound
@@ -64,9 +69,9 @@ class ClaimTransaction:
                 )
         self.ended = True
         if committed:
-            await give_back(self.pool, self.conn)
+            await give_back_released(self.pool, self.conn, self.release)
         else:
-            await end_transaction(self.pool, self.conn)
+            await end_transaction(self.pool, self.conn, self.release)
 
     def abandon(self) -> None:
         """Close the connection at once (no I/O wait): the server rolls the transaction back,

@@ -1,17 +1,20 @@
 """Letting go of a held connection, one verb each: ``give_back`` returns it to its pool,
 ``close`` closes it for good (gracefully, within the bound around it), ``abandon`` (the
 pool's) drops it at once with no I/O wait; ``end_transaction`` rolls back, then gives back or
-abandons. Every holder lets go through these."""
+abandons; ``give_back_released`` first lets go of the session locks a transaction took (MySQL's
+limit slots), abandoning the connection where that is not confirmed. Every holder lets go
+through these."""
 
 from __future__ import annotations
 
 import logging
 
 from .._bounds import cleanup_scope
+from .._dialects._statement import Statement
 from .._drivers._base import Connection, Pool
 from ..errors import ConnectionLost
 
-__all__ = ["close", "end_transaction", "give_back", "rollback_quietly"]
+__all__ = ["close", "end_transaction", "give_back", "give_back_released", "rollback_quietly"]
 
 logger = logging.getLogger("trinbox.drivers")
 
@@ -52,11 +55,30 @@ async def rollback_quietly(conn: Connection) -> bool:
     return False
 
 
-async def end_transaction(pool: Pool, conn: Connection) -> bool:
-    """Roll back and return the connection; one whose rollback is not confirmed in time is
-    abandoned, so the server ends its transaction. Whether the rollback was confirmed."""
+async def give_back_released(pool: Pool, conn: Connection, release: Statement | None) -> None:
+    """Give back a connection whose transaction has ended, once ``release`` (``None``:
+    nothing to let go) has let go of the session locks it took; one whose release is not
+    confirmed in time is abandoned, so that the server ends its session and its locks."""
+    if release is not None:
+        released = False
+        with cleanup_scope():
+            try:
+                await conn.fetch(release.sql)
+                released = True
+            except Exception:
+                logger.warning("releasing session locks failed; closing", exc_info=True)
+        if not released:
+            pool.abandon(conn)
+            return
+    await give_back(pool, conn)
+
+
+async def end_transaction(pool: Pool, conn: Connection, release: Statement | None = None) -> bool:
+    """Roll back and return the connection (after ``release``, as ``give_back_released``);
+    one whose rollback is not confirmed in time is abandoned, so the server ends its
+    transaction. Whether the rollback was confirmed."""
     if await rollback_quietly(conn):
-        await give_back(pool, conn)
+        await give_back_released(pool, conn, release)
         return True
     pool.abandon(conn)
     return False

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -230,6 +231,48 @@ async def test_hostile_payloads_round_trip(mode: str, form: str) -> None:
         )
         assert stored == [(tag, payload, note, 1) for tag, payload, note in messages]
         assert json.loads(stored[2][1]) == json.loads(JSON_TEXT)
+
+
+# Keys of a row lock limit whose slots are named locks: quotes, a backslash before a quote,
+# placeholders, NULL, unicode, and a key longer than GET_LOCK's 64 characters.
+LIMIT_KEYS: list[str | None] = ["it's", "a\\'b", '"q"', "%s%%", None, "ключ 🔑", "x" * 300]
+
+
+@pytest.mark.parametrize("mode", GLOBAL_MODES, ids=MODE_IDS)
+async def test_a_row_lock_limit_keeps_hostile_keys_apart(mode: str) -> None:
+    in_work: Counter[str | None] = Counter()
+    most: Counter[str | None] = Counter()
+    every_key_in = trio.Event()
+    with global_mode(mode) as stand:
+        stand.script(TABLES)
+        for key in LIMIT_KEYS * 2:
+            stand.execute(
+                "INSERT INTO hostile_jobs (note, payload) VALUES (?, ?)",
+                key,
+                json.dumps(key).encode(),
+            )
+        broker = stand.broker(poll_interval=0.05)
+        queue = InboxQueue(RowLockedHostile, "hostile").workers(8).limit(key="note", concurrency=1)
+
+        @subscriber(queue)
+        async def handle(payload: bytes) -> None:
+            key = json.loads(payload)
+            in_work[key] += 1
+            most[key] = max(most[key], in_work[key])
+            # Every key's first row is held until all of them are in work (each key its own
+            # slots), while the spare worker finds every key at its limit.
+            if len(+in_work) == len(LIMIT_KEYS):
+                every_key_in.set()
+            await every_key_in.wait()
+            in_work[key] -= 1
+
+        app = make_app()
+        app.include(broker, handle)
+        async with serving(app):
+            with trio.fail_after(20):
+                await settled(app, handle, 2 * len(LIMIT_KEYS))
+        assert most == dict.fromkeys(LIMIT_KEYS, 1)
+        assert stand.rows("SELECT COUNT(*) FROM hostile_jobs WHERE processed_at IS NULL") == [(0,)]
 
 
 @pytest.mark.parametrize("mode", GLOBAL_MODES, ids=MODE_IDS)

@@ -1,5 +1,4 @@
-"""A limit held by four OS processes (``InboxQueue.limit``; lease form, and the row lock form on
-PostgreSQL): with
+"""A limit held by four OS processes (``InboxQueue.limit``; lease and row lock forms): with
 ``.limit(key="tenant", concurrency=3)`` and four workers in each process, never more than three
 rows of one tenant are in work at once across all of them, while the other tenants' rows run
 beside them; every row is handled once.
@@ -64,7 +63,7 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
     return found
 
 
-@cells(forms=["lease", "row_lock"], leave_out=[("mariadb", "row_lock")])
+@cells(forms=["lease", "row_lock"])
 async def test_a_limit_of_three_held_by_four_processes_is_never_four(case: Case) -> None:
     # One hot tenant with most rows, in claim order first, and a few others behind it.
     tenants = ["hot"] * 48 + [f"t{i % 4}" for i in range(16)]
@@ -158,7 +157,7 @@ async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
     assert case.stand.rows("SELECT * FROM plain_jobs") == []
 
 
-@cells(forms=["row_lock"], stands=["postgres"])
+@cells(forms=["row_lock"], stands=["postgres", "mariadb"])
 async def test_a_killed_row_lock_holder_s_slots_end_with_its_sessions(case: Case) -> None:
     rows = 6
     insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))

@@ -1,0 +1,66 @@
+-- MySQL, RowLock form, table shape 'priority', limit-key
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event claim; params: group, now, group, group, limit)
+WITH __due AS (SELECT `__k`, COUNT(*) AS `__n`, MIN(`__place`) AS `__first` FROM (SELECT `tenant` AS `__k`, ROW_NUMBER() OVER (ORDER BY `priority`, `due`, `id`) AS `__place` FROM `jobs` WHERE `queue` = %s AND `due` <= %s AND `done` IS NULL) AS __row GROUP BY `__k`), __free AS (SELECT __due.`__k`, `__g`.`__i`, __due.`__first`, __due.`__n` FROM __due CROSS JOIN (SELECT `__i` FROM (SELECT __digits0.`__i` * 1 AS `__i` FROM (SELECT 0 AS `__i` UNION ALL SELECT 1 AS `__i` UNION ALL SELECT 2 AS `__i` UNION ALL SELECT 3 AS `__i` UNION ALL SELECT 4 AS `__i` UNION ALL SELECT 5 AS `__i` UNION ALL SELECT 6 AS `__i` UNION ALL SELECT 7 AS `__i` UNION ALL SELECT 8 AS `__i` UNION ALL SELECT 9 AS `__i`) AS __digits0) AS __digits WHERE `__i` < 3) AS `__g` WHERE IS_FREE_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', QUOTE(CAST(%s AS CHAR)), COALESCE(CONCAT('w', HEX(WEIGHT_STRING(RTRIM(__due.`__k`)))), 'NULL'), CAST(`__g`.`__i` AS CHAR))))) = 1), __ranked AS (SELECT `__k`, `__i`, `__first`, `__n`, ROW_NUMBER() OVER (PARTITION BY `__k` ORDER BY `__i`) AS `__r`, COUNT(*) OVER (PARTITION BY `__k`) AS `__c` FROM __free), __fits AS (SELECT `__k`, `__i`, `__first` FROM __ranked WHERE `__r` <= LEAST(`__n`, 3) - (3 - `__c`)), __ordered AS (SELECT `__k`, `__i`, ROW_NUMBER() OVER (ORDER BY `__first`, `__i`) AS `__o` FROM __fits) SELECT `__k`, COUNT(*) AS `__n`, COALESCE(SUM(GET_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', QUOTE(CAST(%s AS CHAR)), COALESCE(CONCAT('w', HEX(WEIGHT_STRING(RTRIM(`__k`)))), 'NULL'), CAST(`__i` AS CHAR)))), 0)), 0) AS `__m` FROM __ordered WHERE `__o` <= %s GROUP BY `__k` ORDER BY MIN(`__o`)
+
+-- ack (event ack; params: now, id)
+UPDATE `jobs` SET `done` = %s WHERE `id` = %s
+
+-- retry (event retry; params: id)
+UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = %s
+
+-- retry_after (event retry_after; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, priority, done, payload, tenant)
+INSERT INTO `jobs` (`queue`, `priority`, `done`, `payload`, `tenant`) VALUES (%s, %s, %s, %s, %s)
+
+-- snooze (event snooze; params: retry_at, id)
+UPDATE `jobs` SET `due` = %s WHERE `id` = %s
+
+-- guard: none
+
+-- heads: none
+
+-- take: none
+
+-- lock: none
+
+-- unlock: none
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- slot_rows (event claim; params: group, now, key)
+SELECT `id` FROM `jobs` WHERE `queue` = %s AND `due` <= %s AND `done` IS NULL AND `tenant` <=> %s ORDER BY `priority`, `due`, `id` LIMIT 3
+
+-- slot_lock (event claim; params: id, group, now)
+SELECT `id`, `tenant`, `queue`, `priority`, `due`, `attempt`, `done`, `payload` FROM `jobs` WHERE `id` = %s AND `queue` = %s AND `due` <= %s AND `done` IS NULL FOR UPDATE SKIP LOCKED
+
+-- slot_release (event release; params: none)
+SELECT RELEASE_ALL_LOCKS()
+
+-- rounds of 1: none
+
+-- rounds of 3: none
