@@ -4,7 +4,7 @@ message (the rule, what was found, the fix)."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import pytest
@@ -19,6 +19,8 @@ from trinbox import (
     Lease,
     LockedUntil,
     Payload,
+    Rate,
+    Rates,
     RetryAfter,
     RowLock,
 )
@@ -118,19 +120,23 @@ def test_a_row_lock_table_takes_a_limit() -> None:
     assert limited.limits.label == ".limit(key='tenant', concurrency=3).limit(concurrency=5)"
 
 
-def test_the_advisory_form_takes_no_limit_for_now() -> None:
+def test_an_advisory_table_takes_a_concurrency_but_no_rate() -> None:
+    limited = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3).limit(concurrency=5)
+    assert limited.limits is not None
+    assert limited.limits.label == ".limit(key='tenant', concurrency=3).limit(concurrency=5)"
     with pytest.raises(
         DeclarationError,
         match=whole(
-            "keyed (Keyed): .limit() is supported for now on Inbox[Lease] tables (the claim "
-            "counts live leases) and Inbox[RowLock] tables on PostgreSQL (each row takes a "
-            "slot of its key, a lock of its transaction), found an Inbox[Advisory] table (its "
-            "rows are held by a session lock per advisory key, which runs one row per key at "
-            "a time already); declare the table Inbox[Lease] with a LockedUntil field, or "
-            "drop .limit()"
+            "keyed (Keyed): .limit() is supported for now on Inbox[Lease] tables only (the "
+            "claim counts live leases), found .limit(key='tenant', rate=Rate(2, "
+            "per=datetime.timedelta(seconds=1)), rates=Rates(table='app_rates', schema=None)) "
+            "on an Inbox[Advisory] table; "
+            "declare the table Inbox[Lease] with a LockedUntil field, or drop .limit()"
         ),
     ):
-        InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3)
+        InboxQueue(Keyed, "q").limit(
+            key="tenant", rate=Rate(2, per=timedelta(seconds=1)), rates=Rates("app_rates")
+        )
 
 
 class Counted(Inbox[RowLock], table="counted"):

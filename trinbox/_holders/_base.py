@@ -118,6 +118,8 @@ class Delivery:
     released: bool = False  # shutdown released it; a later settlement fails with Closed
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
+    # Advisory under a limit: the slots its session holds beside the key (the unlock's values).
+    slots: dict[str, object] | None = None
     found: bool = True  # a custom claim's id whose fetch read no row: settled by the decode policy
     progress: float | None = None  # the handler's latest keys.Progress value
     progress_written: float | None = None  # the value the lease keeper last wrote to the row

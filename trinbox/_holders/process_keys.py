@@ -134,8 +134,10 @@ class ProcessKeys:
     def forget(self, key: str) -> None:
         self.keys.discard(key)
 
-    async def let_go_for_shutdown(self, work: KeyWork, key: str, conn: Connection | None) -> bool:
-        self.keys.discard(key)
+    async def let_go_for_shutdown(
+        self, work: KeyWork, delivery: Delivery, conn: Connection | None
+    ) -> bool:
+        self.keys.discard(str(delivery.key))
         if conn is not None:
             await give_back(work.ctx.pool, conn)
         return True

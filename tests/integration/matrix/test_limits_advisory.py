@@ -1,0 +1,451 @@
+"""Limits per key and for the whole queue (``InboxQueue.limit``) in the advisory form: a row in
+work holds, beside the session lock of its advisory key, one slot of its limit key (and one of
+the queue's) as session locks of the same session (trinbox._dialects._advisory_slots), taken
+without waiting in the key's round trip and let go with the key at the settlement.
+
+On PostgreSQL and MariaDB. A key at its limit is skipped while other keys' rows fill the same
+claim; the slots end with the key's unlock, or with the session (closed, killed). SQLite's
+advisory form keeps its keys in its process and refuses a limit at ``app.include``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+import pytest
+import trio
+
+from trinbox import Advisory, Attempt, Group, Id, Inbox, InboxQueue, Payload, subscriber
+from trinbox._declare._inbox import spec_of
+from trinbox._declare._limits import ClaimLimits
+from trinbox._dialects.plans import build_plan
+from trinbox._drivers.aio import asyncio_loop
+from trinbox._forms.advisory import AdvisoryForm
+from trinbox._forms.table import make_form
+from trinbox._holders._base import Ack, Delivery, FormContext, Retry
+from trinbox.errors import UnsupportedForm
+from trinbox.testing import idle
+
+from ..serving import make_app, serving
+from ..stands import MariaStand, PostgresStand, Stand, fresh_stand
+from .conftest import Case
+
+ON_SERVERS = pytest.mark.parametrize(
+    "case",
+    [("postgres", "advisory"), ("mariadb", "advisory")],
+    ids=["postgres-advisory", "mariadb-advisory"],
+    indirect=True,
+)
+
+# A key of any text: the slots' names are hashed, so length and characters do not matter.
+HOSTILE = ["it's", 'say "hi"', "back\\slash", "%s %%", "x" * 300, "ключ 鍵 🔑", "", "NULL"]
+ONE_EACH: Counter[str | None] = Counter([*HOSTILE, None])
+
+SLOT_JOBS = {
+    "postgres": """
+        CREATE TABLE slot_jobs (
+            id BIGSERIAL PRIMARY KEY,
+            name TEXT NOT NULL,
+            tenant TEXT,
+            attempt INT NOT NULL DEFAULT 1,
+            payload BYTEA
+        )
+    """,
+    "mariadb": """
+        CREATE TABLE slot_jobs (
+            id BIGINT AUTO_INCREMENT PRIMARY KEY,
+            name VARCHAR(191) NOT NULL,
+            tenant TEXT,
+            attempt INT NOT NULL DEFAULT 1,
+            payload LONGBLOB
+        ) ENGINE=InnoDB
+    """,
+}
+
+
+class Slotted(Inbox[Advisory], table="slot_jobs", advisory_lock="slot_jobs:{id}"):
+    """Each row its own advisory key; the limit's key is the tenant."""
+
+    id: Annotated[int, Id(generated=True)]
+    name: Annotated[str, Group()]
+    tenant: str | None
+    attempt: Annotated[int, Attempt()]
+    payload: Annotated[bytes, Payload()]
+
+
+def limits_of(queue: InboxQueue[Any, Any, Any]) -> ClaimLimits:
+    assert queue.limits is not None
+    return queue.limits
+
+
+def per_key(limit: int) -> ClaimLimits:
+    return limits_of(InboxQueue(Slotted, "jobs").limit(key="tenant", concurrency=limit))
+
+
+def whole(limit: int) -> ClaimLimits:
+    return limits_of(InboxQueue(Slotted, "jobs").limit(concurrency=limit))
+
+
+def jobs(stand: Stand, tenants: Sequence[str | None], group: str = "jobs") -> None:
+    """Rows of ``tenants`` in claim order (id), in one statement: nothing is woken."""
+    marks = ", ".join("(?, ?, ?)" for _ in tenants)
+    values = [v for t in tenants for v in (group, t, json.dumps({"tenant": t}).encode())]
+    stand.execute(f"INSERT INTO slot_jobs (name, tenant, payload) VALUES {marks}", *values)
+
+
+@asynccontextmanager
+async def limited_form(case: Case, limits: ClaimLimits) -> AsyncIterator[AdvisoryForm]:
+    """The advisory form of a subscription to group "jobs" under ``limits``, as
+    ``Subscription.open`` builds it."""
+    case.stand.script(SLOT_JOBS[case.stand.name])
+    async with asyncio_loop(True):
+        broker = case.stand.broker(pool_size=20)
+        await broker.open()
+        try:
+            spec = spec_of(Slotted)
+            ctx = FormContext(
+                spec=spec,
+                dialect=broker.dialect,
+                statements=build_plan(broker.dialect, spec, limits=limits),
+                pool=broker.pool,
+                clock=broker.clock,
+                group="jobs",
+                limited=True,
+            )
+            form = make_form(ctx)
+            assert isinstance(form, AdvisoryForm)
+            yield form
+        finally:
+            await broker.aclose()
+
+
+def tenants_of(taken: Sequence[Delivery]) -> Counter[Any]:
+    return Counter(d.values["tenant"] for d in taken)
+
+
+async def claim_each(form: AdvisoryForm, count: int) -> list[Delivery]:
+    """``count`` claims of one row each."""
+    found: list[Delivery] = []
+    for _ in range(count):
+        found += await form.claim(1)
+    return found
+
+
+# -- what the server shows -------------------------------------------------------------------
+
+
+def _packed(*parts: str) -> str:
+    return "".join(f"{len(p)}:{p}" for p in parts)
+
+
+def held_slots(stand: Stand, tenant: str | None, count: int) -> int:
+    """How many of ``tenant``'s ``count`` slots (or the queue's, ``tenant="*"``) a session
+    holds, by names written here as docs/reference.md gives them."""
+    if isinstance(stand, PostgresStand):
+        key = "'*'" if tenant == "*" else "quote_nullable(CAST(? AS text))"
+        params: tuple[object, ...] = () if tenant == "*" else (tenant,)
+        return int(
+            stand.value(
+                "SELECT COUNT(*) FROM generate_series(0, ?) AS g(i) WHERE hashtextextended("
+                f"concat('trinbox_slot:slot_jobs:', quote_nullable('jobs'), ':', {key}, ':', i), "
+                "0) IN (SELECT (l.classid::bigint << 32) | l.objid::bigint FROM pg_locks AS l "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1)",
+                count - 1,
+                *params,
+            )
+        )
+    assert isinstance(stand, MariaStand)
+    database = urlsplit(stand.url).path.lstrip("/").lower()
+    text = "w" if tenant == "*" else ("n" if tenant is None else "v" + tenant)
+    base = hashlib.sha1(_packed(database, "slot_jobs", "jobs", text).encode()).hexdigest()
+    return sum(
+        stand.value("SELECT IS_USED_LOCK(?)", f"trinbox_slot.{base}.{i}") is not None
+        for i in range(count)
+    )
+
+
+def advisory_locks(stand: Stand) -> int:
+    """Every advisory lock (PostgreSQL) of the stand's database: keys and slots."""
+    assert isinstance(stand, PostgresStand)
+    return int(
+        stand.value(
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database "
+            "= (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+    )
+
+
+# -- claims ----------------------------------------------------------------------------------
+
+
+@ON_SERVERS
+async def test_a_key_at_its_limit_is_skipped_and_the_others_fill_the_claim(case: Case) -> None:
+    async with limited_form(case, per_key(3)) as form:
+        jobs(case.stand, ["a"] * 5 + ["b"] * 2 + ["c"])
+        first = await form.claim(4)
+        # a's fourth row waits for a free slot; b's first row is claimed beside a's three.
+        assert tenants_of(first) == {"a": 3, "b": 1}
+        assert held_slots(case.stand, "a", 3) == 3
+        second = await form.claim(10)
+        assert tenants_of(second) == {"b": 1, "c": 1}
+        assert list(await form.claim(10)) == []
+        for delivery in first:
+            await form.settle(delivery, Ack())
+        assert held_slots(case.stand, "a", 3) == 0
+        assert tenants_of(await form.claim(10)) == {"a": 2}
+        assert list(await form.claim(10)) == []
+
+
+@ON_SERVERS
+async def test_a_claim_holds_one_slot_per_row_and_takes_no_other(case: Case) -> None:
+    async with limited_form(case, per_key(3)) as form:
+        jobs(case.stand, ["a", "b"])
+        taken = await form.claim(10)
+        assert tenants_of(taken) == {"a": 1, "b": 1}
+        # The slot series stops at the first it gets: one slot of each key, not three.
+        assert held_slots(case.stand, "a", 3) == 1
+        assert held_slots(case.stand, "b", 3) == 1
+        if isinstance(case.stand, PostgresStand):
+            assert advisory_locks(case.stand) == 4  # two keys, two slots
+
+
+@ON_SERVERS
+async def test_one_row_claims_each_take_a_slot_and_an_ack_frees_one(case: Case) -> None:
+    async with limited_form(case, per_key(3)) as form:
+        jobs(case.stand, ["a"] * 5)
+        taken = await claim_each(form, 5)
+        assert len(taken) == 3
+        await form.settle(taken[0], Ack())
+        # One slot free: one row more, not two.
+        assert len(await claim_each(form, 3)) == 1
+        assert held_slots(case.stand, "a", 3) == 3
+
+
+@ON_SERVERS
+async def test_a_retry_and_a_drop_let_their_slots_go(case: Case) -> None:
+    async with limited_form(case, per_key(1)) as form:
+        jobs(case.stand, ["a", "a"])
+        (first,) = await form.claim(10)
+        assert list(await form.claim(10)) == []
+        await form.settle(first, Retry())  # a failure's return, or a retry's
+        assert held_slots(case.stand, "a", 1) == 0
+        (again,) = await form.claim(10)
+        await form.release(again)  # dropped unsettled: its session is closed
+        with trio.fail_after(10):
+            # No event tells when the server has ended the closed session: poll it.
+            while not (third := await form.claim(10)):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert tenants_of(third) == {"a": 1}
+
+
+@ON_SERVERS
+async def test_a_settle_and_claim_lets_the_slot_go_and_takes_the_key_s_next_row(
+    case: Case,
+) -> None:
+    async with limited_form(case, per_key(1)) as form:
+        jobs(case.stand, ["a", "a", "b"])
+        first = await form.claim(10)
+        assert tenants_of(first) == {"a": 1, "b": 1}
+        delivery = next(d for d in first if d.values["tenant"] == "a")
+        chained = await form.settle_and_claim(delivery, Ack(), 1)
+        assert chained.error is None and chained.claimed is not None
+        assert tenants_of(chained.claimed) == {"a": 1}
+        assert held_slots(case.stand, "a", 1) == 1
+
+
+@ON_SERVERS
+async def test_a_killed_session_frees_its_key_and_slots(case: Case) -> None:
+    async with limited_form(case, per_key(2)) as form:
+        jobs(case.stand, ["a"] * 3)
+        taken = await form.claim(10)
+        assert len(taken) == 2
+        if isinstance(case.stand, PostgresStand):
+            pid = int((await conn_of(taken[0]).fetch("SELECT pg_backend_pid()"))[0][0])
+            case.stand.execute("SELECT pg_terminate_backend(?)", pid)
+        else:
+            pid = int((await conn_of(taken[0]).fetch("SELECT CONNECTION_ID()"))[0][0])
+            case.stand.execute(f"KILL CONNECTION {pid}")
+        with trio.fail_after(10):
+            while not (again := await form.claim(10)):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        # The killed session's row and slot came back: one row of a again, not two.
+        assert len(again) == 1
+        assert held_slots(case.stand, "a", 2) == 2
+        form.abandon(taken[0])
+
+
+def conn_of(delivery: Delivery) -> Any:
+    assert delivery.conn is not None
+    return delivery.conn
+
+
+@ON_SERVERS
+async def test_an_abandoned_session_frees_its_slots(case: Case) -> None:
+    async with limited_form(case, per_key(1)) as form:
+        jobs(case.stand, ["a", "a"])
+        (taken,) = await form.claim(10)
+        form.abandon(taken)
+        with trio.fail_after(10):
+            while not (again := await form.claim(10)):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert tenants_of(again) == {"a": 1}
+
+
+@ON_SERVERS
+async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
+    async with limited_form(case, per_key(2)) as form:
+        jobs(case.stand, [None, None, None, "a", "NULL"])
+        assert tenants_of(await form.claim(10)) == {None: 2, "a": 1, "NULL": 1}
+        assert list(await form.claim(10)) == []
+
+
+@ON_SERVERS
+async def test_hostile_keys_each_keep_their_own_slots(case: Case) -> None:
+    async with limited_form(case, per_key(1)) as form:
+        jobs(case.stand, HOSTILE + HOSTILE + [None, None])
+        taken = await form.claim(30)
+        assert tenants_of(taken) == ONE_EACH
+        assert list(await form.claim(30)) == []
+        for tenant in [*HOSTILE, None]:
+            assert held_slots(case.stand, tenant, 1) == 1, tenant
+        for delivery in taken:
+            await form.settle(delivery, Ack())
+        assert tenants_of(await form.claim(30)) == ONE_EACH
+
+
+@ON_SERVERS
+async def test_the_whole_queue_cap_bounds_every_key_together(case: Case) -> None:
+    async with limited_form(case, whole(4)) as form:
+        jobs(case.stand, ["a", "b", "c", "d", "e", "f"])
+        first = await claim_each(form, 3)
+        assert len(first) == 3
+        assert len(await form.claim(10)) == 1
+        assert list(await form.claim(10)) == []
+        assert held_slots(case.stand, "*", 4) == 4
+        await form.settle(first[0], Ack())
+        assert len(await form.claim(10)) == 1
+
+
+@ON_SERVERS
+async def test_a_per_key_limit_and_a_whole_queue_cap_together(case: Case) -> None:
+    both = limits_of(
+        InboxQueue(Slotted, "jobs").limit(key="tenant", concurrency=2).limit(concurrency=5)
+    )
+    async with limited_form(case, both) as form:
+        jobs(case.stand, ["a"] * 4 + ["b"] * 4 + ["c"] * 4)
+        taken = await form.claim(10)
+        # In claim order a, a, b, b, c (c's second row would pass the cap, not its key's).
+        assert tenants_of(taken) == {"a": 2, "b": 2, "c": 1}
+        assert list(await form.claim(10)) == []
+        assert held_slots(case.stand, "*", 5) == 5
+        # A row whose key has a slot but the queue none takes no slot of its key either.
+        assert held_slots(case.stand, "c", 2) == 1
+        if isinstance(case.stand, PostgresStand):
+            assert advisory_locks(case.stand) == 15  # five keys, five slots, five whole
+
+
+@ON_SERVERS
+async def test_another_group_s_rows_in_work_count_for_nothing(case: Case) -> None:
+    async with limited_form(case, per_key(1)) as form:
+        jobs(case.stand, ["a"], group="other")
+        jobs(case.stand, ["a"])
+        theirs = make_form(FormContext(**{**vars_of(form.ctx), "group": "other"}))
+        assert isinstance(theirs, AdvisoryForm)
+        assert tenants_of(await theirs.claim(10)) == {"a": 1}
+        assert tenants_of(await form.claim(10)) == {"a": 1}
+
+
+def vars_of(ctx: FormContext) -> dict[str, Any]:
+    return {name: getattr(ctx, name) for name in ctx.__dataclass_fields__}
+
+
+# -- served ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    tenant: str
+
+
+@ON_SERVERS
+async def test_served_many_keys_never_pass_their_limits_and_other_keys_flow(
+    case: Case,
+) -> None:
+    case.stand.script(SLOT_JOBS[case.stand.name])
+    broker = case.stand.broker(poll_interval=3600, pool_size=20)
+    in_work: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+    done: list[str] = []
+    changed = trio.Event()
+    slow = trio.Event()
+
+    queue = (
+        InboxQueue(Slotted, "jobs")
+        .workers(12)
+        .limit(key="tenant", concurrency=2)
+        .limit(concurrency=7)
+    )
+
+    @subscriber(queue)
+    async def work(job: Job) -> None:
+        nonlocal changed
+        in_work[job.tenant] += 1
+        most[job.tenant] = max(most[job.tenant], in_work[job.tenant])
+        most["*"] = max(most["*"], sum(in_work.values()))
+        changed.set()
+        if job.tenant == "slow":
+            await slow.wait()
+        else:
+            await trio.sleep(0.01)
+        in_work[job.tenant] -= 1
+        done.append(job.tenant)
+        changed.set()
+
+    async def until(check: Callable[[], bool]) -> None:
+        nonlocal changed
+        with trio.fail_after(20):
+            while not check():
+                changed = trio.Event()
+                await changed.wait()
+
+    tenants = [f"t{n % 6}" for n in range(60)]
+    jobs(case.stand, ["slow"] * 4 + tenants)
+    app = make_app()
+    app.include(broker, work)
+    async with serving(app):
+        # slow holds its two slots the whole time; every other key's rows flow past it.
+        await until(lambda: len(done) == len(tenants))
+        await idle(app, work)
+        assert in_work["slow"] == 2
+        slow.set()
+        await until(lambda: done.count("slow") == 4)
+    assert most["slow"] == 2
+    assert max(n for t, n in most.items() if t != "*") == 2
+    assert most["*"] <= 7
+    assert case.stand.rows("SELECT id FROM slot_jobs") == []
+
+
+async def test_sqlite_s_advisory_form_refuses_a_limit_at_include(tmp_path: Path) -> None:
+    with fresh_stand("sqlite", tmp_path) as stand:
+        broker = stand.broker()
+
+        @subscriber(InboxQueue(Slotted, "jobs").limit(key="tenant", concurrency=2))
+        async def work(job: Job) -> None:
+            pass
+
+        with pytest.raises(UnsupportedForm) as found:
+            make_app().include(broker, work)
+    assert str(found.value) == (
+        "slot_jobs (Slotted): .limit() on an Inbox[Advisory] table takes a slot per row as a "
+        "session lock beside its key's, which SQLite does not have (its advisory keys live in "
+        "the memory of the process serving the file), found .limit(key='tenant', "
+        "concurrency=2); declare the table Inbox[Lease] (limits count live leases there) or "
+        "serve it from PostgreSQL or MySQL"
+    )
