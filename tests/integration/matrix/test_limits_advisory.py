@@ -30,6 +30,7 @@ from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext, Retry
+from trinbox._holders.session_lock import SessionLocks
 from trinbox.errors import UnsupportedForm
 from trinbox.testing import idle
 
@@ -145,6 +146,30 @@ def _packed(*parts: str) -> str:
     return "".join(f"{len(p)}:{p}" for p in parts)
 
 
+def slot_key(stand: Stand, tenant: str) -> str:
+    """The slot key the candidates give a row of ``tenant``: its text quoted (PostgreSQL),
+    the SHA-1 stem of its slots' names (MariaDB)."""
+    if isinstance(stand, PostgresStand):
+        return "'" + tenant.replace("'", "''") + "'"
+    database = urlsplit(stand.url).path.lstrip("/").lower()
+    text = "w" if tenant == "*" else "v" + tenant
+    return hashlib.sha1(_packed(database, "slot_jobs", "jobs", text).encode()).hexdigest()
+
+
+async def own_locks(stand: Stand, conn: Any, names: Sequence[str]) -> int:
+    """How many advisory locks the session ``conn`` holds (MariaDB: of ``names``)."""
+    if isinstance(stand, PostgresStand):
+        rows = await conn.fetch(
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        )
+        return int(rows[0][0])
+    found = 0
+    for name in names:
+        rows = await conn.fetch("SELECT IS_USED_LOCK(%s) = CONNECTION_ID()", (name,))
+        found += bool(rows[0][0])
+    return found
+
+
 def held_slots(stand: Stand, tenant: str | None, count: int) -> int:
     """How many of ``tenant``'s ``count`` slots (or the queue's, ``tenant="*"``) a session
     holds, by names written here as docs/reference.md gives them."""
@@ -214,6 +239,43 @@ async def test_a_claim_holds_one_slot_per_row_and_takes_no_other(case: Case) -> 
         assert held_slots(case.stand, "b", 3) == 1
         if isinstance(case.stand, PostgresStand):
             assert advisory_locks(case.stand) == 4  # two keys, two slots
+
+
+@ON_SERVERS
+@pytest.mark.parametrize("full", ["key", "queue"])
+async def test_a_slot_lock_that_finds_no_free_slot_lets_go_of_all_it_took(
+    case: Case, full: str
+) -> None:
+    # The candidates pass over a full key, so a claim meets one only when another claim took
+    # its last slot in between: here the lock is run by hand on a row of a full key (or a
+    # key with a free slot in a full queue).
+    both = limits_of(
+        InboxQueue(Slotted, "jobs").limit(key="tenant", concurrency=1).limit(concurrency=2)
+    )
+    async with limited_form(case, both) as form:
+        jobs(case.stand, ["a", "b", "a", "c"])
+        taken = await form.claim(10)
+        assert tenants_of(taken) == {"a": 1, "b": 1}
+        row_id, tenant = (3, "a") if full == "key" else (4, "c")
+        key = f"slot_jobs:{row_id}"
+        if isinstance(case.stand, MariaStand):
+            database = urlsplit(case.stand.url).path.lstrip("/").lower()
+            key = f"{database}.{key}"
+        hold = form._hold
+        assert isinstance(hold, SessionLocks)
+        session = await form.ctx.pool.acquire("test")
+        try:
+            got = await hold.lock_and_take(
+                session, key, slot_key(case.stand, tenant), "jobs", form.take_ops(row_id, None)
+            )
+            assert got is None
+            names = [key, *(f"trinbox_slot.{slot_key(case.stand, t)}.0" for t in "ac")]
+            names += [f"trinbox_slot.{slot_key(case.stand, '*')}.{i}" for i in range(2)]
+            assert await own_locks(case.stand, session, names) == 0
+        finally:
+            await form.ctx.pool.give_back(session)
+        assert held_slots(case.stand, "c", 1) == 0
+        assert held_slots(case.stand, "*", 2) == 2
 
 
 @ON_SERVERS
