@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from trinbox import Advisory, Attempt, Group, Id, Inbox, InboxQueue, Payload, subscriber
+from trinbox import Advisory, Attempt, Group, Id, Inbox, InboxQueue, Payload, keys, subscriber
 from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
 from trinbox._dialects.plans import build_plan
@@ -491,6 +491,41 @@ async def test_served_many_keys_never_pass_their_limits_and_other_keys_flow(
     assert most["slow"] == 2
     assert max(n for t, n in most.items() if t != "*") == 2
     assert most["*"] <= 7
+    assert case.stand.rows("SELECT id FROM slot_jobs") == []
+
+
+@ON_SERVERS
+async def test_served_a_failure_lets_its_slot_go_and_its_row_returns(case: Case) -> None:
+    case.stand.script(SLOT_JOBS[case.stand.name])
+    broker = case.stand.broker(poll_interval=3600)
+    in_work = most = 0
+    attempts: list[int] = []
+    done = trio.Event()
+
+    @subscriber(InboxQueue(Slotted, "jobs").workers(4).limit(key="tenant", concurrency=1))
+    async def work(job: Job, attempt: keys.Attempt) -> None:
+        nonlocal in_work, most
+        in_work += 1
+        most = max(most, in_work)
+        attempts.append(attempt)
+        await trio.sleep(0.01)
+        in_work -= 1
+        if len(attempts) == 6:
+            done.set()
+        if attempt == 1:
+            raise RuntimeError("the first attempt of each row fails")  # retried at once
+
+    jobs(case.stand, ["a"] * 3)
+    app = make_app()
+    app.include(broker, work)
+    async with serving(app):
+        # Each failure's settlement lets the tenant's one slot go: the next row (or the same
+        # one again) is claimed at once, one at a time.
+        with trio.fail_after(20):
+            await done.wait()
+        await idle(app, work)
+    assert sorted(attempts) == [1, 1, 1, 2, 2, 2]
+    assert most == 1
     assert case.stand.rows("SELECT id FROM slot_jobs") == []
 
 
