@@ -296,7 +296,8 @@ async def test_served_a_key_never_has_more_than_n_in_work_and_other_keys_flow(
 def slots_held(case: Case) -> int:
     """The advisory locks held on the database (the slots; nothing else takes them here)."""
     ((count,),) = case.stand.rows(
-        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())"
     )
     return int(count)
 
