@@ -37,6 +37,7 @@ from trinbox.testing import idle
 from ..serving import make_app, serving
 from ..stands import MariaStand, PostgresStand, Stand, fresh_stand
 from .conftest import Case
+from .test_limits_row_lock import limits_of
 
 ON_SERVERS = pytest.mark.parametrize(
     "case",
@@ -79,11 +80,6 @@ class Slotted(Inbox[Advisory], table="slot_jobs", advisory_lock="slot_jobs:{id}"
     tenant: str | None
     attempt: Annotated[int, Attempt()]
     payload: Annotated[bytes, Payload()]
-
-
-def limits_of(queue: InboxQueue[Any, Any, Any]) -> ClaimLimits:
-    assert queue.limits is not None
-    return queue.limits
 
 
 def per_key(limit: int) -> ClaimLimits:
@@ -181,7 +177,8 @@ def held_slots(stand: Stand, tenant: str | None, count: int) -> int:
                 "SELECT COUNT(*) FROM generate_series(0, ?) AS g(i) WHERE hashtextextended("
                 f"concat('trinbox_slot:slot_jobs:', quote_nullable('jobs'), ':', {key}, ':', i), "
                 "0) IN (SELECT (l.classid::bigint << 32) | l.objid::bigint FROM pg_locks AS l "
-                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1)",
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database()))",
                 count - 1,
                 *params,
             )
