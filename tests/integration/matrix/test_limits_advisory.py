@@ -526,6 +526,40 @@ async def test_served_a_failure_lets_its_slot_go_and_its_row_returns(case: Case)
     assert case.stand.rows("SELECT id FROM slot_jobs") == []
 
 
+@ON_SERVERS
+async def test_served_transactional_rows_keep_their_slots_to_the_commit(case: Case) -> None:
+    case.stand.script(SLOT_JOBS[case.stand.name])
+    broker = case.stand.broker(poll_interval=3600, pool_size=12)
+    in_work: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+    done: list[str] = []
+    finished = trio.Event()
+
+    @subscriber(
+        InboxQueue(Slotted, "jobs").transactional().workers(6).limit(key="tenant", concurrency=2)
+    )
+    async def work(job: Job, tx: keys.Tx) -> None:
+        in_work[job.tenant] += 1
+        most[job.tenant] = max(most[job.tenant], in_work[job.tenant])
+        # The handler's transaction is on the session that holds the key and its slot.
+        assert await tx.fetchval("SELECT 1") == 1
+        await trio.sleep(0.02)
+        in_work[job.tenant] -= 1
+        done.append(job.tenant)
+        if len(done) == 9:
+            finished.set()
+
+    jobs(case.stand, ["a"] * 6 + ["b"] * 3)
+    app = make_app()
+    app.include(broker, work)
+    async with serving(app):
+        with trio.fail_after(20):
+            await finished.wait()
+        await idle(app, work)
+    assert most == {"a": 2, "b": 2}
+    assert case.stand.rows("SELECT id FROM slot_jobs") == []
+
+
 async def test_sqlite_s_advisory_form_refuses_a_limit_at_include(tmp_path: Path) -> None:
     with fresh_stand("sqlite", tmp_path) as stand:
         broker = stand.broker()
