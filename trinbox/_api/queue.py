@@ -398,15 +398,16 @@ class InboxQueue(Generic[R, M, B]):
         each). The claim counts the live leases under a lock that serializes the table's
         claims, and skips a key at its limit while other keys' rows are still claimed. On a
         row lock table (PostgreSQL) each row in work holds a slot of its key instead, a lock of
-        its claim's transaction.
+        its claim's transaction; on an advisory table (PostgreSQL, MySQL) a slot as a session
+        lock beside its advisory key's, on the same session.
 
         ``rate=Rate(n, per=...)``: rows started at a rate of ``n`` per ``per`` (a burst of
         ``n``, then one every ``per / n``), per key or for the whole queue, kept in the rate
         table ``rates`` (GCRA: one row per key, advanced by the claim in its transaction). A
         rate counts starts: a row claimed counts, however it ends (given back at shutdown
         too). A concurrency and a rate may be declared in one call or two; per-key limits
-        share one key. A concurrency for now on lease and row lock tables, a rate on lease
-        tables, and beside neither ``Group(fifo=True)``, ``.custom_claim()`` nor
+        share one key. A concurrency on every form (where the dialect holds its slots), a rate
+        on lease tables, and beside neither ``Group(fifo=True)``, ``.custom_claim()`` nor
         ``.count_attempt_at_claim()``."""
         if self.attempt_at_claim:
             _refuse_counted_beside_limit(spec_of(self.row).label, key, concurrency)
