@@ -243,8 +243,7 @@ def cases() -> Iterator[Case]:
                     if shape.name in LIMIT_SHAPES and (
                         form is Lease
                         or (form is RowLock and dialect.name == "PostgreSQL")
-                        # The advisory form's slots are session locks: SQLite has none.
-                        or (form is Advisory and dialect.name != "SQLite")
+                        or form is Advisory
                     ):
                         for limits in LIMITS:
                             if form is not Lease and LIMITS[limits].rates is not None:

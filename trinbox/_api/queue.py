@@ -398,8 +398,9 @@ class InboxQueue(Generic[R, M, B]):
         each). The claim counts the live leases under a lock that serializes the table's
         claims, and skips a key at its limit while other keys' rows are still claimed. On a
         row lock table (PostgreSQL) each row in work holds a slot of its key instead, a lock of
-        its claim's transaction; on an advisory table (PostgreSQL, MySQL) a slot as a session
-        lock beside its advisory key's, on the same session.
+        its claim's transaction; on an advisory table a slot as a session lock beside its
+        advisory key's, on the same session (SQLite: kept with the key by the one process
+        serving the file).
 
         ``rate=Rate(n, per=...)``: rows started at a rate of ``n`` per ``per`` (a burst of
         ``n``, then one every ``per / n``), per key or for the whole queue, kept in the rate

@@ -35,6 +35,7 @@ from ._slots import WHOLE, slot_name
 from ._statement import Frag, P, Sql, join
 
 __all__ = [
+    "sqlite_candidates",
     "mysql_candidates",
     "mysql_slot_lock",
     "mysql_unlock",
@@ -342,3 +343,50 @@ def mysql_unlock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
             "COALESCE(RELEASE_LOCK(" + _my_slot(_my_whole(d, spec), P("whole")) + "), 0)"
         )
     return "SELECT CAST((" + join(" + ", unlocks) + f") = {len(unlocks)} AS SIGNED)"
+
+
+# -- SQLite ------------------------------------------------------------------------------------
+
+
+def sqlite_candidates(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
+    """SQLite has no session locks: its process keeps each key's slot key beside the key in
+    work (trinbox._holders.sqlite_key, ``SlotRule``) and binds how many rows of each slot key
+    are in work as one JSON object (``counts``; a slot key is ``quote(<key>)``: NULL, or the
+    value written as a literal). The first ``CANDIDATES`` due rows past the keys in work
+    (``held``) whose limit key has a free slot, then each key's ranked no further than its
+    free slots: id, key, slot key."""
+    t = d.table(spec)
+    ident = d.column(spec.id)
+    lock, sk, free, rank = _names(d, spec, "lock", "slot_key", "free", "rank")
+    window, ranked = d.internal(spec, "__window"), d.internal(spec, "__ranked")
+    c = d.quoted(d.internal(spec, "__c"))
+    key = f"quote({t}.{d.column(limits.key)})" if limits.key is not None else "''"
+    if limits.key is not None and limits.per_key is not None:
+        count: Sql = (
+            f"({limits.per_key} - COALESCE((SELECT {c}.value FROM json_each("
+            + P("counts")
+            + f") AS {c} WHERE {c}.key = {key}), 0))"
+        )
+    else:
+        count = Sql("NULL")
+    key_expr = d.key_expression(spec)
+    conds: list[Frag] = [
+        *d.claimable(spec, prefix=f"{t}."),
+        f"{key_expr} NOT IN (SELECT value FROM json_each(" + P("held") + "))",
+    ]
+    if limits.key is not None and limits.per_key is not None:
+        conds.append(count + " > 0")
+    # The claim order's columns, carried out of the window to order the ranked rows by.
+    ordered = [c for c in (spec.priority, spec.retry_after) if c is not None]
+    carried = "".join(f", {t}.{d.column(col)}" for col in ordered)
+    return (
+        f"SELECT {ident}, {lock}, {sk} FROM (SELECT {window}.*, ROW_NUMBER() OVER (PARTITION "
+        f"BY {sk} ORDER BY {d.order_by(spec, prefix=window + '.')}) AS {rank} FROM (SELECT "
+        f"{t}.{ident}{carried}, {key_expr} AS {lock}, {key} AS {sk}, "
+        + count
+        + f" AS {free} FROM {t}"
+        + d.where(conds)
+        + f" ORDER BY {d.order_by(spec, prefix=f'{t}.')} LIMIT {CANDIDATES}) AS {window}) AS "
+        f"{ranked} WHERE {free} IS NULL OR {rank} <= {free} ORDER BY "
+        f"{d.order_by(spec, prefix=ranked + '.')} LIMIT " + P("limit")
+    )

@@ -774,19 +774,12 @@ class Dialect(ColumnRules):
 
     def limited_advisory(
         self, spec: TableSpec, limits: ClaimLimits
-    ) -> tuple[Statement, Statement, Statement]:
-        """The advisory form under ``InboxQueue.limit``: its candidates, slot lock and unlock
-        (``_advisory_slots.py``), each row holding slots of its limit key as session locks
-        beside its key's. Refused where the server has no session locks (SQLite, whose
-        advisory keys live in the serving process)."""
-        msg = (
-            f"{spec.label}: .limit() on an Inbox[Advisory] table takes a slot per row as a "
-            f"session lock beside its key's, which {self.name} does not have (its advisory keys "
-            f"live in the memory of the process serving the file), found {limits.label}; "
-            f"declare the table Inbox[Lease] (limits count live leases there) or serve it from "
-            f"PostgreSQL or MySQL"
-        )
-        raise UnsupportedForm(msg)
+    ) -> tuple[Statement, Statement | None, Statement | None]:
+        """The advisory form under ``InboxQueue.limit`` (``_advisory_slots.py``): its
+        candidates, slot lock and unlock, each row holding slots of its limit key as session
+        locks beside its key's; where the process keeps the keys (SQLite) the candidates only,
+        the process keeping the slots with them."""
+        raise NotImplementedError
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """What serializes the limited claims of ``spec``'s table across processes, run first

@@ -452,7 +452,7 @@ class MySqlDialect(Dialect):
 
     def limited_advisory(
         self, spec: TableSpec, limits: ClaimLimits
-    ) -> tuple[Statement, Statement, Statement]:
+    ) -> tuple[Statement, Statement | None, Statement | None]:
         """Slots as ``GET_LOCK(name, 0)`` session locks beside the key's
         (``_advisory_slots.py``). Their series are recursive CTEs, which MySQL bounds by
         ``cte_max_recursion_depth`` (1000 by default): a larger limit is refused."""

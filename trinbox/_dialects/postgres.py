@@ -242,7 +242,7 @@ class PostgresDialect(Dialect):
 
     def limited_advisory(
         self, spec: TableSpec, limits: ClaimLimits
-    ) -> tuple[Statement, Statement, Statement]:
+    ) -> tuple[Statement, Statement | None, Statement | None]:
         """Slots as session locks beside the key's, ``pg_try_advisory_lock`` on the row lock
         form's slot names (``_advisory_slots.py``)."""
         return (

@@ -13,6 +13,7 @@ from typing import Protocol, cast
 
 import trio
 
+from .._declare._limits import ClaimLimits
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect
 from .._dialects._statement import Statement
@@ -172,6 +173,9 @@ class FormContext:
     # fewer than asked, it may have left rows of other keys beyond it, so it is exhausted only
     # when it took none.
     limited: bool = False
+    # The limits themselves, for a hold that keeps the slots in this process (SQLite's
+    # advisory keys).
+    limits: ClaimLimits | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,17 +5,18 @@ without waiting in the key's round trip and let go with the key at the settlemen
 
 On PostgreSQL and MariaDB. A key at its limit is skipped while other keys' rows fill the same
 claim; the slots end with the key's unlock, or with the session (closed, killed). SQLite's
-advisory form keeps its keys in its process and refuses a limit at ``app.include``."""
+advisory form keeps its keys in the one process serving the file, and each key's slot with it
+(trinbox._holders.sqlite_key.SlotRule): the same claims hold there."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -31,11 +32,11 @@ from trinbox._forms.advisory import AdvisoryForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext, Retry
 from trinbox._holders.session_lock import SessionLocks
-from trinbox.errors import UnsupportedForm
+from trinbox._holders.sqlite_key import KeyRegistry
 from trinbox.testing import idle
 
 from ..serving import make_app, serving
-from ..stands import MariaStand, PostgresStand, Stand, fresh_stand
+from ..stands import MariaStand, PostgresStand, SqliteStand, Stand
 from .conftest import Case
 from .test_limits_row_lock import limits_of
 
@@ -45,12 +46,28 @@ ON_SERVERS = pytest.mark.parametrize(
     ids=["postgres-advisory", "mariadb-advisory"],
     indirect=True,
 )
+# SQLite's process keeps the slots with its keys in work (one process serves a file).
+EVERY_STAND = pytest.mark.parametrize(
+    "case",
+    [("postgres", "advisory"), ("mariadb", "advisory"), ("sqlite", "advisory")],
+    ids=["postgres-advisory", "mariadb-advisory", "sqlite-advisory"],
+    indirect=True,
+)
 
 # A key of any text: the slots' names are hashed, so length and characters do not matter.
 HOSTILE = ["it's", 'say "hi"', "back\\slash", "%s %%", "x" * 300, "ключ 鍵 🔑", "", "NULL"]
 ONE_EACH: Counter[str | None] = Counter([*HOSTILE, None])
 
 SLOT_JOBS = {
+    "sqlite": """
+        CREATE TABLE slot_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            tenant TEXT,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            payload BLOB
+        )
+    """,
     "postgres": """
         CREATE TABLE slot_jobs (
             id BIGSERIAL PRIMARY KEY,
@@ -102,7 +119,7 @@ async def limited_form(case: Case, limits: ClaimLimits) -> AsyncIterator[Advisor
     """The advisory form of a subscription to group "jobs" under ``limits``, as
     ``Subscription.open`` builds it."""
     case.stand.script(SLOT_JOBS[case.stand.name])
-    async with asyncio_loop(True):
+    async with asyncio_loop(case.name != "sqlite"):
         broker = case.stand.broker(pool_size=20)
         await broker.open()
         try:
@@ -115,6 +132,7 @@ async def limited_form(case: Case, limits: ClaimLimits) -> AsyncIterator[Advisor
                 clock=broker.clock,
                 group="jobs",
                 limited=True,
+                limits=limits,
             )
             form = make_form(ctx)
             assert isinstance(form, AdvisoryForm)
@@ -168,7 +186,16 @@ async def own_locks(stand: Stand, conn: Any, names: Sequence[str]) -> int:
 
 def held_slots(stand: Stand, tenant: str | None, count: int) -> int:
     """How many of ``tenant``'s ``count`` slots (or the queue's, ``tenant="*"``) a session
-    holds, by names written here as docs/reference.md gives them."""
+    holds, by names written here as docs/reference.md gives them (SQLite: the rows in work
+    that the process keeps with each slot key)."""
+    if isinstance(stand, SqliteStand):
+        database = "sqlite:" + os.path.realpath(stand.path)
+        keys, slots = KeyRegistry.keys(database), KeyRegistry.slots(database)
+        in_work = [slots[k][1] for k in keys if k in slots and slots[k][0] == ("slot_jobs", "jobs")]
+        if tenant == "*":
+            return len(in_work)
+        quoted = "NULL" if tenant is None else "'" + tenant.replace("'", "''") + "'"
+        return in_work.count(quoted)
     if isinstance(stand, PostgresStand):
         key = "'*'" if tenant == "*" else "quote_nullable(CAST(? AS text))"
         params: tuple[object, ...] = () if tenant == "*" else (tenant,)
@@ -207,7 +234,7 @@ def advisory_locks(stand: Stand) -> int:
 # -- claims ----------------------------------------------------------------------------------
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_a_key_at_its_limit_is_skipped_and_the_others_fill_the_claim(case: Case) -> None:
     async with limited_form(case, per_key(3)) as form:
         jobs(case.stand, ["a"] * 5 + ["b"] * 2 + ["c"])
@@ -225,7 +252,7 @@ async def test_a_key_at_its_limit_is_skipped_and_the_others_fill_the_claim(case:
         assert list(await form.claim(10)) == []
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_a_claim_holds_one_slot_per_row_and_takes_no_other(case: Case) -> None:
     async with limited_form(case, per_key(3)) as form:
         jobs(case.stand, ["a", "b"])
@@ -275,7 +302,7 @@ async def test_a_slot_lock_that_finds_no_free_slot_lets_go_of_all_it_took(
         assert held_slots(case.stand, "*", 2) == 2
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_one_row_claims_each_take_a_slot_and_an_ack_frees_one(case: Case) -> None:
     async with limited_form(case, per_key(3)) as form:
         jobs(case.stand, ["a"] * 5)
@@ -287,7 +314,7 @@ async def test_one_row_claims_each_take_a_slot_and_an_ack_frees_one(case: Case) 
         assert held_slots(case.stand, "a", 3) == 3
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_a_retry_and_a_drop_let_their_slots_go(case: Case) -> None:
     async with limited_form(case, per_key(1)) as form:
         jobs(case.stand, ["a", "a"])
@@ -304,7 +331,7 @@ async def test_a_retry_and_a_drop_let_their_slots_go(case: Case) -> None:
         assert tenants_of(third) == {"a": 1}
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_a_settle_and_claim_lets_the_slot_go_and_takes_the_key_s_next_row(
     case: Case,
 ) -> None:
@@ -345,7 +372,7 @@ def conn_of(delivery: Delivery) -> Any:
     return delivery.conn
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_an_abandoned_session_frees_its_slots(case: Case) -> None:
     async with limited_form(case, per_key(1)) as form:
         jobs(case.stand, ["a", "a"])
@@ -357,7 +384,7 @@ async def test_an_abandoned_session_frees_its_slots(case: Case) -> None:
         assert tenants_of(again) == {"a": 1}
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
     async with limited_form(case, per_key(2)) as form:
         jobs(case.stand, [None, None, None, "a", "NULL"])
@@ -365,7 +392,7 @@ async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
         assert list(await form.claim(10)) == []
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_hostile_keys_each_keep_their_own_slots(case: Case) -> None:
     async with limited_form(case, per_key(1)) as form:
         jobs(case.stand, HOSTILE + HOSTILE + [None, None])
@@ -379,7 +406,7 @@ async def test_hostile_keys_each_keep_their_own_slots(case: Case) -> None:
         assert tenants_of(await form.claim(30)) == ONE_EACH
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_the_whole_queue_cap_bounds_every_key_together(case: Case) -> None:
     async with limited_form(case, whole(4)) as form:
         jobs(case.stand, ["a", "b", "c", "d", "e", "f"])
@@ -392,7 +419,7 @@ async def test_the_whole_queue_cap_bounds_every_key_together(case: Case) -> None
         assert len(await form.claim(10)) == 1
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_a_per_key_limit_and_a_whole_queue_cap_together(case: Case) -> None:
     both = limits_of(
         InboxQueue(Slotted, "jobs").limit(key="tenant", concurrency=2).limit(concurrency=5)
@@ -410,7 +437,7 @@ async def test_a_per_key_limit_and_a_whole_queue_cap_together(case: Case) -> Non
             assert advisory_locks(case.stand) == 15  # five keys, five slots, five whole
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_another_group_s_rows_in_work_count_for_nothing(case: Case) -> None:
     async with limited_form(case, per_key(1)) as form:
         jobs(case.stand, ["a"], group="other")
@@ -433,7 +460,7 @@ class Job:
     tenant: str
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_served_many_keys_never_pass_their_limits_and_other_keys_flow(
     case: Case,
 ) -> None:
@@ -491,7 +518,7 @@ async def test_served_many_keys_never_pass_their_limits_and_other_keys_flow(
     assert case.stand.rows("SELECT id FROM slot_jobs") == []
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_served_a_failure_lets_its_slot_go_and_its_row_returns(case: Case) -> None:
     case.stand.script(SLOT_JOBS[case.stand.name])
     broker = case.stand.broker(poll_interval=3600)
@@ -526,7 +553,7 @@ async def test_served_a_failure_lets_its_slot_go_and_its_row_returns(case: Case)
     assert case.stand.rows("SELECT id FROM slot_jobs") == []
 
 
-@ON_SERVERS
+@EVERY_STAND
 async def test_served_transactional_rows_keep_their_slots_to_the_commit(case: Case) -> None:
     case.stand.script(SLOT_JOBS[case.stand.name])
     broker = case.stand.broker(poll_interval=3600, pool_size=12)
@@ -558,22 +585,3 @@ async def test_served_transactional_rows_keep_their_slots_to_the_commit(case: Ca
         await idle(app, work)
     assert most == {"a": 2, "b": 2}
     assert case.stand.rows("SELECT id FROM slot_jobs") == []
-
-
-async def test_sqlite_s_advisory_form_refuses_a_limit_at_include(tmp_path: Path) -> None:
-    with fresh_stand("sqlite", tmp_path) as stand:
-        broker = stand.broker()
-
-        @subscriber(InboxQueue(Slotted, "jobs").limit(key="tenant", concurrency=2))
-        async def work(job: Job) -> None:
-            pass
-
-        with pytest.raises(UnsupportedForm) as found:
-            make_app().include(broker, work)
-    assert str(found.value) == (
-        "slot_jobs (Slotted): .limit() on an Inbox[Advisory] table takes a slot per row as a "
-        "session lock beside its key's, which SQLite does not have (its advisory keys live in "
-        "the memory of the process serving the file), found .limit(key='tenant', "
-        "concurrency=2); declare the table Inbox[Lease] (limits count live leases there) or "
-        "serve it from PostgreSQL or MySQL"
-    )
