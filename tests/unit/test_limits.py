@@ -24,8 +24,11 @@ from trinbox import (
     RetryAfter,
     RowLock,
 )
+from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
-from trinbox.errors import DeclarationError
+from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
+from trinbox.errors import DeclarationError, UnsupportedForm
 from trinbox.schema import DialectName
 
 
@@ -281,3 +284,20 @@ def test_a_rate_table_s_ddl(dialect: DialectName) -> None:
     assert create.startswith("CREATE TABLE IF NOT EXISTS ")
     assert "tat BIGINT NOT NULL" in create
     assert "PRIMARY KEY (tbl, grp, rate_key)" in create
+
+
+def test_mysql_s_advisory_slots_take_a_concurrency_of_at_most_1000() -> None:
+    spec = spec_of(Keyed)
+    fits = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=1000).limits
+    assert build_plan(MySqlDialect(), spec, limits=fits).slot_lock is not None
+    over = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3).limit(concurrency=1001)
+    with pytest.raises(
+        UnsupportedForm,
+        match=whole(
+            "keyed (Keyed): .limit() on an Inbox[Advisory] table tries its slots in recursive "
+            "CTEs, which MySQL stops past cte_max_recursion_depth (1000 by default), found "
+            ".limit(key='tenant', concurrency=3).limit(concurrency=1001); pass a concurrency "
+            "of at most 1000, or declare the table Inbox[Lease]"
+        ),
+    ):
+        build_plan(MySqlDialect(), spec, limits=over.limits)
