@@ -64,6 +64,7 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
     return found
 
 
+# SQLite's advisory keys are served by one process per file (a second is refused at startup).
 @cells(
     forms=["lease", "row_lock", "advisory"],
     leave_out=[("mariadb", "row_lock"), ("sqlite", "advisory")],
