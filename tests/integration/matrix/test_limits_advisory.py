@@ -585,3 +585,38 @@ async def test_served_transactional_rows_keep_their_slots_to_the_commit(case: Ca
         await idle(app, work)
     assert most == {"a": 2, "b": 2}
     assert case.stand.rows("SELECT id FROM slot_jobs") == []
+
+
+@EVERY_STAND
+async def test_served_batches_hold_no_more_of_a_key_than_its_limit(case: Case) -> None:
+    case.stand.script(SLOT_JOBS[case.stand.name])
+    broker = case.stand.broker(poll_interval=3600, pool_size=12)
+    in_work: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+    batches: list[Counter[str]] = []
+    finished = trio.Event()
+
+    @subscriber(InboxQueue(Slotted, "jobs").batch(4).workers(2).limit(key="tenant", concurrency=2))
+    async def work(batch: list[Job]) -> None:
+        batches.append(Counter(job.tenant for job in batch))
+        for job in batch:
+            in_work[job.tenant] += 1
+            most[job.tenant] = max(most[job.tenant], in_work[job.tenant])
+        await trio.sleep(0.02)
+        for job in batch:
+            in_work[job.tenant] -= 1
+        if sum(batches, Counter()).total() == 12:
+            finished.set()
+
+    jobs(case.stand, ["a"] * 6 + ["b"] * 6)
+    app = make_app()
+    app.include(broker, work)
+    async with serving(app):
+        with trio.fail_after(20):
+            await finished.wait()
+        await idle(app, work)
+    # Each batch's rows hold their slots until the batch settles: two of a tenant at most,
+    # in one batch or across both workers' batches.
+    assert max(n for batch in batches for n in batch.values()) <= 2
+    assert most == {"a": 2, "b": 2}
+    assert case.stand.rows("SELECT id FROM slot_jobs") == []
