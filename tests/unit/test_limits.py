@@ -289,7 +289,7 @@ def test_a_rate_table_s_ddl(dialect: DialectName) -> None:
 def test_mysql_s_advisory_slots_take_a_concurrency_of_at_most_1000() -> None:
     spec = spec_of(Keyed)
     fits = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=1000).limits
-    assert build_plan(MySqlDialect(), spec, limits=fits).slot_lock is not None
+    assert build_plan(MySqlDialect(), spec, limits=fits).key_slots is not None
     over = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3).limit(concurrency=1001)
     with pytest.raises(
         UnsupportedForm,

@@ -5,8 +5,9 @@ holds it, with try-locks that never wait.
 A row in work holds, beside the session lock of its advisory key, one slot of its limit key
 (and one of the whole queue's, under a whole limit): a session lock of the same session
 (PostgreSQL ``pg_try_advisory_lock`` of the row lock form's slot names, ``_slots.slot_name``;
-MySQL ``GET_LOCK(name, 0)`` of ``trinbox_slot.<sha1>.<i>``, the SHA-1 of the database, the
-table, the group and the key's text, so that a key of any length fits the 64 characters). The
+MySQL ``GET_LOCK(name, 0)`` of ``trinbox_slot:<sha1>``, the SHA-1 of the database, the table,
+the group, the key's weight and the index, so that a key of any length fits the 64 characters:
+the row lock form's names on MySQL). The
 settlement lets them go with the key (one unlock); a session whose unlock is not confirmed is
 closed, which frees them all, and so does a dead connection or a killed process.
 
@@ -17,7 +18,7 @@ Three statements, with one protocol on both servers:
   names are made of) and how many slots of its limit key and of the queue were free as the
   select ran (``NULL``: no such limit), so that a claim tries no more of a key's rows than it
   has free slots;
-- **slot lock** (run after the key's lock, in the take's round trip): the first free slot of
+- **key slots** (run after the key's lock, in the take's round trip): the first free slot of
   the slot key and of the queue, each tried in order without waiting, all or nothing: when one
   is missing, it lets go of what it took and of the key too, so the session holds nothing and
   the claim goes on to its next candidate. One row: taken (1/0), the slot's index, the whole
@@ -37,10 +38,10 @@ from ._statement import Frag, P, Sql, join
 __all__ = [
     "sqlite_candidates",
     "mysql_candidates",
-    "mysql_slot_lock",
+    "mysql_key_slots",
     "mysql_unlock",
     "postgres_candidates",
-    "postgres_slot_lock",
+    "postgres_key_slots",
     "postgres_unlock",
 ]
 
@@ -125,7 +126,7 @@ def postgres_candidates(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql
     )
 
 
-def postgres_slot_lock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
+def postgres_key_slots(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     """Take the first free slot of the slot key, then of the queue, on this session; all or
     nothing (the key's lock let go too): taken, slot, whole slot."""
     g, i = _names(d, spec, "g", "i")
@@ -197,30 +198,24 @@ def postgres_unlock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
 # -- MySQL and MariaDB -------------------------------------------------------------------------
 
 
-def _packed(parts: list[Frag]) -> Sql:
-    """``parts`` as one text that no other parts give: each one's length, a colon, itself."""
-    packed: list[Frag] = []
-    for part in parts:
-        packed += ["CHAR_LENGTH(" + part + ")", "':'", part]
-    return "CONCAT(" + join(", ", packed) + ")"
+def _my_key_text(column: str) -> str:
+    """A key column's value as it names its slots: the weight of its text in the column's
+    collation, trailing spaces cut (keys the column compares equal name the same slots, as they
+    are one key to the claim's ranking), or ``NULL``; hex, so it binds back as plain text. The
+    same text, and the same names (``_my_slot``), as the row lock form's slots on MySQL."""
+    return f"COALESCE(CONCAT('w', HEX(WEIGHT_STRING(RTRIM({column})))), 'NULL')"
 
 
-def _my_base(d: Dialect, spec: TableSpec, key: Frag) -> Sql:
-    """The SHA-1 (hex) of the database, the table, the group and ``key``, the slots' stem."""
+def _my_slot(d: Dialect, spec: TableSpec, key: Frag, index: Frag) -> Sql:
+    """The ``GET_LOCK`` name of slot ``index`` of ``key`` (``_my_key_text``, or ``WHOLE``):
+    ``trinbox_slot:`` and the SHA-1 (hex) of the database, the table, the group, the key and
+    the index, 53 characters whatever the key."""
     database = "DATABASE()" if spec.schema is None else d.literal(spec.schema)
     parts: list[Frag] = [f"LOWER({database})", d.literal(spec.table)]
     if spec.group is not None:
-        parts.append("COALESCE(CAST(" + P("group") + " AS CHAR), '')")
-    parts.append(key)
-    return "SHA1(" + _packed(parts) + ")"
-
-
-def _my_slot(base: Frag, index: Frag) -> Sql:
-    return Sql("CONCAT('trinbox_slot.', ") + base + ", '.', " + index + ")"
-
-
-def _my_whole(d: Dialect, spec: TableSpec) -> Sql:
-    return _my_base(d, spec, "'w'")
+        parts.append("QUOTE(CAST(" + P("group") + " AS CHAR))")
+    parts += [key, "CAST(" + index + " AS CHAR)"]
+    return "CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', " + join(", ", parts) + ")))"
 
 
 def mysql_candidates(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
@@ -233,16 +228,12 @@ def mysql_candidates(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     )
     n, window, ranked = (d.internal(spec, x) for x in ("__n", "__window", "__ranked"))
     top = max(x for x in (limits.per_key, limits.whole) if x is not None)
-    key: Frag = (
-        _my_base(d, spec, d.rate_key_text(d.column(limits.key)))
-        if limits.key is not None
-        else Sql("''")
-    )
+    key: Frag = _my_key_text(d.column(limits.key)) if limits.key is not None else "''"
 
-    def held(base: Frag, count: int) -> Sql:
+    def held(key: Frag, count: int) -> Sql:
         return (
             f"(SELECT {count} - COUNT(*) FROM {n} WHERE {n}.{i} < {count} AND IS_USED_LOCK("
-            + _my_slot(base, f"{n}.{i}")
+            + _my_slot(d, spec, key, f"{n}.{i}")
             + ") IS NOT NULL)"
         )
 
@@ -251,11 +242,7 @@ def mysql_candidates(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
         if limits.key is not None and limits.per_key is not None
         else "CAST(NULL AS SIGNED)"
     )
-    whole: Frag = (
-        held(_my_whole(d, spec), limits.whole)
-        if limits.whole is not None
-        else "CAST(NULL AS SIGNED)"
-    )
+    whole: Frag = held(WHOLE, limits.whole) if limits.whole is not None else "CAST(NULL AS SIGNED)"
     having = [f"{x} > 0" for x, on in ((free, limits.per_key), (whole_free, limits.whole)) if on]
     order = d.order_by(spec)
     cols = f"{d.column(spec.id)}, {lock}, {sk}, {free}, {whole_free}"
@@ -277,8 +264,8 @@ def mysql_candidates(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     )
 
 
-def mysql_slot_lock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
-    """As ``postgres_slot_lock``: each slot series is tried in order by a recursive CTE that
+def mysql_key_slots(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
+    """As ``postgres_key_slots``: each slot series is tried in order by a recursive CTE that
     stops at the first ``GET_LOCK(name, 0)`` it gets; a derived table with a LIMIT (never
     merged) holds the indexes, from which the undo lets go of what a partial take holds."""
     i, got = _names(d, spec, "i", "got")
@@ -286,12 +273,12 @@ def mysql_slot_lock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     slot_base = P("slot_key")
     ctes: list[Frag] = []
 
-    def tries(cte: str, base: Frag, count: int) -> Sql:
+    def tries(cte: str, key: Frag, count: int) -> Sql:
         return (
             f"{cte} ({i}, {got}) AS (SELECT 0, COALESCE(GET_LOCK("
-            + _my_slot(base, "0")
+            + _my_slot(d, spec, key, "0")
             + f", 0), 0) UNION ALL SELECT {i} + 1, COALESCE(GET_LOCK("
-            + _my_slot(base, f"{i} + 1")
+            + _my_slot(d, spec, key, f"{i} + 1")
             + f", 0), 0) FROM {cte} WHERE {got} = 0 AND {i} < {count - 1})"
         )
 
@@ -302,7 +289,7 @@ def mysql_slot_lock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     else:
         picks.append(f"CAST(NULL AS SIGNED) AS {s}")
     if limits.whole is not None:
-        ctes.append(tries(w, _my_whole(d, spec), limits.whole))
+        ctes.append(tries(w, WHOLE, limits.whole))
         picks.append(f"(SELECT {i} FROM {w} WHERE {got} = 1) AS {w}")
     else:
         picks.append(f"CAST(NULL AS SIGNED) AS {w}")
@@ -313,13 +300,13 @@ def mysql_slot_lock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     if limits.per_key is not None:
         undo.append(
             f"IF({r}.{s} IS NULL, 0, COALESCE(RELEASE_LOCK("
-            + _my_slot(slot_base, f"{r}.{s}")
+            + _my_slot(d, spec, slot_base, f"{r}.{s}")
             + "), 0))"
         )
     if limits.whole is not None:
         undo.append(
             f"IF({r}.{w} IS NULL, 0, COALESCE(RELEASE_LOCK("
-            + _my_slot(_my_whole(d, spec), f"{r}.{w}")
+            + _my_slot(d, spec, WHOLE, f"{r}.{w}")
             + "), 0))"
         )
     return (
@@ -337,11 +324,11 @@ def mysql_unlock(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
     """As ``postgres_unlock``: every ``RELEASE_LOCK`` runs (a sum does not stop early)."""
     unlocks: list[Frag] = ["COALESCE(RELEASE_LOCK(" + P("key") + "), 0)"]
     if limits.per_key is not None:
-        unlocks.append("COALESCE(RELEASE_LOCK(" + _my_slot(P("slot_key"), P("slot")) + "), 0)")
-    if limits.whole is not None:
         unlocks.append(
-            "COALESCE(RELEASE_LOCK(" + _my_slot(_my_whole(d, spec), P("whole")) + "), 0)"
+            "COALESCE(RELEASE_LOCK(" + _my_slot(d, spec, P("slot_key"), P("slot")) + "), 0)"
         )
+    if limits.whole is not None:
+        unlocks.append("COALESCE(RELEASE_LOCK(" + _my_slot(d, spec, WHOLE, P("whole")) + "), 0)")
     return "SELECT CAST((" + join(" + ", unlocks) + f") = {len(unlocks)} AS SIGNED)"
 
 

@@ -776,7 +776,7 @@ class Dialect(ColumnRules):
         self, spec: TableSpec, limits: ClaimLimits
     ) -> tuple[Statement, Statement | None, Statement | None]:
         """The advisory form under ``InboxQueue.limit`` (``_advisory_slots.py``): its
-        candidates, slot lock and unlock, each row holding slots of its limit key as session
+        candidates, key slots and unlock, each row holding slots of its limit key as session
         locks beside its key's; where the process keeps the keys (SQLite) the candidates only,
         the process keeping the slots with them."""
         raise NotImplementedError

@@ -51,7 +51,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
 from ..errors import DeclarationError, FifoAtSerializable, ServerTooOld, UnsupportedForm
-from ._advisory_slots import mysql_candidates, mysql_slot_lock, mysql_unlock
+from ._advisory_slots import mysql_candidates, mysql_key_slots, mysql_unlock
 from ._base import BatchInsert, Dialect, UniqueInsert
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
@@ -467,7 +467,7 @@ class MySqlDialect(Dialect):
             raise UnsupportedForm(msg)
         return (
             self.render("candidates", mysql_candidates(self, spec, limits)),
-            self.render("slot_lock", mysql_slot_lock(self, spec, limits)),
+            self.render("key_slots", mysql_key_slots(self, spec, limits)),
             self.render("unlock", mysql_unlock(self, spec, limits)),
         )
 

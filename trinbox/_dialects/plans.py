@@ -89,7 +89,7 @@ class Plan:
     claims: PostgreSQL's transaction lock inside ``claim_begin`` (READ COMMITTED), MySQL's
     session lock before it, let go by ``limit_unlock`` after the commit; none on SQLite.
     A limited advisory claim (``_advisory_slots.py``): ``claim`` is the candidates that pass
-    over the keys and limit keys with no free slot, ``slot_lock`` runs after ``lock`` on the
+    over the keys and limit keys with no free slot, ``key_slots`` runs after ``lock`` on the
     key's session to take the row's slots (all or nothing), and ``unlock`` lets go of the key
     and its slots together.
     Under a rate (``_rated.py``) the claim then runs, before its commit, ``rate_advance`` once
@@ -125,7 +125,7 @@ class Plan:
     rate_advance: Statement | None = None
     whole_rate_advance: Statement | None = None
     rate_key_index: int | None = None
-    slot_lock: Statement | None = None
+    key_slots: Statement | None = None
 
     @property
     def rated(self) -> bool:
@@ -167,7 +167,7 @@ class Plan:
             self.limit_unlock,
             self.rate_advance,
             self.whole_rate_advance,
-            self.slot_lock,
+            self.key_slots,
         ):
             if one is not None:
                 found.append(one)
@@ -197,11 +197,11 @@ def build_plan(
     dialect.check(spec, dead_letter)
     if limits is not None and spec.form is Advisory:
         assert groups is None and not every_group and not count_at_claim and not custom_claim
-        candidates, slot_lock, unlock = dialect.limited_advisory(spec, limits)
+        candidates, key_slots, unlock = dialect.limited_advisory(spec, limits)
         return replace(
             _advisory(dialect, spec, dead_letter),
             claim=(candidates,),
-            slot_lock=slot_lock,
+            key_slots=key_slots,
             unlock=unlock,
         )
     if limits is not None and spec.form is RowLock:

@@ -32,7 +32,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ..errors import DeclarationError, UnsupportedIsolation
-from ._advisory_slots import postgres_candidates, postgres_slot_lock, postgres_unlock
+from ._advisory_slots import postgres_candidates, postgres_key_slots, postgres_unlock
 from ._base import BatchInsert, DeadLetter, Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
@@ -247,7 +247,7 @@ class PostgresDialect(Dialect):
         form's slot names (``_advisory_slots.py``)."""
         return (
             self.render("candidates", postgres_candidates(self, spec, limits)),
-            self.render("slot_lock", postgres_slot_lock(self, spec, limits)),
+            self.render("key_slots", postgres_key_slots(self, spec, limits)),
             self.render("unlock", postgres_unlock(self, spec, limits)),
         )
 

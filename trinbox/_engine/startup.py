@@ -16,7 +16,6 @@ from .._broker.broker import SqlBroker
 from .._broker.notify import check_channel
 from .._declare._inbox import spec_of
 from .._declare._markers import (
-    Advisory,
     Exclusive,
     Immediate,
     Mode,
@@ -143,13 +142,10 @@ def check_fetch(broker: SqlBroker[Any], queue: InboxQueue[Any, Any, Any], *, whe
 
 def check_limits(broker: SqlBroker[Any], queue: InboxQueue[Any, Any, Any]) -> None:
     """Refuse a limit the broker's dialect cannot keep in the table's form (MySQL's row lock
-    form, SQLite's advisory form: ``UnsupportedForm``), when the queue is included rather
-    than when it serves."""
+    form: ``UnsupportedForm``), when the queue is included rather than when it serves."""
     spec = spec_of(queue.row)
     if queue.limits is not None and spec.form is RowLock:
         broker.dialect.limited_row_lock_claim(spec, queue.limits)
-    if queue.limits is not None and spec.form is Advisory:
-        broker.dialect.limited_advisory(spec, queue.limits)
 
 
 def check_mode(broker: SqlBroker[Any], spec: TableSpec, mode: type[Mode], *, where: str) -> None:

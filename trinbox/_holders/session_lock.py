@@ -9,7 +9,7 @@ worker unlocks its key and reads the next claim's candidates in one round trip, 
 goes on to lock the first of them (``settle_and_claim``).
 
 Under a limit (``InboxQueue.limit``, trinbox._dialects._advisory_slots) the key's lock is
-followed, in the same round trip, by the plan's ``slot_lock``: the row's slots of its limit key
+followed, in the same round trip, by the plan's ``key_slots``: the row's slots of its limit key
 and of the queue, tried without waiting on the same session, all or nothing (none free: the
 key is let go too and the claim tries its next candidate). The delivery keeps the slots' indexes
 (``Delivery.slots``), and the one unlock lets go of the key and its slots together. The
@@ -44,12 +44,12 @@ logger = logging.getLogger("trinbox.settle")
 class SessionLocks:
     """The session locks of one advisory subscription's keys."""
 
-    __slots__ = ("_label", "_lock", "_slot_lock", "_unlock")
+    __slots__ = ("_key_slots", "_label", "_lock", "_unlock")
 
     def __init__(self, plan: Plan, label: str) -> None:
         assert plan.lock is not None and plan.unlock is not None
         self._lock = plan.lock
-        self._slot_lock = plan.slot_lock
+        self._key_slots = plan.key_slots
         self._unlock = plan.unlock
         self._label = label
 
@@ -67,13 +67,13 @@ class SessionLocks:
         or no slot was free (the session then holds nothing)."""
         values = {"key": key, "slot_key": slot_key, "group": group}
         ops = [Op("fetch", self._lock.sql, self._lock.bind(values))]
-        if self._slot_lock is not None:
-            ops.append(Op("fetch", self._slot_lock.sql, self._slot_lock.bind(values)))
+        if self._key_slots is not None:
+            ops.append(Op("fetch", self._key_slots.sql, self._key_slots.bind(values)))
         results = await session.script([*ops, *take], until_empty=True)
         if any(stops(result) for result in results[: len(ops)]) or len(results) < len(ops):
             return None
         slots = None
-        if self._slot_lock is not None:
+        if self._key_slots is not None:
             got = results[1]
             assert isinstance(got, list)
             slots = {"group": group, "slot_key": slot_key, "slot": got[0][1], "whole": got[0][2]}
@@ -157,7 +157,7 @@ class SessionLocks:
                     break
                 row_id, key = row[0], str(row[1])
                 slot_key: object = None
-                if self._slot_lock is not None:
+                if self._key_slots is not None:
                     slot_key, free, whole_free = row[2], row[3], row[4]
                     if whole_free is not None and len(taken) >= cast("int", whole_free):
                         break  # the queue's free slots are this claim's already
@@ -209,7 +209,7 @@ class SessionLocks:
             with cleanup_scope():
                 if suspect is not None:
                     session = None
-                    if self._slot_lock is None:
+                    if self._key_slots is None:
                         # Under a limit the slots it may hold are unknown: the close frees all.
                         await self.unlock(suspect, {"key": suspect_key}, held=False)
                     await work.close_session(suspect)
@@ -219,7 +219,7 @@ class SessionLocks:
         finally:
             if session is not None:
                 await give_back(ctx.pool, session)
-        if self._slot_lock is not None:
+        if self._key_slots is not None:
             # Under a limit the candidates are a window ranked per limit key: rows of other
             # keys may lie past it, so only a claim that took nothing ran dry.
             exhausted = not taken

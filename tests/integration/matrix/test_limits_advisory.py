@@ -10,7 +10,6 @@ advisory form keeps its keys in the one process serving the file, and each key's
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -156,18 +155,37 @@ async def claim_each(form: AdvisoryForm, count: int) -> list[Delivery]:
 # -- what the server shows -------------------------------------------------------------------
 
 
-def _packed(*parts: str) -> str:
-    return "".join(f"{len(p)}:{p}" for p in parts)
+# MariaDB: a row's slot key, the weight of its tenant in the column's collation, read from
+# the row itself (so a test holds no copy of the collation's rules); the queue's is '*'.
+_MY_KEY = (
+    "(SELECT COALESCE(CONCAT('w', HEX(WEIGHT_STRING(RTRIM(tenant)))), 'NULL') FROM slot_jobs "
+    "WHERE tenant <=> ? LIMIT 1)"
+)
 
 
 def slot_key(stand: Stand, tenant: str) -> str:
     """The slot key the candidates give a row of ``tenant``: its text quoted (PostgreSQL),
-    the SHA-1 stem of its slots' names (MariaDB)."""
+    the weight of its text in hex after a ``w`` (MariaDB; ``*`` for the queue)."""
     if isinstance(stand, PostgresStand):
         return "'" + tenant.replace("'", "''") + "'"
-    database = urlsplit(stand.url).path.lstrip("/").lower()
-    text = "w" if tenant == "*" else "v" + tenant
-    return hashlib.sha1(_packed(database, "slot_jobs", "jobs", text).encode()).hexdigest()
+    return "*" if tenant == "*" else str(stand.value(f"SELECT {_MY_KEY}", tenant))
+
+
+def slot_names(stand: Stand, tenant: str | None, count: int) -> list[str]:
+    """MariaDB's lock names of ``tenant``'s ``count`` slots, as docs/reference.md gives them."""
+    key = "'*'" if tenant == "*" else _MY_KEY
+    params: tuple[object, ...] = () if tenant == "*" else (tenant,)
+    return [
+        str(
+            stand.value(
+                "SELECT CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), "
+                f"'slot_jobs', QUOTE('jobs'), {key}, CAST(? AS CHAR))))",
+                *params,
+                i,
+            )
+        )
+        for i in range(count)
+    ]
 
 
 async def own_locks(stand: Stand, conn: Any, names: Sequence[str]) -> int:
@@ -211,12 +229,9 @@ def held_slots(stand: Stand, tenant: str | None, count: int) -> int:
             )
         )
     assert isinstance(stand, MariaStand)
-    database = urlsplit(stand.url).path.lstrip("/").lower()
-    text = "w" if tenant == "*" else ("n" if tenant is None else "v" + tenant)
-    base = hashlib.sha1(_packed(database, "slot_jobs", "jobs", text).encode()).hexdigest()
     return sum(
-        stand.value("SELECT IS_USED_LOCK(?)", f"trinbox_slot.{base}.{i}") is not None
-        for i in range(count)
+        stand.value("SELECT IS_USED_LOCK(?)", name) is not None
+        for name in slot_names(stand, tenant, count)
     )
 
 
@@ -293,8 +308,10 @@ async def test_a_slot_lock_that_finds_no_free_slot_lets_go_of_all_it_took(
                 session, key, slot_key(case.stand, tenant), "jobs", form.take_ops(row_id, None)
             )
             assert got is None
-            names = [key, *(f"trinbox_slot.{slot_key(case.stand, t)}.0" for t in "ac")]
-            names += [f"trinbox_slot.{slot_key(case.stand, '*')}.{i}" for i in range(2)]
+            names = [key]
+            if isinstance(case.stand, MariaStand):
+                names += [*slot_names(case.stand, "a", 1), *slot_names(case.stand, "c", 1)]
+                names += slot_names(case.stand, "*", 2)
             assert await own_locks(case.stand, session, names) == 0
         finally:
             await form.ctx.pool.give_back(session)
@@ -389,6 +406,19 @@ async def test_a_null_key_is_one_key_of_its_own(case: Case) -> None:
     async with limited_form(case, per_key(2)) as form:
         jobs(case.stand, [None, None, None, "a", "NULL"])
         assert tenants_of(await form.claim(10)) == {None: 2, "a": 1, "NULL": 1}
+        assert list(await form.claim(10)) == []
+
+
+@pytest.mark.parametrize("case", [("mariadb", "advisory")], ids=["mariadb-advisory"], indirect=True)
+async def test_keys_the_column_compares_equal_share_their_slots(case: Case) -> None:
+    # A case-insensitive collation (PAD SPACE) makes these one tenant, as the column compares
+    # them: one key of the limit, as the lease form's ranking would count them.
+    async with limited_form(case, per_key(1)) as form:
+        case.stand.execute(
+            "ALTER TABLE slot_jobs MODIFY tenant VARCHAR(191) COLLATE utf8mb4_general_ci"
+        )
+        jobs(case.stand, ["Acme", "acme", "ACME ", "other"])
+        assert tenants_of(await form.claim(10)) == {"Acme": 1, "other": 1}
         assert list(await form.claim(10)) == []
 
 

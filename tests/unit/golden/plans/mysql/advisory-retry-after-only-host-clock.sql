@@ -54,7 +54,7 @@ SELECT CAST(COALESCE(RELEASE_LOCK(%s), 0) AS SIGNED)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -55,7 +55,7 @@ SELECT RELEASE_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256))
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -53,7 +53,7 @@ SELECT CAST((SELECT COUNT(*) FROM `jobs` WHERE `queue` = %s AND `done` IS NULL) 
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

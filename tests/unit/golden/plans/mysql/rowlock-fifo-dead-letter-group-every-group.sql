@@ -55,7 +55,7 @@ SELECT __head.`queue` FROM (SELECT DISTINCT `queue` AS __group FROM `jobs` WHERE
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

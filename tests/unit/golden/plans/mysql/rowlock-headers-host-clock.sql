@@ -56,7 +56,7 @@ UPDATE `jobs` SET `due` = %s WHERE `id` = %s
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -48,7 +48,7 @@ INSERT INTO `jobs` (`payload`) VALUES (%s)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -53,7 +53,7 @@ INSERT INTO `app`.`jobs` (`payload`) VALUES (%s)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -49,7 +49,7 @@ INSERT INTO `jobs` (`done`, `payload`) VALUES (%s, %s)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -55,7 +55,7 @@ SELECT pg_advisory_unlock(hashtextextended($1, 0))::int::bigint
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

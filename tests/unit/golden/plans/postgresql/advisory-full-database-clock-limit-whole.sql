@@ -54,7 +54,7 @@ SELECT CAST((pg_advisory_unlock(hashtextextended($1, 0))::int + pg_advisory_unlo
 
 -- lease_token: none
 
--- slot_lock (event slot_lock; params: group, key)
+-- key_slots (event key_slots; params: group, key)
 WITH __w AS MATERIALIZED (SELECT (SELECT "__g"."__i" FROM generate_series(0, 19) AS "__g"("__i") WHERE CASE WHEN true THEN pg_try_advisory_lock(hashtextextended(concat('trinbox_slot:jobs:', quote_nullable(CAST($1 AS text)), ':', '*', ':', "__g"."__i"), 0)) ELSE false END LIMIT 1) AS "__i") SELECT CAST((__w."__i" IS NOT NULL)::int AS bigint), CAST(NULL AS integer), __w."__i", CASE WHEN NOT (__w."__i" IS NOT NULL) THEN pg_advisory_unlock(hashtextextended($2, 0)) END FROM __w
 
 -- rounds of 1: none

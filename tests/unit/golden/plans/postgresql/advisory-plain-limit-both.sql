@@ -52,7 +52,7 @@ SELECT CAST((pg_advisory_unlock(hashtextextended($1, 0))::int + pg_advisory_unlo
 
 -- lease_token: none
 
--- slot_lock (event slot_lock; params: slot_key, key)
+-- key_slots (event key_slots; params: slot_key, key)
 WITH __s AS MATERIALIZED (SELECT (SELECT "__g"."__i" FROM generate_series(0, 2) AS "__g"("__i") WHERE pg_try_advisory_lock(hashtextextended(concat('trinbox_slot:jobs:', CAST($1 AS text), ':', "__g"."__i"), 0)) LIMIT 1) AS "__i"), __w AS MATERIALIZED (SELECT (SELECT "__g"."__i" FROM generate_series(0, 19) AS "__g"("__i") WHERE CASE WHEN (SELECT "__i" FROM __s) IS NOT NULL THEN pg_try_advisory_lock(hashtextextended(concat('trinbox_slot:jobs:', '*', ':', "__g"."__i"), 0)) ELSE false END LIMIT 1) AS "__i") SELECT CAST((__s."__i" IS NOT NULL AND __w."__i" IS NOT NULL)::int AS bigint), __s."__i", __w."__i", CASE WHEN NOT (__s."__i" IS NOT NULL AND __w."__i" IS NOT NULL) THEN pg_advisory_unlock(hashtextextended($2, 0)) END, CASE WHEN __s."__i" IS NOT NULL AND __w."__i" IS NULL THEN pg_advisory_unlock(hashtextextended(concat('trinbox_slot:jobs:', CAST($1 AS text), ':', __s."__i"), 0)) END FROM __s, __w
 
 -- rounds of 1: none

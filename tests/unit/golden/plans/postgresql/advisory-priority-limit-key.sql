@@ -54,7 +54,7 @@ SELECT CAST((pg_advisory_unlock(hashtextextended($1, 0))::int + pg_advisory_unlo
 
 -- lease_token: none
 
--- slot_lock (event slot_lock; params: group, slot_key, key)
+-- key_slots (event key_slots; params: group, slot_key, key)
 WITH __s AS MATERIALIZED (SELECT (SELECT "__g"."__i" FROM generate_series(0, 2) AS "__g"("__i") WHERE pg_try_advisory_lock(hashtextextended(concat('trinbox_slot:jobs:', quote_nullable(CAST($1 AS text)), ':', CAST($2 AS text), ':', "__g"."__i"), 0)) LIMIT 1) AS "__i") SELECT CAST((__s."__i" IS NOT NULL)::int AS bigint), __s."__i", CAST(NULL AS integer), CASE WHEN NOT (__s."__i" IS NOT NULL) THEN pg_advisory_unlock(hashtextextended($3, 0)) END FROM __s
 
 -- rounds of 1: none

@@ -50,7 +50,7 @@ INSERT INTO "jobs" ("payload") VALUES ($1)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -58,7 +58,7 @@ SELECT pg_advisory_unlock(hashtextextended($1, 0))
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

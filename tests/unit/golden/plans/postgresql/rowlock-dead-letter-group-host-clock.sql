@@ -53,7 +53,7 @@ UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

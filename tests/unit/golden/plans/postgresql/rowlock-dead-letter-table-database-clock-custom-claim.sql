@@ -53,7 +53,7 @@ SELECT "id", "queue", "due", "attempt", "done", "payload" FROM "jobs" WHERE "id"
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

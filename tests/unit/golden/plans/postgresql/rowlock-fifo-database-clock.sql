@@ -53,7 +53,7 @@ SELECT pg_try_advisory_xact_lock(hashtextextended('jobs:' || CAST($1 AS text), 0
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -49,7 +49,7 @@ SELECT "id", "payload" FROM "jobs" WHERE "id" = ANY($1)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

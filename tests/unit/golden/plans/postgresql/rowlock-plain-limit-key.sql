@@ -49,7 +49,7 @@ INSERT INTO "jobs" ("payload", "tenant") VALUES ($1, $2)
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

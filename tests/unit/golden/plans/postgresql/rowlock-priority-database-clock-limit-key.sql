@@ -52,7 +52,7 @@ UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 micr
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -50,7 +50,7 @@ UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = ? RETURNING `id`, `atte
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

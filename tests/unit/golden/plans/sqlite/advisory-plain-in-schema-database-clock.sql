@@ -54,7 +54,7 @@ SELECT `id`, `payload` FROM `app`.`jobs` WHERE `id` = ?
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -50,7 +50,7 @@ SELECT `id`, `tenant`, `payload` FROM `jobs` WHERE `id` = ?
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

@@ -50,7 +50,7 @@ SELECT `id`, `done`, `payload` FROM `jobs` WHERE `id` = ? AND `done` IS NULL
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 

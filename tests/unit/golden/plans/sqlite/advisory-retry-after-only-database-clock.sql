@@ -52,7 +52,7 @@ SELECT `id`, `due`, `payload` FROM `jobs` WHERE `id` = ? AND `due` <= (strftime(
 
 -- lease_token: none
 
--- slot_lock: none
+-- key_slots: none
 
 -- rounds of 1: none
 
