@@ -4,7 +4,7 @@ message (the rule, what was found, the fix)."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import pytest
@@ -19,11 +19,16 @@ from trinbox import (
     Lease,
     LockedUntil,
     Payload,
+    Rate,
+    Rates,
     RetryAfter,
     RowLock,
 )
+from trinbox._declare._inbox import spec_of
 from trinbox._declare._limits import ClaimLimits
-from trinbox.errors import DeclarationError
+from trinbox._dialects.mysql import MySqlDialect
+from trinbox._dialects.plans import build_plan
+from trinbox.errors import DeclarationError, UnsupportedForm
 from trinbox.schema import DialectName
 
 
@@ -118,19 +123,23 @@ def test_a_row_lock_table_takes_a_limit() -> None:
     assert limited.limits.label == ".limit(key='tenant', concurrency=3).limit(concurrency=5)"
 
 
-def test_the_advisory_form_takes_no_limit_for_now() -> None:
+def test_an_advisory_table_takes_a_concurrency_but_no_rate() -> None:
+    limited = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3).limit(concurrency=5)
+    assert limited.limits is not None
+    assert limited.limits.label == ".limit(key='tenant', concurrency=3).limit(concurrency=5)"
     with pytest.raises(
         DeclarationError,
         match=whole(
-            "keyed (Keyed): .limit() is supported for now on Inbox[Lease] tables (the claim "
-            "counts live leases) and Inbox[RowLock] tables on PostgreSQL (each row takes a "
-            "slot of its key, a lock of its transaction), found an Inbox[Advisory] table (its "
-            "rows are held by a session lock per advisory key, which runs one row per key at "
-            "a time already); declare the table Inbox[Lease] with a LockedUntil field, or "
-            "drop .limit()"
+            "keyed (Keyed): .limit() is supported for now on Inbox[Lease] tables only (the "
+            "claim counts live leases), found .limit(key='tenant', rate=Rate(2, "
+            "per=datetime.timedelta(seconds=1)), rates=Rates(table='app_rates', schema=None)) "
+            "on an Inbox[Advisory] table; "
+            "declare the table Inbox[Lease] with a LockedUntil field, or drop .limit()"
         ),
     ):
-        InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3)
+        InboxQueue(Keyed, "q").limit(
+            key="tenant", rate=Rate(2, per=timedelta(seconds=1)), rates=Rates("app_rates")
+        )
 
 
 class Counted(Inbox[RowLock], table="counted"):
@@ -275,3 +284,20 @@ def test_a_rate_table_s_ddl(dialect: DialectName) -> None:
     assert create.startswith("CREATE TABLE IF NOT EXISTS ")
     assert "tat BIGINT NOT NULL" in create
     assert "PRIMARY KEY (tbl, grp, rate_key)" in create
+
+
+def test_mysql_s_advisory_slots_take_a_concurrency_of_at_most_1000() -> None:
+    spec = spec_of(Keyed)
+    fits = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=1000).limits
+    assert build_plan(MySqlDialect(), spec, limits=fits).key_slots is not None
+    over = InboxQueue(Keyed, "q").limit(key="tenant", concurrency=3).limit(concurrency=1001)
+    with pytest.raises(
+        UnsupportedForm,
+        match=whole(
+            "keyed (Keyed): .limit() on an Inbox[Advisory] table tries its slots in recursive "
+            "CTEs, which MySQL stops past cte_max_recursion_depth (1000 by default), found "
+            ".limit(key='tenant', concurrency=3).limit(concurrency=1001); pass a concurrency "
+            "of at most 1000, or declare the table Inbox[Lease]"
+        ),
+    ):
+        build_plan(MySqlDialect(), spec, limits=over.limits)

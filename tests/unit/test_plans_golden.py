@@ -109,8 +109,9 @@ NAMED_GROUPS = {
 }
 NAMED_GROUP_SHAPES = ("grouped", "full", "dead-letter-group")
 
-# A limited lease claim (InboxQueue.limit): per key (a tenant column), for the whole queue, and
-# both; on shapes with and without a group, a due time, a processed mark and a priority.
+# A limited claim (InboxQueue.limit; lease, row lock, advisory): per key (a tenant column),
+# for the whole queue, and both; on shapes with and without a group, a due time, a processed
+# mark and a priority.
 TENANT = ColumnSpec("tenant", "tenant", python_type=str)
 LIMITS = {
     "limit-key": ClaimLimits(TENANT, 3),
@@ -240,10 +241,12 @@ def cases() -> Iterator[Case]:
                         for groups in NAMED_GROUPS:
                             yield Case(dialect, form, shape, groups=groups)
                     if shape.name in LIMIT_SHAPES and (
-                        form is Lease or (form is RowLock and dialect.name != "SQLite")
+                        form is Lease
+                        or (form is RowLock and dialect.name != "SQLite")
+                        or form is Advisory
                     ):
                         for limits in LIMITS:
-                            if form is RowLock and LIMITS[limits].rates is not None:
+                            if form is not Lease and LIMITS[limits].rates is not None:
                                 continue  # a rate is the lease form's only, for now
                             yield Case(dialect, form, shape, limits=limits)
 

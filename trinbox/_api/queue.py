@@ -402,15 +402,17 @@ class InboxQueue(Generic[R, M, B]):
         claims, and skips a key at its limit while other keys' rows are still claimed. On a
         row lock table each row in work holds a slot of its key instead: a lock of its claim's
         transaction (PostgreSQL), or of its connection let go when that transaction ends
-        (MySQL, MariaDB).
+        (MySQL, MariaDB); on an advisory table a slot as a session lock beside its advisory
+        key's, on the same session (SQLite: kept with the key by the one process serving the
+        file).
 
         ``rate=Rate(n, per=...)``: rows started at a rate of ``n`` per ``per`` (a burst of
         ``n``, then one every ``per / n``), per key or for the whole queue, kept in the rate
         table ``rates`` (GCRA: one row per key, advanced by the claim in its transaction). A
         rate counts starts: a row claimed counts, however it ends (given back at shutdown
         too). A concurrency and a rate may be declared in one call or two; per-key limits
-        share one key. A concurrency for now on lease and row lock tables, a rate on lease
-        tables, and beside neither ``Group(fifo=True)``, ``.custom_claim()`` nor
+        share one key. A concurrency on every form (where the dialect holds its slots), a rate
+        on lease tables, and beside neither ``Group(fifo=True)``, ``.custom_claim()`` nor
         ``.count_attempt_at_claim()``."""
         if self.attempt_at_claim:
             _refuse_counted_beside_limit(spec_of(self.row).label, key, concurrency)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import DeclarationError
-from ._markers import Lease, RowLock
+from ._markers import Lease
 from ._rates import Rate, Rates
 from ._spec import ColumnSpec, TableSpec
 
@@ -206,16 +206,9 @@ def _add_concurrency(
             f"pass concurrency=N with an int N >= 1"
         )
         raise ValueError(msg)
-    if spec.form is not Lease and spec.form is not RowLock:
-        msg = (
-            f"{spec.label}: .limit() is supported for now on Inbox[Lease] tables (the claim "
-            f"counts live leases) and Inbox[RowLock] tables on PostgreSQL (each row takes a "
-            f"slot of its key, a lock of its transaction), found an "
-            f"Inbox[{spec.form.__name__}] table (its rows are held by a session lock per "
-            f"advisory key, which runs one row per key at a time already); declare the table "
-            f"Inbox[Lease] with a LockedUntil field, or drop .limit()"
-        )
-        raise DeclarationError(msg)
+    # Every form takes a concurrency: live leases counted, slots of a row lock claim's
+    # transaction, slots as session locks beside an advisory key's (where the dialect has
+    # them: trinbox._dialects, ``limited_row_lock_claim``, ``limited_advisory``).
     _check_beside(spec, call, fifo=fifo, custom=custom)
     limits = found if found is not None else ClaimLimits()
     if key is None:

@@ -782,6 +782,15 @@ class Dialect(ColumnRules):
         transaction has ended (MySQL's session locks); ``None`` where they end with it."""
         return None
 
+    def limited_advisory(
+        self, spec: TableSpec, limits: ClaimLimits
+    ) -> tuple[Statement, Statement | None, Statement | None]:
+        """The advisory form under ``InboxQueue.limit`` (``_advisory_slots.py``): its
+        candidates, key slots and unlock, each row holding slots of its limit key as session
+        locks beside its key's; where the process keeps the keys (SQLite) the candidates only,
+        the process keeping the slots with them."""
+        raise NotImplementedError
+
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """What serializes the limited claims of ``spec``'s table across processes, run first
         on the claim's connection: a transaction lock inside ``limited_claim_begin``

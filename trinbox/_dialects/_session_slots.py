@@ -50,7 +50,7 @@ from __future__ import annotations
 from .._declare._limits import ClaimLimits
 from .._declare._spec import TableSpec
 from ._base import Dialect
-from ._statement import Frag, P, Sql
+from ._statement import Frag, P, Sql, join
 
 __all__ = ["RELEASE", "slot_lock", "slot_name", "slot_rows", "slot_take"]
 
@@ -71,18 +71,16 @@ def key_text(key: str) -> str:
     return f"COALESCE(CONCAT('w', HEX(WEIGHT_STRING(RTRIM({key})))), 'NULL')"
 
 
-def slot_name(d: Dialect, spec: TableSpec, key: str, index: str) -> Sql:
+def slot_name(d: Dialect, spec: TableSpec, key: Frag, index: Frag) -> Sql:
     """The lock name of slot ``index`` of ``key`` (a text expression, ``key_text`` or
-    ``WHOLE``) on ``spec``'s table, of the subscription's group where the table has groups."""
+    ``WHOLE``) on ``spec``'s table, of the subscription's group where the table has groups:
+    the row lock form's slots and the advisory form's (``_advisory_slots.py``)."""
     database = "DATABASE()" if spec.schema is None else d.literal(spec.schema)
     parts: list[Frag] = [f"LOWER({database})", d.literal(spec.table)]
     if spec.group is not None:
         parts.append("QUOTE(CAST(" + P("group") + " AS CHAR))")
-    parts += [key, f"CAST({index} AS CHAR)"]
-    args = Sql()
-    for i, part in enumerate(parts):
-        args = args + (", " if i else "") + part
-    return "CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', " + args + ")))"
+    parts += [key, "CAST(" + index + " AS CHAR)"]
+    return "CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', " + join(", ", parts) + ")))"
 
 
 def indexes(count: int, name: str, alias: str) -> str:

@@ -40,7 +40,7 @@ __all__ = ["limited_row_lock_claim", "slot_name"]
 WHOLE = "'*'"
 
 
-def slot_name(d: Dialect, spec: TableSpec, key: str, index: str) -> Sql:
+def slot_name(d: Dialect, spec: TableSpec, key: Frag, index: Frag) -> Sql:
     """The lock of slot ``index`` of ``key`` (an SQL text expression) on ``spec``'s table, of
     the subscription's group where the table has groups."""
     parts: list[Frag] = [d.literal(f"trinbox_slot:{spec.qualified_name}:")]

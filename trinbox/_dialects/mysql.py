@@ -50,7 +50,8 @@ from .._declare._markers import (
     Serializable,
 )
 from .._declare._spec import KeyColumn, KeyLiteral, TableSpec
-from ..errors import DeclarationError, FifoAtSerializable, ServerTooOld
+from ..errors import DeclarationError, FifoAtSerializable, ServerTooOld, UnsupportedForm
+from ._advisory_slots import mysql_candidates, mysql_key_slots, mysql_unlock
 from ._base import BatchInsert, Dialect, UniqueInsert
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype, default_value
@@ -83,6 +84,8 @@ _LOCK_NAME_LIMIT = 64
 # How long a limited claim waits for the table's limit lock (held only for another claim's
 # statements; a dead holder's session ends and frees it) before it takes nothing this time.
 LIMIT_WAIT_SECONDS = 10
+# The advisory form's slot series under a limit: MySQL's default cte_max_recursion_depth.
+_SLOT_SERIES_LIMIT = 1000
 
 # A name may not end in ASCII whitespace (the server tests its last character); MariaDB reads a
 # table name with this prefix as a raw file name.
@@ -465,6 +468,27 @@ class MySqlDialect(Dialect):
             + select
             + " ON DUPLICATE KEY UPDATE tat = "
             + tat(f"{name}.tat")
+        )
+
+    def limited_advisory(
+        self, spec: TableSpec, limits: ClaimLimits
+    ) -> tuple[Statement, Statement | None, Statement | None]:
+        """Slots as ``GET_LOCK(name, 0)`` session locks beside the key's
+        (``_advisory_slots.py``). Their series are recursive CTEs, which MySQL bounds by
+        ``cte_max_recursion_depth`` (1000 by default): a larger limit is refused."""
+        top = max(n for n in (limits.per_key, limits.whole) if n is not None)
+        if top > _SLOT_SERIES_LIMIT:
+            msg = (
+                f"{spec.label}: .limit() on an Inbox[Advisory] table tries its slots in "
+                f"recursive CTEs, which MySQL stops past cte_max_recursion_depth (1000 by "
+                f"default), found {limits.label}; pass a concurrency of at most "
+                f"{_SLOT_SERIES_LIMIT}, or declare the table Inbox[Lease]"
+            )
+            raise UnsupportedForm(msg)
+        return (
+            self.render("candidates", mysql_candidates(self, spec, limits)),
+            self.render("key_slots", mysql_key_slots(self, spec, limits)),
+            self.render("unlock", mysql_unlock(self, spec, limits)),
         )
 
     def limit_name(self, spec: TableSpec) -> str:

@@ -88,6 +88,10 @@ class Plan:
     it counts (``_limited.py``), behind ``limit_lock``, which serializes the table's limited
     claims: PostgreSQL's transaction lock inside ``claim_begin`` (READ COMMITTED), MySQL's
     session lock before it, let go by ``limit_unlock`` after the commit; none on SQLite.
+    A limited advisory claim (``_advisory_slots.py``): ``claim`` is the candidates that pass
+    over the keys and limit keys with no free slot, ``key_slots`` runs after ``lock`` on the
+    key's session to take the row's slots (all or nothing), and ``unlock`` lets go of the key
+    and its slots together.
     Under a rate (``_rated.py``) the claim then runs, before its commit, ``rate_advance`` once
     per key it took (the key in the column ``rate_key_index`` of the rows) and
     ``whole_rate_advance`` once.
@@ -131,6 +135,7 @@ class Plan:
     slot_rows: Statement | None = None
     slot_lock: Statement | None = None
     slot_release: Statement | None = None
+    key_slots: Statement | None = None
 
     @property
     def rated(self) -> bool:
@@ -175,6 +180,7 @@ class Plan:
             self.slot_rows,
             self.slot_lock,
             self.slot_release,
+            self.key_slots,
         ):
             if one is not None:
                 found.append(one)
@@ -199,9 +205,18 @@ def build_plan(
     claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
     form); ``groups``: a lease claim over the groups named (a relay's, over an outbox's
     records by name), never its dead letter group; ``limits``: a lease or row lock claim
-    under ``InboxQueue.limit`` (which refuses the advisory form, FIFO groups and a custom
-    claim)."""
+    under ``InboxQueue.limit`` (which refuses FIFO groups and a custom claim), or an
+    advisory one (slots as session locks beside the key's)."""
     dialect.check(spec, dead_letter)
+    if limits is not None and spec.form is Advisory:
+        assert groups is None and not every_group and not count_at_claim and not custom_claim
+        candidates, key_slots, unlock = dialect.limited_advisory(spec, limits)
+        return replace(
+            _advisory(dialect, spec, dead_letter),
+            claim=(candidates,),
+            key_slots=key_slots,
+            unlock=unlock,
+        )
     if limits is not None and spec.form is RowLock:
         assert not spec.fifo and groups is None
         assert not every_group and not count_at_claim and not custom_claim

@@ -32,6 +32,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ..errors import DeclarationError, UnsupportedIsolation
+from ._advisory_slots import postgres_candidates, postgres_key_slots, postgres_unlock
 from ._base import BatchInsert, DeadLetter, Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
@@ -238,6 +239,17 @@ class PostgresDialect(Dialect):
         try-locks of the claim's transaction, then lock as many rows of each key
         (``_slots.py``)."""
         return (self.render("claim", limited_row_lock_claim(self, spec, limits)),)
+
+    def limited_advisory(
+        self, spec: TableSpec, limits: ClaimLimits
+    ) -> tuple[Statement, Statement | None, Statement | None]:
+        """Slots as session locks beside the key's, ``pg_try_advisory_lock`` on the row lock
+        form's slot names (``_advisory_slots.py``)."""
+        return (
+            self.render("candidates", postgres_candidates(self, spec, limits)),
+            self.render("key_slots", postgres_key_slots(self, spec, limits)),
+            self.render("unlock", postgres_unlock(self, spec, limits)),
+        )
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """A transaction lock on the table's name (as declared), waited for: held from

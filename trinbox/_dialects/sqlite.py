@@ -28,6 +28,7 @@ from .._declare._markers import (
 )
 from .._declare._spec import ColumnSpec, TableSpec
 from ..errors import DeclarationError
+from ._advisory_slots import sqlite_candidates
 from ._base import Dialect
 from ._clock import ServerClock
 from ._columns import FoundColumn, Retype
@@ -312,6 +313,13 @@ class SqliteDialect(Dialect):
         return (
             f"{self.key_expression(spec)} NOT IN (SELECT value FROM json_each(" + P("held") + "))"
         )
+
+    def limited_advisory(
+        self, spec: TableSpec, limits: ClaimLimits
+    ) -> tuple[Statement, Statement | None, Statement | None]:
+        """The candidates only: this process keeps each key's slots with its keys in work
+        (``_advisory_slots.sqlite_candidates``); one process serves a file's keys."""
+        return (self.render("candidates", sqlite_candidates(self, spec, limits)), None, None)
 
     def advisory_candidates(self, spec: TableSpec) -> Statement:
         """The first due rows in claim order with their keys, past the keys in work: the

@@ -241,6 +241,7 @@ class Subscription:
                 count_at_claim=self.queue.attempt_at_claim,
                 custom=custom_claim_for(self.queue.custom, self.spec, broker.dialect),
                 limited=self.queue.limits is not None,
+                limits=self.queue.limits,
             )
         )
         workers = startup.worker_cap(

@@ -137,7 +137,7 @@ class AdvisoryForm:
         if delivery.tx_open and conn is not None:
             delivery.tx_open = False
             await rollback_quietly(conn)
-        return await self._hold.let_go_for_shutdown(self, str(delivery.key), conn)
+        return await self._hold.let_go_for_shutdown(self, delivery, conn)
 
     async def shutdown(self) -> tuple[int, int]:
         self.begin_shutdown()

@@ -42,7 +42,7 @@ def _process_keys(ctx: FormContext) -> ClaimForm:
             f"give the subscription the SQLite driver's pool"
         )
         raise TypeError(msg)
-    return AdvisoryForm(ctx, ProcessKeys(pool))
+    return AdvisoryForm(ctx, ProcessKeys(pool, ctx))
 
 
 FORMS: Mapping[tuple[type[Form], bool], Callable[[FormContext], ClaimForm]] = {

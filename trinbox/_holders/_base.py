@@ -13,6 +13,7 @@ from typing import Protocol, cast
 
 import trio
 
+from .._declare._limits import ClaimLimits
 from .._declare._spec import TableSpec
 from .._dialects._base import DeadLetter, Dialect
 from .._dialects._statement import Statement
@@ -118,6 +119,8 @@ class Delivery:
     released: bool = False  # shutdown released it; a later settlement fails with Closed
     tx_open: bool = False  # transactional mode: the handler's transaction is open on conn
     unlocked: bool | None = None  # advisory: the settlement ran the unlock (and was it confirmed)
+    # Advisory under a limit: the slots its session holds beside the key (the unlock's values).
+    slots: dict[str, object] | None = None
     found: bool = True  # a custom claim's id whose fetch read no row: settled by the decode policy
     progress: float | None = None  # the handler's latest keys.Progress value
     progress_written: float | None = None  # the value the lease keeper last wrote to the row
@@ -170,6 +173,9 @@ class FormContext:
     # fewer than asked, it may have left rows of other keys beyond it, so it is exhausted only
     # when it took none.
     limited: bool = False
+    # The limits themselves, for a hold that keeps the slots in this process (SQLite's
+    # advisory keys).
+    limits: ClaimLimits | None = None
 
 
 @dataclass(frozen=True, slots=True)

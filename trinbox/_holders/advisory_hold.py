@@ -82,8 +82,11 @@ class AdvisoryHold(Protocol):
         """The release ran out of time: nothing of the key stays in this process."""
         ...
 
-    async def let_go_for_shutdown(self, work: KeyWork, key: str, conn: Connection | None) -> bool:
-        """Shutdown lets go of ``key`` and ``conn``: whether the key was released."""
+    async def let_go_for_shutdown(
+        self, work: KeyWork, delivery: Delivery, conn: Connection | None
+    ) -> bool:
+        """Shutdown lets go of ``delivery``'s key and ``conn``: whether the key was
+        released."""
         ...
 
     async def run_statements(

@@ -11,11 +11,19 @@ from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, ThreadedConnection, ThreadedPool
 from ..errors import DatabaseError, TrinboxError
-from ._base import Chained, Claimed, Delivery, FormTraits, Step, step_statements
+from ._base import Chained, Claimed, Delivery, FormContext, FormTraits, Step, step_statements
 from .advisory_hold import KeyWork
 from .connections import give_back, rollback_quietly
 from .settlement import settle_each, step_ops
-from .sqlite_key import KeyClaim, KeyRegistry, hold, let_go, let_key_go, run_key_claim
+from .sqlite_key import (
+    KeyClaim,
+    KeyRegistry,
+    SlotRule,
+    hold,
+    let_go,
+    let_key_go,
+    run_key_claim,
+)
 
 __all__ = ["ProcessKeys"]
 
@@ -25,12 +33,25 @@ class ProcessKeys:
     file lock while it serves them, and claims run as one call on a connection's thread
     (``pool``: the SQLite driver's, whose connections run functions on their own thread)."""
 
-    __slots__ = ("_serving", "keys", "threads")
+    __slots__ = ("_serving", "keys", "rule", "threads")
 
-    def __init__(self, pool: ThreadedPool) -> None:
+    def __init__(self, pool: ThreadedPool, ctx: FormContext) -> None:
         self.threads = pool
         self.keys = KeyRegistry.keys(pool.identity)
         self._serving = False
+        # Under a limit, the slots are kept with the keys: one process serves a file's keys,
+        # so its registry sees every row in work (sqlite_key.SlotRule).
+        limits = ctx.limits
+        self.rule = (
+            None
+            if limits is None
+            else SlotRule(
+                (ctx.spec.qualified_name, ctx.group),
+                limits.per_key,
+                limits.whole,
+                KeyRegistry.slots(pool.identity),
+            )
+        )
 
     def start_serving(self) -> None:
         """Serve the file's keys (``StartupError`` when another process does)."""
@@ -93,13 +114,14 @@ class ProcessKeys:
         candidates = work.ctx.statements.claim[0]
         values, now, wanted = work.claim_values(limit)
 
-        def select(held: list[str]) -> Op:
-            return Op("fetch", candidates.sql, candidates.bind({**values, "held": held}))
+        def select(held: list[str], counts: str) -> Op:
+            bound = {**values, "held": held, "counts": counts}
+            return Op("fetch", candidates.sql, candidates.bind(bound))
 
         def take(row_id: object) -> list[Op]:
             return work.take_ops(row_id, now)
 
-        return KeyClaim(self.keys, select, take, limit, wanted, settle or (), frees)
+        return KeyClaim(self.keys, select, take, limit, wanted, settle or (), frees, rule=self.rule)
 
     async def _registered(self, work: KeyWork, plan: KeyClaim) -> Claimed:
         """The deliveries of a claim; in transactional mode each opens its handler's
@@ -115,7 +137,10 @@ class ProcessKeys:
                     for delivery in taken:
                         await work.release(delivery)
                 raise
-        return Claimed(taken, exhausted=plan.read < plan.wanted)
+        # Under a limit the candidates are ranked per limit key: rows of other keys may lie
+        # past them, so only a claim that took nothing ran dry.
+        exhausted = not taken if self.rule is not None else plan.read < plan.wanted
+        return Claimed(taken, exhausted=exhausted)
 
     async def let_go(self, work: KeyWork, delivery: Delivery, conn: Connection | None) -> None:
         self.keys.discard(str(delivery.key))
@@ -134,8 +159,10 @@ class ProcessKeys:
     def forget(self, key: str) -> None:
         self.keys.discard(key)
 
-    async def let_go_for_shutdown(self, work: KeyWork, key: str, conn: Connection | None) -> bool:
-        self.keys.discard(key)
+    async def let_go_for_shutdown(
+        self, work: KeyWork, delivery: Delivery, conn: Connection | None
+    ) -> bool:
+        self.keys.discard(str(delivery.key))
         if conn is not None:
             await give_back(work.ctx.pool, conn)
         return True

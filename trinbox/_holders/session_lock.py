@@ -7,11 +7,19 @@ confirmed, else the session is closed (never given back), so that the server end
 its locks. Each delivery keeps the session that locked its key until it settles; a settling
 worker unlocks its key and reads the next claim's candidates in one round trip, and its session
 goes on to lock the first of them (``settle_and_claim``).
+
+Under a limit (``InboxQueue.limit``, trinbox._dialects._advisory_slots) the key's lock is
+followed, in the same round trip, by the plan's ``key_slots``: the row's slots of its limit key
+and of the queue, tried without waiting on the same session, all or nothing (none free: the
+key is let go too and the claim tries its next candidate). The delivery keeps the slots' indexes
+(``Delivery.slots``), and the one unlock lets go of the key and its slots together. The
+candidates say how many slots each limit key had free, so a claim tries no more of a key's rows.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import cast
@@ -36,35 +44,49 @@ logger = logging.getLogger("trinbox.settle")
 class SessionLocks:
     """The session locks of one advisory subscription's keys."""
 
-    __slots__ = ("_label", "_lock", "_unlock")
+    __slots__ = ("_key_slots", "_label", "_lock", "_unlock")
 
     def __init__(self, plan: Plan, label: str) -> None:
         assert plan.lock is not None and plan.unlock is not None
         self._lock = plan.lock
+        self._key_slots = plan.key_slots
         self._unlock = plan.unlock
         self._label = label
 
-    def unlock_op(self, key: str) -> Op:
-        """The unlock, as a step of a script (a settlement's round trip ends with it)."""
-        return Op("fetch", self._unlock.sql, self._unlock.bind({"key": key}))
+    def unlock_op(self, delivery: Delivery) -> Op:
+        """The unlock of ``delivery``'s key and slots, as a step of a script (a settlement's
+        round trip ends with it)."""
+        return Op("fetch", self._unlock.sql, self._unlock.bind(_held(delivery)))
 
     async def lock_and_take(
-        self, session: Connection, key: str, take: list[Op]
-    ) -> list[Result] | None:
-        """Lock ``key`` on ``session`` without waiting and, if it was taken, run ``take``, in
-        one round trip: the take's results, or ``None`` when another session holds the key."""
-        lock = Op("fetch", self._lock.sql, self._lock.bind({"key": key}))
-        results = await session.script([lock, *take], until_empty=True)
-        if stops(results[0]):
+        self, session: Connection, key: str, slot_key: object, group: str | None, take: list[Op]
+    ) -> tuple[list[Result], dict[str, object] | None] | None:
+        """Lock ``key`` on ``session`` without waiting, then (under a limit) the row's slots of
+        ``slot_key`` and of the queue, and, if all were had, run ``take``, in one round trip:
+        the take's results and the slots held, or ``None`` when another session holds the key
+        or no slot was free (the session then holds nothing)."""
+        values = {"key": key, "slot_key": slot_key, "group": group}
+        ops = [Op("fetch", self._lock.sql, self._lock.bind(values))]
+        if self._key_slots is not None:
+            ops.append(Op("fetch", self._key_slots.sql, self._key_slots.bind(values)))
+        results = await session.script([*ops, *take], until_empty=True)
+        if any(stops(result) for result in results[: len(ops)]) or len(results) < len(ops):
             return None
-        return results[1:]
+        slots = None
+        if self._key_slots is not None:
+            got = results[1]
+            assert isinstance(got, list)
+            slots = {"group": group, "slot_key": slot_key, "slot": got[0][1], "whole": got[0][2]}
+        return results[len(ops) :], slots
 
-    async def unlock(self, conn: Connection, key: str, *, held: bool) -> bool:
-        """Whether the session confirmed the unlock (within the bound around it); ``held``:
-        the key was this session's, so an unconfirmed unlock is worth a warning."""
+    async def unlock(self, conn: Connection, values: dict[str, object], *, held: bool) -> bool:
+        """Whether the session confirmed the unlock of a key and its slots (``values``, as
+        ``_held`` gives them; within the bound around it); ``held``: they were this
+        session's, so an unconfirmed unlock is worth a warning."""
+        key = values["key"]
         with cleanup_scope():
             try:
-                rows = await conn.fetch(self._unlock.sql, self._unlock.bind({"key": key}))
+                rows = await conn.fetch(self._unlock.sql, self._unlock.bind(values))
                 if rows and rows[0][0]:
                     return True
             except Exception:
@@ -127,10 +149,20 @@ class SessionLocks:
             # in use).
             exhausted = len(rows) < wanted
             seen: set[str] = set()
-            for row_id, key in rows:
+            # Under a limit: the slots of each limit key this claim took (the candidates
+            # say how many were free as they were read; the try-locks have the last word).
+            took: Counter[object] = Counter()
+            for row in rows:
                 if len(taken) >= limit:
                     break
-                key = str(key)
+                row_id, key = row[0], str(row[1])
+                slot_key: object = None
+                if self._key_slots is not None:
+                    slot_key, free, whole_free = row[2], row[3], row[4]
+                    if whole_free is not None and len(taken) >= cast("int", whole_free):
+                        break  # the queue's free slots are this claim's already
+                    if free is not None and took[slot_key] >= cast("int", free):
+                        continue  # so are this limit key's
                 if key in seen:
                     continue  # one row per key per claim
                 seen.add(key)
@@ -144,19 +176,24 @@ class SessionLocks:
                     if session is None:
                         break
                 suspect, suspect_key = session, key  # marked before the lock is sent
-                results = await self.lock_and_take(session, key, work.take_ops(row_id, now))
-                if results is None:
+                got = await self.lock_and_take(
+                    session, key, slot_key, ctx.group, work.take_ops(row_id, now)
+                )
+                if got is None:
                     suspect = None
-                    continue  # held elsewhere: the session tries the next candidate
+                    continue  # held elsewhere, or no slot: the session tries the next one
+                results, slots = got
                 record = work.taken(results, row_id)
                 if record is None:
                     # Another holder settled the row between select and lock.
-                    if not await self.unlock(session, key, held=True):
+                    if not await self.unlock(session, {"key": key, **(slots or {})}, held=True):
                         await work.close_session(session)
                         session = None
                     suspect = None
                     continue
                 delivery = work.delivery(record, key, conn=session)
+                delivery.slots = slots
+                took[slot_key] += 1
                 suspect = None
                 session = None
                 taken.append(delivery)
@@ -172,7 +209,9 @@ class SessionLocks:
             with cleanup_scope():
                 if suspect is not None:
                     session = None
-                    await self.unlock(suspect, suspect_key, held=False)
+                    if self._key_slots is None:
+                        # Under a limit the slots it may hold are unknown: the close frees all.
+                        await self.unlock(suspect, {"key": suspect_key}, held=False)
                     await work.close_session(suspect)
                 for delivery in taken:
                     await work.release(delivery)
@@ -180,6 +219,10 @@ class SessionLocks:
         finally:
             if session is not None:
                 await give_back(ctx.pool, session)
+        if self._key_slots is not None:
+            # Under a limit the candidates are a window ranked per limit key: rows of other
+            # keys may lie past it, so only a claim that took nothing ran dry.
+            exhausted = not taken
         return Claimed(taken, exhausted=exhausted)
 
     async def let_go(self, work: KeyWork, delivery: Delivery, conn: Connection | None) -> None:
@@ -189,7 +232,7 @@ class SessionLocks:
             return
         confirmed = delivery.unlocked
         if confirmed is None:
-            confirmed = await self.unlock(conn, str(delivery.key), held=True)
+            confirmed = await self.unlock(conn, _held(delivery), held=True)
         elif not confirmed:
             logger.warning(
                 "%s: the unlock of %r was not confirmed; closing its session",
@@ -206,17 +249,19 @@ class SessionLocks:
         """Unlock the key and close its session (never reused)."""
         if conn is not None:
             try:
-                await self.unlock(conn, str(delivery.key), held=False)
+                await self.unlock(conn, _held(delivery), held=False)
             finally:
                 await work.close_session(conn)
 
     def forget(self, key: str) -> None:
         pass  # closing the session frees its lock on the server
 
-    async def let_go_for_shutdown(self, work: KeyWork, key: str, conn: Connection | None) -> bool:
+    async def let_go_for_shutdown(
+        self, work: KeyWork, delivery: Delivery, conn: Connection | None
+    ) -> bool:
         """Unlock the key and return the session; an unconfirmed unlock closes it instead."""
         assert conn is not None
-        if await self.unlock(conn, key, held=True):
+        if await self.unlock(conn, _held(delivery), held=True):
             await give_back(work.ctx.pool, conn)
             return True
         await work.close_session(conn)
@@ -233,7 +278,7 @@ class SessionLocks:
         if conn is not None and len(statements) <= 1:
             # One round trip: the statement (committing on its own) and the unlock.
             ops = [Op("execute", st.sql, st.bind(values)) for st in statements]
-            ops.append(self.unlock_op(str(delivery.key)))
+            ops.append(self.unlock_op(delivery))
             results = await conn.script(ops)
             delivery.unlocked = not stops(results[-1])
             return
@@ -276,7 +321,7 @@ class SessionLocks:
         if session is None:
             return await settle_alone(work.settle, delivery, step)
         settling = step_ops(ctx.statements, delivery, step, ctx.clock())
-        unlocking = self.unlock_op(str(delivery.key))
+        unlocking = self.unlock_op(delivery)
         work.settling.add(delivery)
         work.claiming += 1
         try:
@@ -330,3 +375,8 @@ def _candidates(work: KeyWork, limit: int) -> tuple[Op, datetime, int]:
     values, now, wanted = work.claim_values(limit)
     candidates = work.ctx.statements.claim[0]
     return Op("fetch", candidates.sql, candidates.bind(values)), now, wanted
+
+
+def _held(delivery: Delivery) -> dict[str, object]:
+    """What the unlock binds: the delivery's key, and its slots under a limit."""
+    return {"key": str(delivery.key), **(delivery.slots or {})}

@@ -30,8 +30,10 @@ for a subscription is trinbox._holders.process_keys.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -47,6 +49,7 @@ from ..errors import DatabaseError, StartupError
 __all__ = [
     "KeyClaim",
     "KeyRegistry",
+    "SlotRule",
     "hold",
     "keys_in_work",
     "let_go",
@@ -79,17 +82,63 @@ def _after_fork_in_child() -> None:
 
 class KeyRegistry:
     """Keys in work in this process, per database (a pool's ``identity``): SQLite's stand-in
-    for session locks."""
+    for session locks; and, per database, the slot each limited key was taken with
+    (``SlotRule``): a key's slot is in work while the key is."""
 
     _by_database: ClassVar[dict[str, set[str]]] = {}  # process-wide on purpose
+    _slots_by_database: ClassVar[dict[str, dict[str, tuple[object, str]]]] = {}
 
     @classmethod
     def keys(cls, database: str) -> set[str]:
         return cls._by_database.setdefault(database, set())
 
     @classmethod
+    def slots(cls, database: str) -> dict[str, tuple[object, str]]:
+        """Key -> (the limit's scope, its slot key), read only for keys in work."""
+        return cls._slots_by_database.setdefault(database, {})
+
+    @classmethod
     def forget_all(cls) -> None:
         cls._by_database = {}
+        cls._slots_by_database = {}
+
+
+@dataclass(frozen=True, eq=False)
+class SlotRule:
+    """A limited subscription's slots (``InboxQueue.limit``), kept beside its keys in work:
+    at most ``per_key`` keys in work per slot key (``quote(<key>)``, the candidates' third
+    column) and ``whole`` in all, within ``scope`` (its table and group). Nothing is counted
+    apart: a key taken under the rule records its slot key in ``slot_of``, and its slot is in
+    work exactly while the key is, so every way a key leaves the registry frees its slot."""
+
+    scope: object
+    per_key: int | None
+    whole: int | None
+    slot_of: dict[str, tuple[object, str]]
+
+    def in_work(self, keys: set[str]) -> Counter[str]:
+        """The keys in work per slot key, under ``_keys_lock``."""
+        found: Counter[str] = Counter()
+        for key in keys:
+            slot = self.slot_of.get(key)
+            if slot is not None and slot[0] == self.scope:
+                found[slot[1]] += 1
+        return found
+
+    def record(self, keys: set[str], key: str, slot_key: str) -> None:
+        """``key`` goes into work with a slot of ``slot_key`` (under ``_keys_lock``); the
+        records of keys no longer in work are dropped now and then, so they do not pile up."""
+        if len(self.slot_of) > 2 * len(keys) + 64:
+            for gone in [k for k in self.slot_of if k not in keys]:
+                del self.slot_of[gone]
+        self.slot_of[key] = (self.scope, slot_key)
+
+    def room(self, keys: set[str], slot_key: str) -> bool:
+        """Whether a row of ``slot_key`` may go into work now (under ``_keys_lock``)."""
+        counts = self.in_work(keys)
+        if self.whole is not None and counts.total() >= self.whole:
+            return False
+        return self.per_key is None or counts[slot_key] < self.per_key
 
 
 if hasattr(os, "register_at_fork"):
@@ -194,7 +243,9 @@ class KeyClaim:
     its own: it stands, and ``claim_error`` says why nothing was claimed."""
 
     keys: set[str]
-    select: Callable[[list[str]], Op]  # the candidate select, given the keys held
+    # The candidate select, given the keys held and (under a limit) the rows in work per slot
+    # key, a JSON object.
+    select: Callable[[list[str], str], Op]
     take: Callable[[object], list[Op]]  # one row's take: its last op reads the row
     limit: int  # rows to take at most
     wanted: int  # candidates the select reads at most
@@ -206,6 +257,12 @@ class KeyClaim:
     # fails holds them again before the pool's next writer runs.
     freed: bool = False
     claim_error: DatabaseError | None = None
+    rule: SlotRule | None = None  # under a limit: each key's slot, kept with it
+    # The slots of ``frees`` as the settlement let them go, recorded again if it fails (the
+    # registry may drop the records of keys out of work meanwhile).
+    freed_slots: dict[str, tuple[object, str]] = field(
+        default_factory=dict[str, tuple[object, str]]
+    )
 
     def forget(self) -> None:
         """Let go of the keys taken (their rows stay claimable: a take only counts)."""
@@ -236,6 +293,9 @@ def run_key_claim(session: ThreadSession, claim: KeyClaim) -> None:
             session.execute(op.sql, op.params)
         if claim.frees:
             with _keys_lock:
+                if claim.rule is not None:
+                    slots = claim.rule.slot_of
+                    claim.freed_slots = {k: slots[k] for k in claim.frees if k in slots}
                 claim.keys.difference_update(claim.frees)
             claim.freed = True
 
@@ -260,6 +320,8 @@ def run_key_claim(session: ThreadSession, claim: KeyClaim) -> None:
             # (under the pool's write lock, so no claim ran in between).
             with _keys_lock:
                 claim.keys.update(claim.frees)
+                if claim.rule is not None:
+                    claim.rule.slot_of.update(claim.freed_slots)
             claim.freed = False
         if session.in_transaction:
             session.rollback()
@@ -267,22 +329,35 @@ def run_key_claim(session: ThreadSession, claim: KeyClaim) -> None:
 
 
 def _take_free_keys(claim: KeyClaim, session: ThreadSession) -> None:
+    rule = claim.rule
     with _keys_lock:
         held = sorted(claim.keys)
-    select = claim.select(held)
+        counts = rule.in_work(claim.keys) if rule is not None else Counter[str]()
+    if rule is not None and rule.whole is not None and counts.total() >= rule.whole:
+        return  # the queue's slots are all in work
+    select = claim.select(held, json.dumps(counts))
     rows = session.fetch(select.sql, select.params)
     claim.read = len(rows)
     seen: set[str] = set()
-    for row_id, found in rows:
+    for row in rows:
         if len(claim.taken) >= claim.limit:
             break
-        key = str(found)
+        key = str(row[1])
+        slot_key = str(row[2]) if rule is not None else ""
+        with _keys_lock:
+            if rule is not None and not rule.room(claim.keys, slot_key):
+                continue  # its limit key (or the queue) is full: other keys' rows may go
         if key in seen:
             continue  # one row per key per claim
         seen.add(key)
+        row_id = row[0]
         with _keys_lock:
             if key in claim.keys:
                 continue  # taken since the select read it (another subscription's claim)
+            if rule is not None:
+                if not rule.room(claim.keys, slot_key):
+                    continue
+                rule.record(claim.keys, key, slot_key)
             claim.keys.add(key)
         try:
             record = _take(claim.take(row_id), session)

@@ -2,10 +2,11 @@
 
     python -m tests.integration.matrix.limit_holder_process <stand> <url> [<form>]
 
-serves plain_jobs of ``url`` in the lease form (or ``form``: ``row_lock``) with four workers
-under ``.limit(key="tenant", concurrency=3)`` and a lease of two seconds; each handler prints
-``holding <n>`` and then waits forever, so the process holds three leases (row lock: three
-slots, locks of its claims' transactions) of the tenant until it is killed.
+serves plain_jobs of ``url`` in the lease form (or ``form``: ``row_lock``, ``advisory``) with
+four workers under ``.limit(key="tenant", concurrency=3)`` and a lease of two seconds; each
+handler prints ``holding <n>`` and then waits forever, so the process holds three leases (row
+lock: three slots, locks of its claims' transactions; advisory: three slots, session locks
+beside each row's key) of the tenant until it is killed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import trio
 
 from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
 
-from .schema import PLAIN
+from .schema import LIMITED_PLAIN
 
 LEASE = 2.0
 
@@ -37,7 +38,7 @@ async def hold(stand: str, url: str, form: str) -> None:
         broker = SqlBroker.postgres(url, poll_interval=0.05, lease=LEASE)
     else:
         broker = SqlBroker.mysql(url, poll_interval=0.05, lease=LEASE)
-    queue = InboxQueue(PLAIN[form], "plain").workers(4).limit(key="tenant", concurrency=3)
+    queue = InboxQueue(LIMITED_PLAIN[form], "plain").workers(4).limit(key="tenant", concurrency=3)
 
     @subscriber(queue)
     async def handle(job: Job) -> None:

@@ -2,7 +2,7 @@
 
     python -m tests.integration.matrix.limit_process <stand> <form> <url> <count>
 
-serves plain_jobs of ``url`` in the lease form with four workers under
+serves plain_jobs of ``url`` in ``form`` (advisory: each row its own key) with four workers under
 ``.limit(key="tenant", concurrency=3)`` until the table is empty, and prints one JSON object on
 its last line: ``ids``, the payload numbers it handled, and ``intervals``, one ``[tenant,
 start, end]`` per delivery read with ``time.monotonic()`` (one clock for every process of the
@@ -20,7 +20,7 @@ import trio
 from trinbox import App, AppInfo, InboxQueue, subscriber
 
 from ..worker_kit import handled_once, run_counted, serve_when_told
-from .schema import PLAIN
+from .schema import LIMITED_PLAIN
 from .worker_process import DEADLINE, POLL, make_broker
 
 LIMIT = 3
@@ -37,7 +37,9 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
     broker = make_broker(stand, url)
     handled: list[int] = []
     intervals: list[tuple[str, float, float]] = []
-    queue = InboxQueue(PLAIN[form], "plain").workers(4).limit(key="tenant", concurrency=LIMIT)
+    queue = (
+        InboxQueue(LIMITED_PLAIN[form], "plain").workers(4).limit(key="tenant", concurrency=LIMIT)
+    )
 
     @subscriber(queue)
     async def handle(job: Job) -> None:

@@ -215,6 +215,19 @@ PLAIN: dict[str, type[Inbox[Any, Any]]] = {
 }
 
 
+class SlottedPlain(Inbox[Advisory], table="plain_jobs", advisory_lock="plain_jobs:{id}"):
+    """Each row its own advisory key: a limit on the tenant then counts several rows."""
+
+    id: Annotated[int, Id(generated=True)]
+    attempt: Annotated[int, Attempt()]
+    tenant: str
+    payload: Annotated[bytes, Payload()]
+
+
+# The rows a limit on the tenant is tested with, per form.
+LIMITED_PLAIN: dict[str, type[Inbox[Any, Any]]] = {**PLAIN, "advisory": SlottedPlain}
+
+
 # -- tables of the batch, transactional, wake, failure, mode, lifecycle and concurrency tests ---
 # (docs/reference.md#acceptance-scenarios). `audit` takes handler writes; `email_refs` points at
 # email_jobs, so that deleting a referenced job (its ack) fails; `next_jobs` is a second queue

@@ -1,4 +1,5 @@
-"""A limit held by four OS processes (``InboxQueue.limit``; lease and row lock forms): with
+"""A limit held by four OS processes (``InboxQueue.limit``; lease, row lock and advisory
+forms, each row its own key in the advisory form): with
 ``.limit(key="tenant", concurrency=3)`` and four workers in each process, never more than three
 rows of one tenant are in work at once across all of them, while the other tenants' rows run
 beside them; every row is handled once.
@@ -10,7 +11,7 @@ the leases' from below. A holder killed with SIGKILL while it holds the limit's 
 leaves nothing behind: its slots end with its leases, and its rows are handled after them. In
 the row lock form its slots are locks of its claims' transactions, which the server ends with
 its sessions: while it holds them no other process takes a fourth row of the tenant, and at its
-death they are free at once.
+death they are free at once; so are the advisory form's, session locks beside each row's key.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from trinbox.testing import idle
 from ..serving import make_app, serving
 from .conftest import Case
 from .kit import cells, insert_rows
-from .schema import LeasedPlain, RowLockedPlain
+from .schema import LIMITED_PLAIN, LeasedPlain
 from .test_processes import ROOT, Handled, plain_rows, run_workers
 
 PROCESSES = 4
@@ -63,7 +64,8 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
     return found
 
 
-@cells(forms=["lease", "row_lock"])
+# SQLite's advisory keys are served by one process per file (a second is refused at startup).
+@cells(forms=["lease", "row_lock", "advisory"], leave_out=[("sqlite", "advisory")])
 async def test_a_limit_of_three_held_by_four_processes_is_never_four(case: Case) -> None:
     # One hot tenant with most rows, in claim order first, and a few others behind it.
     tenants = ["hot"] * 48 + [f"t{i % 4}" for i in range(16)]
@@ -159,6 +161,17 @@ async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
 
 @cells(forms=["row_lock"], stands=["postgres", "mariadb"])
 async def test_a_killed_row_lock_holder_s_slots_end_with_its_sessions(case: Case) -> None:
+    await killed_holder_frees_its_slots(case)
+
+
+@cells(forms=["advisory"], stands=["postgres", "mariadb"])
+async def test_a_killed_advisory_holder_s_slots_end_with_its_sessions(case: Case) -> None:
+    await killed_holder_frees_its_slots(case)
+
+
+async def killed_holder_frees_its_slots(case: Case) -> None:
+    """A holder of the tenant's three slots (session or transaction locks) is killed: no
+    other process takes a fourth row while it lives, and its slots are free at its death."""
     rows = 6
     insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
     command = [
@@ -167,14 +180,14 @@ async def test_a_killed_row_lock_holder_s_slots_end_with_its_sessions(case: Case
         "tests.integration.matrix.limit_holder_process",
         case.name,
         case.stand.url,
-        "row_lock",
+        case.form,
     ]
     intervals: list[tuple[float, float]] = []
     handled: list[int] = []
     changed = trio.Event()
 
     @subscriber(
-        InboxQueue(RowLockedPlain, "plain")
+        InboxQueue(LIMITED_PLAIN[case.form], "plain")
         .workers(4)
         .limit(key="tenant", concurrency=3)
         .poll_interval(0.05)
@@ -210,7 +223,7 @@ async def test_a_killed_row_lock_holder_s_slots_end_with_its_sessions(case: Case
                 assert handled == []
                 os.kill(process.pid, signal.SIGKILL)
                 await process.wait()
-                # Its sessions end with it, and their transactions' slots and row locks: the
+                # Its sessions end with it, and their locks (slots, row locks, keys): the
                 # three rows it held come back at once, with the three behind them.
                 await until(rows)
         finally:

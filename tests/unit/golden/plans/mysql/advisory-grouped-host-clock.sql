@@ -52,6 +52,8 @@ SELECT CAST(COALESCE(RELEASE_LOCK(%s), 0) AS SIGNED)
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

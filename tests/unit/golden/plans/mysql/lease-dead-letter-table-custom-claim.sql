@@ -61,6 +61,8 @@ UPDATE `jobs` SET `locked_until` = %s, `attempt` = `attempt` + 1 WHERE `id` = %s
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: id0, token0)
 SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
 

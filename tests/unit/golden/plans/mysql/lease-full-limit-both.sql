@@ -66,6 +66,8 @@ SELECT CAST(COALESCE(GET_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.
 -- limit_unlock (event unlock; params: none)
 SELECT CAST(COALESCE(RELEASE_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs')) <= 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs'), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'trinbox_limit:jobs'), 256))), 0) AS SIGNED)
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: id0, token0)
 SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
 

@@ -72,6 +72,8 @@ INSERT INTO `ops`.`app_rates` (tbl, grp, rate_key, tat) SELECT 'jobs', %s, 'w', 
 
 -- rate_key_index: 1
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease_seconds, id0, token0)
 SELECT `id`, (UTC_TIMESTAMP(6) - INTERVAL MICROSECOND(UTC_TIMESTAMP(6)) MICROSECOND + INTERVAL (%s + (MICROSECOND(UTC_TIMESTAMP(6)) > 0)) SECOND) AS `__token` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
 

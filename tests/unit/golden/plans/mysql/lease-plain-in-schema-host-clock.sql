@@ -62,6 +62,8 @@ UPDATE `app`.`jobs` SET `locked_until` = %s WHERE (`id`, `locked_until`) IN ((%s
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: id0, token0)
 SELECT `id` FROM `app`.`jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
 

@@ -74,6 +74,8 @@ INSERT INTO `ops`.`app_rates` (tbl, grp, rate_key, tat) SELECT 'jobs', %s, 'w', 
 
 -- rate_key_index: 1
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: id0, token0)
 SELECT `id` FROM `jobs` WHERE (`id`, `locked_until`) IN ((%s, %s)) FOR UPDATE
 

@@ -55,6 +55,8 @@ SELECT RELEASE_LOCK(SHA2(CONCAT_WS('.', DATABASE(), %s), 256))
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

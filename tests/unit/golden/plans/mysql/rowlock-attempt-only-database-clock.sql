@@ -50,6 +50,8 @@ INSERT INTO `jobs` (`payload`) VALUES (%s)
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -54,6 +54,8 @@ SELECT __head.`queue` FROM (SELECT DISTINCT `queue` AS __group FROM `jobs` WHERE
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

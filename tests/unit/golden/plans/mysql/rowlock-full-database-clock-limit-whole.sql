@@ -61,6 +61,8 @@ SELECT `id`, `tenant`, `queue`, `due`, `attempt`, `done`, `payload` FROM `jobs` 
 -- slot_release (event release; params: none)
 SELECT RELEASE_ALL_LOCKS()
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

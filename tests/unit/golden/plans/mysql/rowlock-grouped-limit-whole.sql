@@ -58,6 +58,8 @@ SELECT `id`, `tenant`, `queue`, `payload` FROM `jobs` WHERE `id` = %s AND `queue
 -- slot_release (event release; params: none)
 SELECT RELEASE_ALL_LOCKS()
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -49,6 +49,8 @@ INSERT INTO `jobs` (`payload`) VALUES (%s)
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -53,6 +53,8 @@ INSERT INTO `app`.`jobs` (`payload`) VALUES (%s)
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

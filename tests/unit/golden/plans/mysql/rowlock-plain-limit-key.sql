@@ -58,6 +58,8 @@ SELECT `id`, `tenant`, `payload` FROM `jobs` WHERE `id` = %s FOR UPDATE SKIP LOC
 -- slot_release (event release; params: none)
 SELECT RELEASE_ALL_LOCKS()
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

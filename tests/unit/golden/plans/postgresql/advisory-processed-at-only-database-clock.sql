@@ -52,6 +52,8 @@ SELECT pg_advisory_unlock(hashtextextended($1, 0))::int::bigint
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

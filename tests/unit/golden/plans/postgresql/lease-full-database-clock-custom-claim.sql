@@ -66,6 +66,8 @@ UPDATE "jobs" SET "locked_until" = $1, "attempt" = "attempt" + 1 WHERE "id" = $2
 -- lease_token (event lease; params: lease_seconds)
 SELECT to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer))
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease_seconds, ids, tokens)
 UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
 

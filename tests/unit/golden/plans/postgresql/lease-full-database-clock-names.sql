@@ -64,6 +64,8 @@ UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statemen
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease_seconds, ids, tokens)
 UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
 

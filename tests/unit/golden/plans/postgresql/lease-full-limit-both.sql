@@ -67,6 +67,8 @@ UPDATE "jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = 
 -- limit_lock (event lock; params: none)
 SELECT pg_advisory_xact_lock(hashtextextended('trinbox_limit:jobs', 0))
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease, ids, tokens)
 UPDATE "jobs" SET "locked_until" = $1 WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id"
 

@@ -59,6 +59,8 @@ UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statemen
 -- limit_lock (event lock; params: none)
 SELECT pg_advisory_xact_lock(hashtextextended('trinbox_limit:jobs', 0))
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease_seconds, ids, tokens)
 UPDATE "jobs" SET "locked_until" = to_timestamp(ceil(extract(epoch FROM statement_timestamp()) + $1::integer)) WHERE "id" = ANY($2) AND "locked_until" = ANY($3) AND ("id", "locked_until") IN (SELECT * FROM unnest($2, $3)) RETURNING "id", "locked_until" AS "__token"
 

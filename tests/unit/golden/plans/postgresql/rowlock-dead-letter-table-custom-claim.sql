@@ -53,6 +53,8 @@ SELECT "id", "queue", "due", "attempt", "done", "payload" FROM "jobs" WHERE "id"
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -54,6 +54,8 @@ SELECT pg_try_advisory_xact_lock(hashtextextended('jobs:' || CAST($1 AS text), 0
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -49,6 +49,8 @@ INSERT INTO "jobs" ("queue", "payload", "tenant") VALUES ($1, $2, $3)
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

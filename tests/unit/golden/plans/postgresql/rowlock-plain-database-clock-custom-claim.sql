@@ -49,6 +49,8 @@ SELECT "id", "payload" FROM "jobs" WHERE "id" = ANY($1)
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -52,6 +52,8 @@ UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

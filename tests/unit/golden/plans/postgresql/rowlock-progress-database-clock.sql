@@ -52,6 +52,8 @@ UPDATE "jobs" SET "due" = (statement_timestamp() + $1::bigint * interval '1 micr
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -50,6 +50,8 @@ UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = ? RETURNING `id`, `atte
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

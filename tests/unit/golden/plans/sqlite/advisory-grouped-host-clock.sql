@@ -50,6 +50,8 @@ SELECT `id`, `queue`, `payload` FROM `jobs` WHERE `id` = ? AND `queue` = ?
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

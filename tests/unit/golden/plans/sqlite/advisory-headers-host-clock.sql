@@ -56,6 +56,8 @@ UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = ? AND `queue` = ? AND `
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

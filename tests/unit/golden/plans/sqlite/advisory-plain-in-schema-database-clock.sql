@@ -54,6 +54,8 @@ SELECT `id`, `payload` FROM `app`.`jobs` WHERE `id` = ?
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -52,6 +52,8 @@ SELECT `id`, `due`, `payload` FROM `jobs` WHERE `id` = ? AND `due` <= (strftime(
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1: none
 
 -- rounds of 3: none

@@ -64,6 +64,8 @@ UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || 
 
 -- lease_token: none
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease_seconds, ids, ids, tokens)
 UPDATE `jobs` SET `locked_until` = (strftime('%Y-%m-%d %H:%M:%S', 'now', '+' || ? || ' seconds', '+0.999 seconds') || '.000000') WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`, `locked_until` AS `__token`
 

@@ -61,6 +61,8 @@ INSERT INTO `app_rates` AS `__r` (tbl, grp, rate_key, tat) SELECT 'jobs', ?, COA
 
 -- rate_key_index: 1
 
+-- key_slots: none
+
 -- rounds of 1 [0] (event extend; params: lease, ids, ids, tokens)
 UPDATE `jobs` SET `locked_until` = ? WHERE `id` IN (SELECT value FROM json_each(?)) AND (`id`, `locked_until`) IN (SELECT `__ids`.value, `__leases`.value FROM json_each(?) AS `__ids` JOIN json_each(?) AS `__leases` ON `__leases`.key = `__ids`.key) RETURNING `id`
 

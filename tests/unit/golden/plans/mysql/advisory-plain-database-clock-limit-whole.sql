@@ -1,0 +1,60 @@
+-- MySQL, Advisory form, table shape 'plain', database-clock-limit-whole
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- plain_begin (event begin; params: none)
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- claim[0] (event candidates; params: limit)
+WITH RECURSIVE __n (`__i`) AS (SELECT 0 UNION ALL SELECT `__i` + 1 FROM __n WHERE `__i` < 19), __window AS (SELECT `id`, IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), ''))) BETWEEN 1 AND 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), 256)) AS `__lock`, '' AS `__slot_key`, CAST(NULL AS SIGNED) AS `__free`, (SELECT 20 - COUNT(*) FROM __n WHERE __n.`__i` < 20 AND IS_USED_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', '*', CAST(__n.`__i` AS CHAR))))) IS NOT NULL) AS `__whole_free`, ROW_NUMBER() OVER (ORDER BY `id`) AS `__place` FROM `jobs` WHERE IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), ''))) BETWEEN 1 AND 64, CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), SHA2(CONCAT_WS('', LOWER(DATABASE()), '.', 'jobs-', COALESCE(CAST(`id` AS CHAR), '')), 256))) IS NULL HAVING `__whole_free` > 0 ORDER BY `id` LIMIT 256) SELECT `id`, `__lock`, `__slot_key`, `__free`, `__whole_free` FROM (SELECT __window.*, ROW_NUMBER() OVER (PARTITION BY `__slot_key` ORDER BY `__place`) AS `__rank` FROM __window) AS __ranked WHERE `__free` IS NULL OR `__rank` <= `__free` ORDER BY `__place` LIMIT %s
+
+-- ack (event ack; params: id)
+DELETE FROM `jobs` WHERE `id` = %s
+
+-- retry: none
+
+-- retry_after: none
+
+-- dead_letter: none
+
+-- insert (event insert; params: payload, tenant)
+INSERT INTO `jobs` (`payload`, `tenant`) VALUES (%s, %s)
+
+-- snooze: none
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id)
+SELECT `id`, `tenant`, `payload` FROM `jobs` WHERE `id` = %s
+
+-- lock (event lock; params: key)
+SELECT CAST(COALESCE(GET_LOCK(%s, 0), 0) AS SIGNED)
+
+-- unlock (event unlock; params: key, whole)
+SELECT CAST((COALESCE(RELEASE_LOCK(%s), 0) + COALESCE(RELEASE_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', '*', CAST(%s AS CHAR))))), 0)) = 2 AS SIGNED)
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- key_slots (event key_slots; params: key)
+WITH RECURSIVE __w (`__i`, `__got`) AS (SELECT 0, COALESCE(GET_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', '*', CAST(0 AS CHAR)))), 0), 0) UNION ALL SELECT `__i` + 1, COALESCE(GET_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', '*', CAST(`__i` + 1 AS CHAR)))), 0), 0) FROM __w WHERE `__got` = 0 AND `__i` < 19) SELECT CAST(NOT (__r.__w IS NULL) AS SIGNED), __r.__s, __r.__w, CASE WHEN __r.__w IS NULL THEN COALESCE(RELEASE_LOCK(%s), 0) + IF(__r.__w IS NULL, 0, COALESCE(RELEASE_LOCK(CONCAT('trinbox_slot:', SHA1(CONCAT_WS(':', LOWER(DATABASE()), 'jobs', '*', CAST(__r.__w AS CHAR))))), 0)) END FROM (SELECT CAST(NULL AS SIGNED) AS __s, (SELECT `__i` FROM __w WHERE `__got` = 1) AS __w LIMIT 1) AS __r
+
+-- rounds of 1: none
+
+-- rounds of 3: none

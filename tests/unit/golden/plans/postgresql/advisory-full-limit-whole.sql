@@ -1,0 +1,62 @@
+-- PostgreSQL, Advisory form, table shape 'full', limit-whole
+-- Regenerate: TRINBOX_GOLDEN=update pytest tests/unit/test_plans_golden.py
+
+-- begin (event begin; params: none)
+BEGIN
+
+-- claim_begin (event begin; params: none)
+BEGIN
+
+-- plain_begin (event begin; params: none)
+BEGIN
+
+-- claim[0] (event candidates; params: group, now, limit)
+WITH __held AS MATERIALIZED (SELECT (l.classid::bigint << 32) | l.objid::bigint AS "__h" FROM pg_locks AS l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), __window AS MATERIALIZED (SELECT __candidates."id", __candidates."__lock", __candidates."__slot_key", __f."__free", __w."__whole_free", __candidates."__place" FROM (SELECT "id", concat('jobs-', COALESCE("id"::text, '')) AS "__lock", '' AS "__slot_key", ROW_NUMBER() OVER (ORDER BY "due", "id") AS "__place" FROM "jobs" WHERE "queue" = $1 AND "due" <= $2 AND "done" IS NULL ORDER BY "due", "id" OFFSET 0) AS __candidates CROSS JOIN LATERAL (SELECT CAST(NULL AS bigint) AS "__free") AS __f CROSS JOIN (SELECT (SELECT 20 - COUNT(*) FROM generate_series(0, 19) AS "__g"("__i") WHERE hashtextextended(concat('trinbox_slot:jobs:', quote_nullable(CAST($1 AS text)), ':', '*', ':', "__g"."__i"), 0) IN (SELECT "__h" FROM __held)) AS "__whole_free") AS __w WHERE __w."__whole_free" > 0 AND pg_try_advisory_xact_lock_shared(hashtextextended(__candidates."__lock", 0)) LIMIT 256) SELECT "id", "__lock", "__slot_key", "__free", "__whole_free" FROM (SELECT __window.*, ROW_NUMBER() OVER (PARTITION BY "__slot_key" ORDER BY "__place") AS "__rank" FROM __window) AS __ranked WHERE "__free" IS NULL OR "__rank" <= "__free" ORDER BY "__place" LIMIT $3
+
+-- ack (event ack; params: now, id)
+UPDATE "jobs" SET "done" = $1 WHERE "id" = $2
+
+-- retry: none
+
+-- retry_after (event retry_after; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1 WHERE "id" = $2
+
+-- dead_letter: none
+
+-- insert (event insert; params: queue, done, payload, tenant)
+INSERT INTO "jobs" ("queue", "done", "payload", "tenant") VALUES ($1, $2, $3, $4)
+
+-- snooze (event snooze; params: retry_at, id)
+UPDATE "jobs" SET "due" = $1, "attempt" = "attempt" - 1 WHERE "id" = $2
+
+-- guard: none
+
+-- heads: none
+
+-- take[0] (event take; params: id, group, now)
+UPDATE "jobs" SET "attempt" = "attempt" + 1 WHERE "id" = $1 AND "queue" = $2 AND "due" <= $3 AND "done" IS NULL RETURNING "id", "tenant", "queue", "due", ("attempt" - 1) AS "attempt", "done", "payload"
+
+-- lock (event lock; params: key)
+SELECT pg_try_advisory_lock(hashtextextended($1, 0))::int::bigint
+
+-- unlock (event unlock; params: key, group, whole)
+SELECT CAST((pg_advisory_unlock(hashtextextended($1, 0))::int + pg_advisory_unlock(hashtextextended(concat('trinbox_slot:jobs:', quote_nullable(CAST($2 AS text)), ':', '*', ':', CAST($3 AS integer)), 0))::int) = 2 AS int)::bigint
+
+-- batch: none
+
+-- release: none
+
+-- extend: none
+
+-- fetch: none
+
+-- stamp: none
+
+-- lease_token: none
+
+-- key_slots (event key_slots; params: group, key)
+WITH __w AS MATERIALIZED (SELECT (SELECT "__g"."__i" FROM generate_series(0, 19) AS "__g"("__i") WHERE CASE WHEN true THEN pg_try_advisory_lock(hashtextextended(concat('trinbox_slot:jobs:', quote_nullable(CAST($1 AS text)), ':', '*', ':', "__g"."__i"), 0)) ELSE false END LIMIT 1) AS "__i") SELECT CAST((__w."__i" IS NOT NULL)::int AS bigint), CAST(NULL AS integer), __w."__i", CASE WHEN NOT (__w."__i" IS NOT NULL) THEN pg_advisory_unlock(hashtextextended($2, 0)) END FROM __w
+
+-- rounds of 1: none
+
+-- rounds of 3: none
