@@ -129,6 +129,10 @@ LIMITS = {
         rates=Rates("app_rates", schema="ops"),
     ),
 }
+
+# A limited lease claim beside FIFO groups: a group's head, or every group's (the dead letter
+# group passed over), under the limits of the shape it names.
+FIFO_LIMITS = {"fifo-priority": "limit-both", "fifo-dead-letter-group": "limit-key"}
 LIMIT_SHAPES = ("plain", "grouped", "full", "priority")
 
 
@@ -246,6 +250,12 @@ def cases() -> Iterator[Case]:
                             if form is RowLock and LIMITS[limits].rates is not None:
                                 continue  # a rate is the lease form's only, for now
                             yield Case(dialect, form, shape, limits=limits)
+                    if form is Lease and shape.name in FIFO_LIMITS:
+                        for every_group in (False, True):
+                            limits = FIFO_LIMITS[shape.name]
+                            yield Case(
+                                dialect, form, shape, every_group=every_group, limits=limits
+                            )
 
 
 CASES = list(cases())

@@ -207,7 +207,14 @@ class PostgresDialect(Dialect):
             ),
         )
 
-    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+    def limited_lease_claim(
+        self,
+        spec: TableSpec,
+        limits: ClaimLimits,
+        *,
+        every_group: bool = False,
+        skip: str | None = None,
+    ) -> tuple[Statement, ...]:
         """One statement, as ``lease_claim``, over the ids ``_limited.py`` chose: lock them
         (skipping any another transaction holds), stamp them, return them before the stamp."""
         t = self.table(spec)
@@ -220,7 +227,7 @@ class PostgresDialect(Dialect):
             self.render(
                 "claim",
                 "WITH "
-                + limited_ids(self, spec, limits)
+                + limited_ids(self, spec, limits, every_group=every_group, skip=skip)
                 + f", {claimed} AS (SELECT {self.select_list(spec)} FROM {t} WHERE {ident} IN "
                 + f"(SELECT {ident} FROM {self.internal(spec, TAKE)}) ORDER BY {order} "
                 + "FOR UPDATE SKIP LOCKED), "
