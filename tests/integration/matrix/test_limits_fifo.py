@@ -1,0 +1,296 @@
+"""Limits beside FIFO groups (``InboxQueue.limit`` on a ``Group(fifo=True)`` lease table), on
+every stand: an account's rows run one at a time in order, and ``.limit(key="tenant",
+concurrency=N)`` caps how many of a tenant's accounts are in work at once. A group whose head's
+key is at its limit is passed over (its head is never passed by the row behind it) while the
+other groups keep flowing; the live leases are counted over every group of the table, so a
+subscription to one group waits for the leases of its tenant's other groups.
+
+The claims here are the form's own, on a clock the test moves by hand (no sleeps), then a
+served queue over every group."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Annotated, Any
+
+import trio
+
+from trinbox import (
+    Group,
+    Id,
+    Inbox,
+    InboxQueue,
+    Lease,
+    LockedUntil,
+    Payload,
+    RetryAfter,
+    subscriber,
+)
+from trinbox._declare._inbox import spec_of
+from trinbox._declare._limits import ClaimLimits
+from trinbox._dialects.plans import build_plan
+from trinbox._drivers.aio import asyncio_loop
+from trinbox._forms.lease import LeaseForm
+from trinbox._holders._base import Ack, Delivery, FormContext, whole_seconds
+from trinbox.schema import ddl
+
+from ..serving import make_app, serving
+from .conftest import Case
+from .kit import DUE, cells, insert_rows, lease_form
+from .test_lease import ManualClock, broker_on
+
+TABLE = "bookings"
+
+lease_cells = cells(forms=["lease"])
+
+
+class Booking(Inbox[Lease], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    tenant: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
+@dataclass
+class Posting:
+    n: int
+
+
+def create(case: Case) -> None:
+    dialect = "mysql" if case.name == "mariadb" else case.name
+    case.stand.script(";\n".join(ddl(Booking, dialect)))
+
+
+def book(case: Case, rows: Sequence[tuple[str, str | None]]) -> None:
+    """The table, and one row per (account, tenant) in this order (the ids' order); payload
+    n is its place."""
+    create(case)
+    insert_rows(
+        case.stand,
+        TABLE,
+        [
+            {
+                "account": account,
+                "tenant": tenant,
+                "retry_after": DUE,
+                "payload": b'{"n": %d}' % n,
+            }
+            for n, (account, tenant) in enumerate(rows)
+        ],
+    )
+
+
+def limits_of(queue: InboxQueue[Any, Any, Any]) -> ClaimLimits:
+    assert queue.limits is not None
+    return queue.limits
+
+
+def per_tenant(limit: int) -> ClaimLimits:
+    return limits_of(InboxQueue(Booking, "q").limit(key="tenant", concurrency=limit))
+
+
+@asynccontextmanager
+async def fifo_forms(
+    case: Case,
+    clock: ManualClock,
+    limits: ClaimLimits,
+    *groups: str | None,
+    stale: bool = False,
+) -> AsyncIterator[list[LeaseForm]]:
+    """One lease form per group named (``None``: over every group) under ``limits``, as
+    ``Subscription.open`` builds them, on one broker; ``stale``: over every group, its heads
+    read is the unlimited one (every group whose head is due), as a read gone stale may
+    name groups whose key has filled since."""
+    async with asyncio_loop(case.name != "sqlite"):
+        broker = broker_on(case.stand, clock)
+        await broker.open()
+        try:
+            spec = spec_of(Booking)
+            forms = []
+            for group in groups:
+                plan = build_plan(broker.dialect, spec, every_group=group is None, limits=limits)
+                if stale:
+                    plan = replace(plan, heads=broker.dialect.every_group_heads(spec, None))
+                ctx = FormContext(
+                    spec=spec,
+                    dialect=broker.dialect,
+                    statements=plan,
+                    pool=broker.pool,
+                    clock=broker.clock,
+                    group=group,
+                    lease=whole_seconds(broker.lease),
+                    limited=True,
+                )
+                forms.append(lease_form(ctx))
+            yield forms
+        finally:
+            await broker.aclose()
+
+
+def accounts(taken: Sequence[Delivery]) -> list[str]:
+    return sorted(str(d.values["account"]) for d in taken)
+
+
+def tenants(taken: Sequence[Delivery]) -> Counter[Any]:
+    return Counter(d.values["tenant"] for d in taken)
+
+
+@lease_cells
+async def test_a_tenant_at_its_limit_is_passed_over_and_the_other_groups_flow(
+    case: Case,
+) -> None:
+    # Three accounts of tenant t and one of u, two postings each, the first postings first.
+    book(case, [("a1", "t"), ("a2", "t"), ("a3", "t"), ("b1", "u")] * 2)
+    async with fifo_forms(case, ManualClock(), per_tenant(2), None) as (form,):
+        first = await form.claim(10)
+        # One head per account: t's first two accounts (a3 passed over, its key at its
+        # limit), and u's beside them; no second posting while its account's head is in work.
+        assert accounts(first) == ["a1", "a2", "b1"]
+        assert [d.values["payload"] for d in first if d.values["account"] == "a1"] == [b'{"n": 0}']
+        assert list(await form.claim(10)) == []
+        # a1's head is done: one slot of t is free. a3's head (posting 2) comes before a1's
+        # second posting (4) in the heads' order, so it takes the slot.
+        (a1,) = [d for d in first if d.values["account"] == "a1"]
+        await form.settle(a1, Ack())
+        second = await form.claim(10)
+        assert [(d.values["account"], d.values["payload"]) for d in second] == [("a3", b'{"n": 2}')]
+        assert list(await form.claim(10)) == []
+        for done in [d for d in first if d.values["account"] != "a1"]:
+            await form.settle(done, Ack())
+        # a2's and b1's heads are done: t has one slot beside a3's, which a1's second posting
+        # (4) takes before a2's (5); b1's beside it.
+        third = await form.claim(10)
+        assert accounts(third) == ["a1", "b1"]
+        assert tenants(third) == {"t": 1, "u": 1}
+        assert list(await form.claim(10)) == []
+
+
+@cells(forms=["lease"], stands=["postgres", "mariadb"])
+async def test_the_head_s_claim_decides_whatever_the_heads_read_named(case: Case) -> None:
+    # The heads read names every account (as a stale one may): the claim of each head counts
+    # the live leases again, the heads this claim took before it among them (MySQL stamps
+    # each before the next group's claim), so t still gets two accounts, not three.
+    book(case, [("a1", "t"), ("a2", "t"), ("a3", "t"), ("b1", "u")])
+    async with fifo_forms(case, ManualClock(), per_tenant(2), None, stale=True) as (form,):
+        assert accounts(await form.claim(10)) == ["a1", "a2", "b1"]
+        assert list(await form.claim(10)) == []
+
+
+@lease_cells
+async def test_the_head_s_key_counts_and_the_row_behind_never_passes_it(case: Case) -> None:
+    # a1's head is of tenant t, the posting behind it of u; a2's head, of t, is taken first.
+    book(case, [("a2", "t"), ("a1", "t"), ("a1", "u"), ("b1", "u")])
+    async with fifo_forms(case, ManualClock(), per_tenant(1), None) as (form,):
+        first = await form.claim(10)
+        assert accounts(first) == ["a2", "b1"]
+        # t is at its limit: a1 waits at its head, and its u posting behind the head waits
+        # with it although u has room (u's slot is b1's; with room it would still wait).
+        assert list(await form.claim(10)) == []
+        (b1,) = [d for d in first if d.values["account"] == "b1"]
+        await form.settle(b1, Ack())
+        assert list(await form.claim(10)) == []
+        (a2,) = [d for d in first if d.values["account"] == "a2"]
+        await form.settle(a2, Ack())
+        head = await form.claim(10)
+        assert [(d.values["account"], d.values["tenant"]) for d in head] == [("a1", "t")]
+        # Each row in work counts for its own key: a1's head holds t, and its u posting waits
+        # for the head (its group), not for u.
+        assert list(await form.claim(10)) == []
+        await form.settle(head[0], Ack())
+        behind = await form.claim(10)
+        assert [(d.values["account"], d.values["tenant"]) for d in behind] == [("a1", "u")]
+
+
+@lease_cells
+async def test_a_subscription_to_one_group_counts_its_tenant_s_other_groups(case: Case) -> None:
+    book(case, [("a1", "t"), ("a2", "t"), ("b1", "u")])
+    clock = ManualClock()
+    async with fifo_forms(case, clock, per_tenant(1), "a1", "a2", "b1") as (a1, a2, b1):
+        taken = await a1.claim(4)
+        assert accounts(taken) == ["a1"]
+        # a2's head is due and its group free, but t's one slot is a1's, in another group.
+        assert list(await a2.claim(4)) == []
+        assert accounts(await b1.claim(4)) == ["b1"]
+        await a1.settle(taken[0], Ack())
+        assert accounts(await a2.claim(4)) == ["a2"]
+
+
+@lease_cells
+async def test_the_whole_cap_counts_the_groups_in_work(case: Case) -> None:
+    book(case, [(f"a{i}", f"t{i}") for i in range(5)] + [("a0", "t0")])
+    whole = limits_of(InboxQueue(Booking, "q").limit(concurrency=3))
+    async with fifo_forms(case, ManualClock(), whole, None) as (form,):
+        first = await form.claim(10)
+        assert accounts(first) == ["a0", "a1", "a2"]
+        assert list(await form.claim(10)) == []
+        await form.settle(first[0], Ack())
+        # One group's slot: a3's head comes before a0's second posting.
+        assert accounts(await form.claim(10)) == ["a3"]
+        assert list(await form.claim(10)) == []
+
+
+@dataclass
+class Seen:
+    """What the handlers saw: per account the postings in the order they started, and the
+    most accounts of one tenant (and rows of one account) in work at once."""
+
+    started: dict[str, list[int]]
+    tenants: Counter[str]
+    accounts: Counter[str]
+    most_tenant: Counter[str]
+    most_account: Counter[str]
+
+
+@lease_cells
+async def test_every_group_served_keeps_each_group_s_order_under_the_tenant_limit(
+    case: Case,
+) -> None:
+    # Six accounts of tenant t (the hot one), two of u, four postings each, interleaved.
+    owners = {f"t{i}": "t" for i in range(6)} | {f"u{i}": "u" for i in range(2)}
+    postings = 4
+    rows = [(account, tenant) for _ in range(postings) for account, tenant in owners.items()]
+    book(case, rows)
+    seen = Seen({}, Counter(), Counter(), Counter(), Counter())
+    done = trio.Event()
+    count = 0
+
+    @subscriber(
+        InboxQueue(Booking, "every")
+        .every_group()
+        .workers(8)
+        .limit(key="tenant", concurrency=2)
+        .poll_interval(0.05)
+    )
+    async def handle(posting: Posting) -> None:
+        nonlocal count
+        account, tenant = rows[posting.n]
+        seen.started.setdefault(account, []).append(posting.n)
+        seen.tenants[tenant] += 1
+        seen.accounts[account] += 1
+        seen.most_tenant[tenant] = max(seen.most_tenant[tenant], seen.tenants[tenant])
+        seen.most_account[account] = max(seen.most_account[account], seen.accounts[account])
+        await trio.sleep(0.02)
+        seen.tenants[tenant] -= 1
+        seen.accounts[account] -= 1
+        count += 1
+        if count == len(rows):
+            done.set()
+
+    app = make_app()
+    app.include(case.stand.broker(poll_interval=0.05), handle)
+    async with serving(app):
+        with trio.fail_after(60):
+            await done.wait()
+    for account in owners:
+        assert seen.started[account] == [n for n, (a, _) in enumerate(rows) if a == account]
+    assert set(seen.most_account.values()) == {1}
+    # t's limit held it at two accounts in work (reached), while u's ran beside them.
+    assert seen.most_tenant["t"] == 2
+    assert seen.most_tenant["u"] <= 2
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
