@@ -10,11 +10,17 @@ served queue over every group."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import pairwise
 from typing import Annotated, Any
 
 import trio
@@ -42,8 +48,11 @@ from ..serving import make_app, serving
 from .conftest import Case
 from .kit import DUE, cells, insert_rows, lease_form
 from .test_lease import ManualClock, broker_on
+from .test_limit_processes import most_at_once, read_lines
+from .test_processes import ROOT, run_workers
 
 TABLE = "bookings"
+LIMIT = 3  # the tenant limit of the tests across processes (limit_fifo_process.py)
 
 lease_cells = cells(forms=["lease"])
 
@@ -293,4 +302,105 @@ async def test_every_group_served_keeps_each_group_s_order_under_the_tenant_limi
     # t's limit held it at two accounts in work (reached), while u's ran beside them.
     assert seen.most_tenant["t"] == 2
     assert seen.most_tenant["u"] <= 2
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
+
+
+# -- across processes ------------------------------------------------------------------------
+
+
+def hot_and_others() -> list[tuple[str, str]]:
+    """Eight accounts of the hot tenant with four postings each, four of two other tenants
+    with two, interleaved (every account's first posting first)."""
+    hot = [(f"h{i}", "hot") for i in range(8)]
+    others = [(f"o{i}", f"t{i % 2}") for i in range(4)]
+    return [*hot, *others] * 2 + hot * 2
+
+
+@lease_cells
+async def test_a_tenant_limit_of_three_held_by_four_processes_is_never_four(case: Case) -> None:
+    rows = hot_and_others()
+    book(case, rows)
+    results = await run_workers(
+        case, len(rows), "tests.integration.matrix.limit_fifo_process", processes=4, deadline=120
+    )
+    spans = [(int(n), start, end) for result in results for n, start, end in result.intervals]
+    assert sorted(n for n, _, _ in spans) == list(range(len(rows)))
+    by_tenant: dict[str, list[tuple[float, float]]] = {}
+    by_account: dict[str, list[tuple[float, float, int]]] = {}
+    for n, start, end in spans:
+        account, tenant = rows[n]
+        by_tenant.setdefault(tenant, []).append((start, end))
+        by_account.setdefault(account, []).append((start, end, n))
+    for tenant, found in by_tenant.items():
+        assert most_at_once(found) <= LIMIT, f"more than {LIMIT} accounts of {tenant} in work"
+    # The limit, not chance, held the hot tenant at three; the others ran beside it.
+    assert most_at_once(by_tenant["hot"]) == LIMIT
+    assert most_at_once([s for found in by_tenant.values() for s in found]) > LIMIT
+    for account, found in by_account.items():
+        ordered = sorted(found)
+        assert [n for _, _, n in ordered] == [n for n, (a, _) in enumerate(rows) if a == account]
+        for (_, end, n), (start, _, _) in pairwise(ordered):
+            assert end <= start, f"posting {n} of {account} was in work when the next began"
+    assert sum(1 for result in results if result.ids) > 1, "one process handled every row"
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
+
+
+@lease_cells
+async def test_a_killed_holder_s_groups_come_back_when_its_leases_end(case: Case) -> None:
+    # Six accounts of one tenant, two postings each: the holder takes three heads, no fourth.
+    rows = [(f"h{i}", "hot") for i in range(6)] * 2
+    book(case, rows)
+    command = [
+        sys.executable,
+        "-m",
+        "tests.integration.matrix.limit_fifo_process",
+        "hold",
+        case.name,
+        case.stand.url,
+    ]
+    with trio.fail_after(60):
+        process = await trio.lowlevel.open_process(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        try:
+            assert process.stdout is not None
+            holding = await read_lines(process.stdout, LIMIT)
+            assert len(holding) == LIMIT and all(h.startswith("holding ") for h in holding)
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+    assert process.returncode == -signal.SIGKILL
+    # Four workers, three slots: three heads leased, and their leases outlive the holder.
+    held = case.stand.rows(f"SELECT id FROM {TABLE} WHERE locked_until IS NOT NULL")
+    assert len(held) == LIMIT
+
+    spans: list[tuple[float, float, int]] = []
+    done = trio.Event()
+
+    @subscriber(
+        InboxQueue(Booking, "every")
+        .every_group()
+        .workers(4)
+        .limit(key="tenant", concurrency=LIMIT)
+        .poll_interval(0.05)
+    )
+    async def handle(posting: Posting) -> None:
+        start = time.monotonic()
+        await trio.sleep(0.05)
+        spans.append((start, time.monotonic(), posting.n))
+        if len(spans) == len(rows):
+            done.set()
+
+    app = make_app()
+    app.include(case.stand.broker(poll_interval=0.05, lease=2), handle)
+    async with serving(app):
+        # The killed process's leases end within their two seconds; then its heads come back
+        # and every posting is handled, three accounts at once at most, each in order.
+        with trio.fail_after(30):
+            await done.wait()
+    assert sorted(n for _, _, n in spans) == list(range(len(rows)))
+    assert most_at_once([(start, end) for start, end, _ in spans]) <= LIMIT
+    for account in {a for a, _ in rows}:
+        mine = [n for start, _, n in sorted(spans) if rows[n][0] == account]
+        assert mine == [n for n, (a, _) in enumerate(rows) if a == account]
     assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
