@@ -33,6 +33,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_custom_claim": "custom_claim.py",
     "readme_limits": "tenant_sync.py",
     "readme_limits_row_lock": "renders.py",
+    "readme_limits_fifo": "ledger.py",
     "readme_rates": "api_calls.py",
     "readme_routes": "orders.py",
     "readme_headers": "mail.py",
