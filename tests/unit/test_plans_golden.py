@@ -253,9 +253,7 @@ def cases() -> Iterator[Case]:
                     if form is Lease and shape.name in FIFO_LIMITS:
                         for every_group in (False, True):
                             limits = FIFO_LIMITS[shape.name]
-                            yield Case(
-                                dialect, form, shape, every_group=every_group, limits=limits
-                            )
+                            yield Case(dialect, form, shape, every_group=every_group, limits=limits)
 
 
 CASES = list(cases())

@@ -336,8 +336,8 @@ async def test_a_tenant_limit_of_three_held_by_four_processes_is_never_four(case
     # The limit, not chance, held the hot tenant at three; the others ran beside it.
     assert most_at_once(by_tenant["hot"]) == LIMIT
     assert most_at_once([s for found in by_tenant.values() for s in found]) > LIMIT
-    for account, found in by_account.items():
-        ordered = sorted(found)
+    for account, postings in by_account.items():
+        ordered = sorted(postings)
         assert [n for _, _, n in ordered] == [n for n, (a, _) in enumerate(rows) if a == account]
         for (_, end, n), (start, _, _) in pairwise(ordered):
             assert end <= start, f"posting {n} of {account} was in work when the next began"
