@@ -43,16 +43,21 @@ def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.Mo
     yield from program("readme_limits_fifo", "ledger", tmp_path, monkeypatch)
 
 
-async def test_the_syncs_stay_within_their_limits(
-    syncs: types.ModuleType, clock: VirtualClock, capsys: pytest.CaptureFixture[str]
-) -> None:
-    m: Any = syncs
+async def serve_until_settled(m: Any, handler: Any, count: int) -> None:
+    """Serve the program's app until ``count`` rows of ``handler`` settled, then shut down."""
     m.broker.clock = TrioClock()  # leases in virtual time, as the handlers' sleeps
     with trio.fail_after(3600):
         async with trio.open_nursery() as nursery:
             await nursery.start(m.app.serve)
-            await settled(m.app, m.pull, 10)
+            await settled(m.app, handler, count)
             m.app.shutdown()
+
+
+async def test_the_syncs_stay_within_their_limits(
+    syncs: types.ModuleType, clock: VirtualClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m: Any = syncs
+    await serve_until_settled(m, m.pull, 10)
     assert capsys.readouterr().out.splitlines() == shown("readme_limits_output").splitlines()
     assert m.app.statistics(m.pull).acked == 10
     # Ten rows of one second, two at a time for acme's six: three seconds at least, and no
@@ -64,12 +69,7 @@ async def test_the_ledger_keeps_each_tenant_within_its_accounts_and_each_account
     ledger: types.ModuleType, clock: VirtualClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     m: Any = ledger
-    m.broker.clock = TrioClock()  # leases in virtual time, as the handlers' sleeps
-    with trio.fail_after(3600):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(m.app.serve)
-            await settled(m.app, m.post, 12)
-            m.app.shutdown()
+    await serve_until_settled(m, m.post, 12)
     assert capsys.readouterr().out.splitlines() == shown("readme_limits_fifo_output").splitlines()
     assert m.app.statistics(m.post).acked == 12
     # acme's nine postings of one second, two accounts at a time: five seconds, and no more

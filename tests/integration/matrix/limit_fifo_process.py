@@ -20,14 +20,14 @@ from typing import Any
 
 import trio
 
-from trinbox import App, AppInfo, InboxQueue, SqlBroker, subscriber
+from trinbox import App, AppInfo, InboxQueue, subscriber
 
 from ..worker_kit import handled_once, run_counted, serve_when_told
+from .limit_holder_process import holder_broker
 from .test_limits_fifo import LIMIT, TABLE, Booking, Posting
 from .worker_process import DEADLINE, POLL, make_broker
 
 WORK = 0.03  # each delivery's work, long enough for overlaps to happen
-HOLD_LEASE = 2.0
 
 
 def queue() -> InboxQueue[Any, Any, Any]:
@@ -56,13 +56,7 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
 
 
 async def hold(stand: str, url: str) -> None:
-    broker: SqlBroker[Any]
-    if stand == "sqlite":
-        broker = SqlBroker.sqlite(url, poll_interval=0.05, lease=HOLD_LEASE)
-    elif stand == "postgres":
-        broker = SqlBroker.postgres(url, poll_interval=0.05, lease=HOLD_LEASE)
-    else:
-        broker = SqlBroker.mysql(url, poll_interval=0.05, lease=HOLD_LEASE)
+    broker = holder_broker(stand, url)
 
     @subscriber(queue())
     async def handle(posting: Posting) -> None:

@@ -97,31 +97,34 @@ async def read_lines(stream: trio.abc.ReceiveStream, count: int) -> list[str]:
     return found.decode().splitlines()[:count]
 
 
-@cells(forms=["lease"])
-async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
-    case: Case,
-) -> None:
-    rows = 6
-    insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
-    command = [
-        sys.executable,
-        "-m",
-        "tests.integration.matrix.limit_holder_process",
-        case.name,
-        case.stand.url,
-    ]
+async def kill_once_holding(module: str, *args: str, count: int = 3) -> None:
+    """Run ``python -m module args...`` until it printed ``count`` lines ``holding <n>``, then
+    kill it with SIGKILL."""
+    command = [sys.executable, "-m", module, *args]
     with trio.fail_after(60):
         process = await trio.lowlevel.open_process(
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         try:
             assert process.stdout is not None
-            holding = await read_lines(process.stdout, 3)
-            assert len(holding) == 3 and all(h.startswith("holding ") for h in holding), holding
+            holding = await read_lines(process.stdout, count)
+            assert len(holding) == count, holding
+            assert all(h.startswith("holding ") for h in holding), holding
         finally:
             os.kill(process.pid, signal.SIGKILL)
             await process.wait()
     assert process.returncode == -signal.SIGKILL
+
+
+@cells(forms=["lease"])
+async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
+    case: Case,
+) -> None:
+    rows = 6
+    insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
+    await kill_once_holding(
+        "tests.integration.matrix.limit_holder_process", case.name, case.stand.url
+    )
     # Four workers, three slots: the holder took three rows of the tenant, no fourth, and its
     # leases still hold them after its death.
     held = case.stand.rows("SELECT id FROM plain_jobs WHERE locked_until IS NOT NULL")

@@ -10,10 +10,6 @@ served queue over every group."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
@@ -48,8 +44,8 @@ from ..serving import make_app, serving
 from .conftest import Case
 from .kit import DUE, cells, insert_rows, lease_form
 from .test_lease import ManualClock, broker_on
-from .test_limit_processes import most_at_once, read_lines
-from .test_processes import ROOT, run_workers
+from .test_limit_processes import kill_once_holding, most_at_once
+from .test_processes import run_workers
 
 TABLE = "bookings"
 LIMIT = 3  # the tenant limit of the tests across processes (limit_fifo_process.py)
@@ -350,26 +346,9 @@ async def test_a_killed_holder_s_groups_come_back_when_its_leases_end(case: Case
     # Six accounts of one tenant, two postings each: the holder takes three heads, no fourth.
     rows = [(f"h{i}", "hot") for i in range(6)] * 2
     book(case, rows)
-    command = [
-        sys.executable,
-        "-m",
-        "tests.integration.matrix.limit_fifo_process",
-        "hold",
-        case.name,
-        case.stand.url,
-    ]
-    with trio.fail_after(60):
-        process = await trio.lowlevel.open_process(
-            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        try:
-            assert process.stdout is not None
-            holding = await read_lines(process.stdout, LIMIT)
-            assert len(holding) == LIMIT and all(h.startswith("holding ") for h in holding)
-        finally:
-            os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
-    assert process.returncode == -signal.SIGKILL
+    await kill_once_holding(
+        "tests.integration.matrix.limit_fifo_process", "hold", case.name, case.stand.url
+    )
     # Four workers, three slots: three heads leased, and their leases outlive the holder.
     held = case.stand.rows(f"SELECT id FROM {TABLE} WHERE locked_until IS NOT NULL")
     assert len(held) == LIMIT
