@@ -234,17 +234,11 @@ class OrderedLocked(Inbox[RowLock], table="ordered_locked"):
     payload: Annotated[bytes, Payload()]
 
 
-def test_a_fifo_row_lock_table_takes_no_limit_nor_over_every_group() -> None:
-    refused = whole(
-        "ordered_locked (OrderedLocked): .limit() beside Group(fifo=True) is supported for now "
-        "on Inbox[Lease] tables only (the head's claim counts the live leases of its key), "
-        "found .limit(key='tenant', concurrency=2) on an Inbox[RowLock] FIFO table; declare "
-        "the table Inbox[Lease] with a LockedUntil field, or drop .limit() or fifo=True"
-    )
-    with pytest.raises(DeclarationError, match=refused):
-        InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
-    with pytest.raises(DeclarationError, match=refused):
-        InboxQueue(OrderedLocked, "q").every_group().limit(key="tenant", concurrency=2)
+def test_a_fifo_row_lock_table_takes_a_limit_over_one_group_or_every_group() -> None:
+    one = InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
+    assert one.limits is not None and one.limits.per_key == 2
+    every = InboxQueue(OrderedLocked, "q").every_group().limit(concurrency=4)
+    assert every.serves_every_group and every.limits is not None and every.limits.whole == 4
 
 
 def test_a_rate_is_n_starts_per_period() -> None:

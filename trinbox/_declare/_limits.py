@@ -175,20 +175,12 @@ def _check_form(spec: TableSpec, call: str) -> None:
 
 
 def _check_beside(spec: TableSpec, call: str, *, fifo: bool, custom: bool, rated: bool) -> None:
-    """Limits are claimed beside no custom claim; beside FIFO groups, a concurrency in the
-    lease form only, for now."""
+    """Limits are claimed beside no custom claim; beside FIFO groups, a concurrency only, for
+    now."""
     if custom:
         msg = (
             f"{spec.label}: .limit() is supported for now beside no .custom_claim() (the "
             f"limit lives in trinbox's claim), found {call}; drop one of them"
-        )
-        raise DeclarationError(msg)
-    if fifo and spec.form is not Lease:
-        msg = (
-            f"{spec.label}: .limit() beside Group(fifo=True) is supported for now on "
-            f"Inbox[Lease] tables only (the head's claim counts the live leases of its key), "
-            f"found {call} on an Inbox[{spec.form.__name__}] FIFO table; declare the table "
-            f"Inbox[Lease] with a LockedUntil field, or drop .limit() or fifo=True"
         )
         raise DeclarationError(msg)
     if fifo and rated:

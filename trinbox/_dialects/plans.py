@@ -189,15 +189,17 @@ def build_plan(
     claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
     form); ``groups``: a lease claim over the groups named (a relay's, over an outbox's
     records by name), never its dead letter group; ``limits``: a lease or row lock claim
-    under ``InboxQueue.limit`` (which refuses the advisory form, a custom claim, and FIFO groups
-    beside a rate or in the row lock form)."""
+    under ``InboxQueue.limit`` (which refuses the advisory form, a custom claim, and a rate
+    beside FIFO groups)."""
     dialect.check(spec, dead_letter)
     if limits is not None and spec.form is RowLock:
-        assert not spec.fifo and groups is None
-        assert not every_group and not count_at_claim and not custom_claim
+        assert groups is None and (spec.fifo or not every_group)
+        assert not count_at_claim and not custom_claim
+        skip = dead_letter.group if dead_letter is not None and every_group else None
         return replace(
             _row_lock(dialect, spec, dead_letter),
             claim=(dialect.limited_row_lock_claim(spec, limits),),
+            heads=dialect.every_group_heads(spec, skip) if every_group else None,
         )
     if limits is not None:
         assert spec.form is Lease and groups is None and not (spec.fifo and limits.rated)

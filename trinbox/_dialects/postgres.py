@@ -38,7 +38,7 @@ from ._columns import FoundColumn, Retype
 from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
 from ._limited import TAKE, limited_ids
-from ._slots import limited_row_lock_claim
+from ._slots import limited_head_claim, limited_row_lock_claim
 from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join
 
 __all__ = ["PostgresDialect"]
@@ -242,8 +242,10 @@ class PostgresDialect(Dialect):
 
     def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
         """One statement: take a free slot of each row's key (and of the queue) with
-        try-locks of the claim's transaction, then lock as many rows of each key
-        (``_slots.py``)."""
+        try-locks of the claim's transaction, then lock as many rows of each key; on a FIFO
+        table, after the guard, the head while a slot of its key was had (``_slots.py``)."""
+        if spec.fifo:
+            return self.render("claim", limited_head_claim(self, spec, limits))
         return self.render("claim", limited_row_lock_claim(self, spec, limits))
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:

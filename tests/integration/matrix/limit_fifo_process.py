@@ -1,9 +1,10 @@
 """A worker process of the FIFO limit tests across processes (test_limits_fifo.py).
 
-    python -m tests.integration.matrix.limit_fifo_process <stand> lease <url> <count>
+    python -m tests.integration.matrix.limit_fifo_process <stand> <form> <url> <count>
     python -m tests.integration.matrix.limit_fifo_process hold <stand> <url>
 
-serves every group of the bookings table of ``url`` with four workers under
+serves every group of the bookings table of ``url`` in ``form`` (lease, row_lock; ``hold``:
+lease) with four workers under
 ``.limit(key="tenant", concurrency=3)``. The first form serves until the table is empty and
 prints one JSON object on its last line: ``ids``, the postings it handled, and ``intervals``,
 one ``[n, start, end]`` per delivery read with ``time.monotonic()`` (one clock for every
@@ -24,15 +25,18 @@ from trinbox import App, AppInfo, InboxQueue, subscriber
 
 from ..worker_kit import handled_once, run_counted, serve_when_told
 from .limit_holder_process import holder_broker
-from .test_limits_fifo import LIMIT, TABLE, Booking, Posting
+from .test_limits_fifo import BOOKING, LIMIT, TABLE, Posting
 from .worker_process import DEADLINE, POLL, make_broker
 
 WORK = 0.03  # each delivery's work, long enough for overlaps to happen
 
 
-def queue() -> InboxQueue[Any, Any, Any]:
+def queue(form: str) -> InboxQueue[Any, Any, Any]:
     return (
-        InboxQueue(Booking, "every").every_group().workers(4).limit(key="tenant", concurrency=LIMIT)
+        InboxQueue(BOOKING[form], "every")
+        .every_group()
+        .workers(4)
+        .limit(key="tenant", concurrency=LIMIT)
     )
 
 
@@ -41,7 +45,7 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
     handled: list[int] = []
     intervals: list[tuple[str, float, float]] = []
 
-    @subscriber(queue())
+    @subscriber(queue(form))
     async def handle(posting: Posting) -> None:
         start = time.monotonic()
         await trio.sleep(WORK)
@@ -58,7 +62,7 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
 async def hold(stand: str, url: str) -> None:
     broker = holder_broker(stand, url)
 
-    @subscriber(queue())
+    @subscriber(queue("lease"))
     async def handle(posting: Posting) -> None:
         print(f"holding {posting.n}", flush=True)
         await trio.sleep_forever()

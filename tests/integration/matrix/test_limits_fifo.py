@@ -30,6 +30,7 @@ from trinbox import (
     LockedUntil,
     Payload,
     RetryAfter,
+    RowLock,
     subscriber,
 )
 from trinbox._declare._inbox import spec_of
@@ -37,6 +38,8 @@ from trinbox._declare._limits import ClaimLimits
 from trinbox._dialects.plans import build_plan
 from trinbox._drivers.aio import asyncio_loop
 from trinbox._forms.lease import LeaseForm
+from trinbox._forms.rowlock import RowLockForm
+from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext, whole_seconds
 from trinbox.schema import ddl
 
@@ -62,6 +65,20 @@ class Booking(Inbox[Lease], table=TABLE):
     payload: Annotated[bytes, Payload()]
 
 
+class BookingLocked(Inbox[RowLock], table=TABLE):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    tenant: str | None
+    retry_after: Annotated[datetime, RetryAfter()]
+    payload: Annotated[bytes, Payload()]
+
+
+# The row lock form beside FIFO groups: PostgreSQL's slots (MariaDB's row lock form refuses a
+# limit, SQLite has none).
+BOOKING: dict[str, type[Inbox[Any, Any]]] = {"lease": Booking, "row_lock": BookingLocked}
+served_cells = cells(forms=["lease", "row_lock"], leave_out=[("mariadb", "row_lock")])
+
+
 @dataclass
 class Posting:
     n: int
@@ -69,7 +86,7 @@ class Posting:
 
 def create(case: Case) -> None:
     dialect = "mysql" if case.name == "mariadb" else case.name
-    case.stand.script(";\n".join(ddl(Booking, dialect)))
+    case.stand.script(";\n".join(ddl(BOOKING[case.form], dialect)))
 
 
 def book(case: Case, rows: Sequence[tuple[str, str | None]]) -> None:
@@ -240,6 +257,66 @@ async def test_the_whole_cap_counts_the_groups_in_work(case: Case) -> None:
         assert list(await form.claim(10)) == []
 
 
+@asynccontextmanager
+async def locked_forms(
+    case: Case, limits: ClaimLimits, *groups: str | None
+) -> AsyncIterator[list[RowLockForm]]:
+    """As ``fifo_forms``, the row lock form's (PostgreSQL): each claim holds its transaction,
+    with the group's guard and its slots, until the delivery settles."""
+    async with asyncio_loop(True):
+        broker = broker_on(case.stand, ManualClock())
+        await broker.open()
+        try:
+            spec = spec_of(BookingLocked)
+            forms = []
+            for group in groups:
+                plan = build_plan(broker.dialect, spec, every_group=group is None, limits=limits)
+                ctx = FormContext(
+                    spec=spec,
+                    dialect=broker.dialect,
+                    statements=plan,
+                    pool=broker.pool,
+                    clock=broker.clock,
+                    group=group,
+                )
+                form = make_form(ctx)
+                assert isinstance(form, RowLockForm)
+                forms.append(form)
+            yield forms
+        finally:
+            await broker.aclose()
+
+
+@cells(forms=["row_lock"], stands=["postgres"])
+async def test_in_the_row_lock_form_a_head_takes_a_slot_of_its_key_across_groups(
+    case: Case,
+) -> None:
+    book(case, [("a1", "t"), ("a2", "t"), ("a3", "t"), ("b1", "u"), ("a1", "t")])
+    limits = limits_of(
+        InboxQueue(BookingLocked, "q").limit(key="tenant", concurrency=2).limit(concurrency=3)
+    )
+    async with locked_forms(case, limits, None, "a3") as (every, a3):
+        # One head a claim: a1, a2 (t's two slots), then a3 passed over for b1's.
+        taken = [*(await every.claim(1)), *(await every.claim(1)), *(await every.claim(1))]
+        assert [d.values["account"] for d in taken] == ["a1", "a2", "b1"]
+        # The queue's cap is reached, and t is at its limit: nothing, over every group nor
+        # from a subscription to a3 alone (its head's slots are held in other groups).
+        assert list(await every.claim(1)) == []
+        assert list(await a3.claim(1)) == []
+        await every.settle(taken[2], Ack())  # b1: a slot of the queue, not of t
+        assert list(await a3.claim(1)) == []
+        await every.settle(taken[0], Ack())  # a1's head: one of t's slots
+        # a3's head (2) comes before a1's second posting (4) in the heads' order.
+        (head,) = await every.claim(1)
+        assert (head.values["account"], head.values["payload"]) == ("a3", b'{"n": 2}')
+        assert list(await every.claim(1)) == []
+        await every.settle(head, Ack())
+        (behind,) = await every.claim(1)
+        assert (behind.values["account"], behind.values["payload"]) == ("a1", b'{"n": 4}')
+        await every.settle(behind, Ack())
+        await every.settle(taken[1], Ack())
+
+
 @dataclass
 class Seen:
     """What the handlers saw: per account the postings in the order they started, and the
@@ -252,7 +329,7 @@ class Seen:
     most_account: Counter[str]
 
 
-@lease_cells
+@served_cells
 async def test_every_group_served_keeps_each_group_s_order_under_the_tenant_limit(
     case: Case,
 ) -> None:
@@ -266,7 +343,7 @@ async def test_every_group_served_keeps_each_group_s_order_under_the_tenant_limi
     count = 0
 
     @subscriber(
-        InboxQueue(Booking, "every")
+        InboxQueue(BOOKING[case.form], "every")
         .every_group()
         .workers(8)
         .limit(key="tenant", concurrency=2)
@@ -312,7 +389,7 @@ def hot_and_others() -> list[tuple[str, str]]:
     return [*hot, *others] * 2 + hot * 2
 
 
-@lease_cells
+@served_cells
 async def test_a_tenant_limit_of_three_held_by_four_processes_is_never_four(case: Case) -> None:
     rows = hot_and_others()
     book(case, rows)
