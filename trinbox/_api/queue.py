@@ -408,9 +408,9 @@ class InboxQueue(Generic[R, M, B]):
         share one key. On a FIFO table (``Group(fifo=True)``, ``.every_group()``) a group's
         head is claimed only while its key and the queue are below their limits, the live
         leases counted over every group of the table: a group whose head's key is at its limit
-        is passed over, its order kept. A concurrency for now on lease and row lock tables
-        (beside FIFO groups on lease tables), a rate on lease tables beside no FIFO groups;
-        neither beside ``.custom_claim()`` nor ``.count_attempt_at_claim()``."""
+        is passed over, its order kept. A concurrency for now on lease and row lock tables,
+        a rate on lease tables beside no FIFO groups; neither beside ``.custom_claim()`` nor
+        ``.count_attempt_at_claim()``."""
         if self.attempt_at_claim:
             _refuse_counted_beside_limit(spec_of(self.row).label, key, concurrency)
         limits = add_limit(
