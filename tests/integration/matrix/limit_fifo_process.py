@@ -1,43 +1,34 @@
 """A worker process of the FIFO limit tests across processes (test_limits_fifo.py).
 
     python -m tests.integration.matrix.limit_fifo_process <stand> <form> <url> <count>
-    python -m tests.integration.matrix.limit_fifo_process hold <stand> <url>
+    python -m tests.integration.matrix.limit_fifo_process hold <stand> <url> [<form>]
 
 serves every group of the bookings table of ``url`` in ``form`` (lease, row_lock; ``hold``:
-lease) with four workers under
+lease unless told) with four workers under
 ``.limit(key="tenant", concurrency=3)``. The first form serves until the table is empty and
 prints one JSON object on its last line: ``ids``, the postings it handled, and ``intervals``,
 one ``[n, start, end]`` per delivery read with ``time.monotonic()`` (one clock for every
 process of the host); it prints ``ready`` once set up, and serves when it reads a line on
 standard input. ``hold``: a lease of two seconds, and each handler prints ``holding <n>`` and
-waits forever, so the process holds its leases until it is killed.
+waits forever, so the process holds its leases (row lock: its slots, guards and rows) until it
+is killed.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any
 
 import trio
 
-from trinbox import App, AppInfo, InboxQueue, subscriber
+from trinbox import App, AppInfo, subscriber
 
 from ..worker_kit import handled_once, run_counted, serve_when_told
 from .limit_holder_process import holder_broker
-from .test_limits_fifo import BOOKING, LIMIT, TABLE, Posting
+from .test_limits_fifo import BOOKING, TABLE, Posting, every_group
 from .worker_process import DEADLINE, POLL, make_broker
 
 WORK = 0.03  # each delivery's work, long enough for overlaps to happen
-
-
-def queue(form: str) -> InboxQueue[Any, Any, Any]:
-    return (
-        InboxQueue(BOOKING[form], "every")
-        .every_group()
-        .workers(4)
-        .limit(key="tenant", concurrency=LIMIT)
-    )
 
 
 async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]:
@@ -45,7 +36,7 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
     handled: list[int] = []
     intervals: list[tuple[str, float, float]] = []
 
-    @subscriber(queue(form))
+    @subscriber(every_group(BOOKING[form]))
     async def handle(posting: Posting) -> None:
         start = time.monotonic()
         await trio.sleep(WORK)
@@ -59,10 +50,10 @@ async def work(stand: str, form: str, url: str, count: int) -> dict[str, object]
     return {"ids": handled, "intervals": intervals}
 
 
-async def hold(stand: str, url: str) -> None:
+async def hold(stand: str, url: str, form: str) -> None:
     broker = holder_broker(stand, url)
 
-    @subscriber(queue("lease"))
+    @subscriber(every_group(BOOKING[form]))
     async def handle(posting: Posting) -> None:
         print(f"holding {posting.n}", flush=True)
         await trio.sleep_forever()
@@ -74,6 +65,6 @@ async def hold(stand: str, url: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "hold":
-        trio.run(hold, sys.argv[2], sys.argv[3])
+        trio.run(hold, sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "lease")
     else:
         run_counted(work, sys.argv)

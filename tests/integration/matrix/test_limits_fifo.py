@@ -42,12 +42,13 @@ from trinbox._forms.rowlock import RowLockForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext, whole_seconds
 from trinbox.schema import ddl
+from trinbox.testing import idle
 
 from ..serving import make_app, serving
 from .conftest import Case
-from .kit import DUE, cells, insert_rows, lease_form
+from .kit import DUE, cells, insert_rows
 from .test_lease import ManualClock, broker_on
-from .test_limit_processes import kill_once_holding, most_at_once
+from .test_limit_processes import holder, kill_once_holding, most_at_once
 from .test_processes import run_workers
 
 TABLE = "bookings"
@@ -124,16 +125,17 @@ async def fifo_forms(
     limits: ClaimLimits,
     *groups: str | None,
     stale: bool = False,
-) -> AsyncIterator[list[LeaseForm]]:
-    """One lease form per group named (``None``: over every group) under ``limits``, as
-    ``Subscription.open`` builds them, on one broker; ``stale``: over every group, its heads
-    read is the unlimited one (every group whose head is due), as a read gone stale may
-    name groups whose key has filled since."""
+) -> AsyncIterator[list[Any]]:
+    """One form of the case's (lease; row lock: each claim holds its transaction, with the
+    group's guard and its slots, until the delivery settles) per group named (``None``: over
+    every group) under ``limits``, as ``Subscription.open`` builds them, on one broker;
+    ``stale``: over every group, its heads read is the unlimited one (every group whose head
+    is due), as a read gone stale may name groups whose key has filled since."""
     async with asyncio_loop(case.name != "sqlite"):
         broker = broker_on(case.stand, clock)
         await broker.open()
         try:
-            spec = spec_of(Booking)
+            spec = spec_of(BOOKING[case.form])
             forms = []
             for group in groups:
                 plan = build_plan(broker.dialect, spec, every_group=group is None, limits=limits)
@@ -149,7 +151,9 @@ async def fifo_forms(
                     lease=whole_seconds(broker.lease),
                     limited=True,
                 )
-                forms.append(lease_form(ctx))
+                form = make_form(ctx)
+                assert isinstance(form, LeaseForm | RowLockForm)
+                forms.append(form)
             yield forms
         finally:
             await broker.aclose()
@@ -257,36 +261,6 @@ async def test_the_whole_cap_counts_the_groups_in_work(case: Case) -> None:
         assert list(await form.claim(10)) == []
 
 
-@asynccontextmanager
-async def locked_forms(
-    case: Case, limits: ClaimLimits, *groups: str | None
-) -> AsyncIterator[list[RowLockForm]]:
-    """As ``fifo_forms``, the row lock form's (PostgreSQL): each claim holds its transaction,
-    with the group's guard and its slots, until the delivery settles."""
-    async with asyncio_loop(True):
-        broker = broker_on(case.stand, ManualClock())
-        await broker.open()
-        try:
-            spec = spec_of(BookingLocked)
-            forms = []
-            for group in groups:
-                plan = build_plan(broker.dialect, spec, every_group=group is None, limits=limits)
-                ctx = FormContext(
-                    spec=spec,
-                    dialect=broker.dialect,
-                    statements=plan,
-                    pool=broker.pool,
-                    clock=broker.clock,
-                    group=group,
-                )
-                form = make_form(ctx)
-                assert isinstance(form, RowLockForm)
-                forms.append(form)
-            yield forms
-        finally:
-            await broker.aclose()
-
-
 @cells(forms=["row_lock"], stands=["postgres"])
 async def test_in_the_row_lock_form_a_head_takes_a_slot_of_its_key_across_groups(
     case: Case,
@@ -295,7 +269,7 @@ async def test_in_the_row_lock_form_a_head_takes_a_slot_of_its_key_across_groups
     limits = limits_of(
         InboxQueue(BookingLocked, "q").limit(key="tenant", concurrency=2).limit(concurrency=3)
     )
-    async with locked_forms(case, limits, None, "a3") as (every, a3):
+    async with fifo_forms(case, ManualClock(), limits, None, "a3") as (every, a3):
         # One head a claim: a1, a2 (t's two slots), then a3 passed over for b1's.
         taken = [*(await every.claim(1)), *(await every.claim(1)), *(await every.claim(1))]
         assert [d.values["account"] for d in taken] == ["a1", "a2", "b1"]
@@ -381,6 +355,16 @@ async def test_every_group_served_keeps_each_group_s_order_under_the_tenant_limi
 # -- across processes ------------------------------------------------------------------------
 
 
+def every_group(row: type[Inbox[Any, Any]]) -> InboxQueue[Any, Any, Any]:
+    """The queue of the tests across processes: every group, four workers, a tenant limit."""
+    return InboxQueue(row, "every").every_group().workers(4).limit(key="tenant", concurrency=LIMIT)
+
+
+# The kill -9 tests' rows: six accounts of one tenant, two postings each; the holder, with four
+# workers, takes three heads and no fourth.
+HELD = [(f"h{i}", "hot") for i in range(6)] * 2
+
+
 def hot_and_others() -> list[tuple[str, str]]:
     """Eight accounts of the hot tenant with four postings each, four of two other tenants
     with two, interleaved (every account's first posting first)."""
@@ -420,8 +404,7 @@ async def test_a_tenant_limit_of_three_held_by_four_processes_is_never_four(case
 
 @lease_cells
 async def test_a_killed_holder_s_groups_come_back_when_its_leases_end(case: Case) -> None:
-    # Six accounts of one tenant, two postings each: the holder takes three heads, no fourth.
-    rows = [(f"h{i}", "hot") for i in range(6)] * 2
+    rows = HELD
     book(case, rows)
     await kill_once_holding(
         "tests.integration.matrix.limit_fifo_process", "hold", case.name, case.stand.url
@@ -433,13 +416,7 @@ async def test_a_killed_holder_s_groups_come_back_when_its_leases_end(case: Case
     spans: list[tuple[float, float, int]] = []
     done = trio.Event()
 
-    @subscriber(
-        InboxQueue(Booking, "every")
-        .every_group()
-        .workers(4)
-        .limit(key="tenant", concurrency=LIMIT)
-        .poll_interval(0.05)
-    )
+    @subscriber(every_group(Booking).poll_interval(0.05))
     async def handle(posting: Posting) -> None:
         start = time.monotonic()
         await trio.sleep(0.05)
@@ -458,5 +435,47 @@ async def test_a_killed_holder_s_groups_come_back_when_its_leases_end(case: Case
     assert most_at_once([(start, end) for start, end, _ in spans]) <= LIMIT
     for account in {a for a, _ in rows}:
         mine = [n for start, _, n in sorted(spans) if rows[n][0] == account]
+        assert mine == [n for n, (a, _) in enumerate(rows) if a == account]
+    assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
+
+
+@cells(forms=["row_lock"], stands=["postgres"])
+async def test_a_killed_row_lock_holder_s_groups_come_back_at_once(case: Case) -> None:
+    rows = HELD
+    book(case, rows)
+    started: list[int] = []
+    in_work = most = 0
+    changed = trio.Event()
+
+    @subscriber(every_group(BookingLocked).poll_interval(0.05))
+    async def handle(posting: Posting) -> None:
+        nonlocal changed, in_work, most
+        started.append(posting.n)
+        in_work += 1
+        most = max(most, in_work)
+        await trio.sleep(0.05)
+        in_work -= 1
+        changed.set()
+        changed = trio.Event()
+
+    module = "tests.integration.matrix.limit_fifo_process"
+    async with holder(module, "hold", case.name, case.stand.url, "row_lock") as kill:
+        app = make_app()
+        app.include(case.stand.broker(poll_interval=0.05), handle)
+        with trio.fail_after(60):
+            async with serving(app):
+                # The holder's three heads hold the tenant's three slots: three accounts are
+                # free, and still nothing is claimed here.
+                await idle(app, handle)
+                assert started == []
+                await kill()
+                # Its sessions end with it, their slots, guards and row locks: every posting
+                # is handled, each account in order.
+                while len(started) < len(rows):
+                    await changed.wait()
+    assert sorted(started) == list(range(len(rows)))
+    assert most == LIMIT
+    for account in {a for a, _ in rows}:
+        mine = [n for n in started if rows[n][0] == account]
         assert mine == [n for n, (a, _) in enumerate(rows) if a == account]
     assert case.stand.rows(f"SELECT * FROM {TABLE}") == []
