@@ -1,12 +1,15 @@
-"""Limits beside FIFO groups (``InboxQueue.limit`` on a ``Group(fifo=True)`` lease table), on
-every stand: an account's rows run one at a time in order, and ``.limit(key="tenant",
-concurrency=N)`` caps how many of a tenant's accounts are in work at once. A group whose head's
-key is at its limit is passed over (its head is never passed by the row behind it) while the
-other groups keep flowing; the live leases are counted over every group of the table, so a
-subscription to one group waits for the leases of its tenant's other groups.
+"""Limits beside FIFO groups (``InboxQueue.limit`` on a ``Group(fifo=True)`` table): an
+account's rows run one at a time in order, and ``.limit(key="tenant", concurrency=N)`` caps
+how many of a tenant's accounts are in work at once. A group whose head's key is at its limit
+is passed over (its head is never passed by the row behind it) while the other groups keep
+flowing; what is in work is counted over every group of the table, so a subscription to one
+group waits for its tenant's other groups. The lease form on every stand (live leases, under
+the table's limit lock), the row lock form on PostgreSQL (slots of the head's key, named for
+the table).
 
-The claims here are the form's own, on a clock the test moves by hand (no sleeps), then a
-served queue over every group."""
+The claims here are the form's own, on a clock the test moves by hand (no sleeps); then a
+served queue over every group, four processes (limit_fifo_process.py), and a holder killed
+with SIGKILL."""
 
 from __future__ import annotations
 
