@@ -779,6 +779,20 @@ class Dialect(ColumnRules):
         )
         raise UnsupportedForm(msg)
 
+    def limited_head_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
+        """The row lock claim of a FIFO group's head under ``InboxQueue.limit``, in the shape
+        of ``head_claim`` (one statement after the group's guard, the head it locked): the
+        head takes a slot of its key, a lock its transaction holds (PostgreSQL's,
+        ``_slots.py``). Refused elsewhere for now."""
+        msg = (
+            f"{spec.label}: .limit() beside Group(fifo=True) on an Inbox[RowLock] table takes a "
+            f"slot of the head's key as a transaction lock after the group's guard, which "
+            f"{self.name} does not do for now, found {limits.label}; declare the table "
+            f"Inbox[Lease] (limits count live leases there, beside FIFO groups too) or serve it "
+            f"from PostgreSQL"
+        )
+        raise UnsupportedForm(msg)
+
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """What serializes the limited claims of ``spec``'s table across processes, run first
         on the claim's connection: a transaction lock inside ``limited_claim_begin``

@@ -198,7 +198,11 @@ def build_plan(
         skip = dead_letter.group if dead_letter is not None and every_group else None
         return replace(
             _row_lock(dialect, spec, dead_letter),
-            claim=(dialect.limited_row_lock_claim(spec, limits),),
+            claim=(
+                dialect.limited_head_claim(spec, limits)
+                if spec.fifo
+                else dialect.limited_row_lock_claim(spec, limits),
+            ),
             heads=dialect.every_group_heads(spec, skip) if every_group else None,
         )
     if limits is not None:

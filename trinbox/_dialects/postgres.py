@@ -242,11 +242,14 @@ class PostgresDialect(Dialect):
 
     def limited_row_lock_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
         """One statement: take a free slot of each row's key (and of the queue) with
-        try-locks of the claim's transaction, then lock as many rows of each key; on a FIFO
-        table, after the guard, the head while a slot of its key was had (``_slots.py``)."""
-        if spec.fifo:
-            return self.render("claim", limited_head_claim(self, spec, limits))
+        try-locks of the claim's transaction, then lock as many rows of each key
+        (``_slots.py``)."""
         return self.render("claim", limited_row_lock_claim(self, spec, limits))
+
+    def limited_head_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
+        """One statement after the guard: a slot of the head's key (and of the queue) with
+        try-locks of the claim's transaction, then the head (``_slots.py``)."""
+        return self.render("claim", limited_head_claim(self, spec, limits))
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """A transaction lock on the table's name (as declared), waited for: held from

@@ -22,6 +22,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Annotated, Any
 
+import pytest
 import trio
 
 from trinbox import (
@@ -44,6 +45,7 @@ from trinbox._forms.lease import LeaseForm
 from trinbox._forms.rowlock import RowLockForm
 from trinbox._forms.table import make_form
 from trinbox._holders._base import Ack, Delivery, FormContext, whole_seconds
+from trinbox.errors import UnsupportedForm
 from trinbox.schema import ddl
 from trinbox.testing import idle
 
@@ -292,6 +294,29 @@ async def test_in_the_row_lock_form_a_head_takes_a_slot_of_its_key_across_groups
         assert (behind.values["account"], behind.values["payload"]) == ("a1", b'{"n": 4}')
         await every.settle(behind, Ack())
         await every.settle(taken[1], Ack())
+
+
+@cells(forms=["row_lock"], stands=["mariadb"])
+async def test_mariadb_s_row_lock_form_refuses_a_limit_beside_fifo_groups(case: Case) -> None:
+    # Whatever its row lock form does without FIFO groups, a head's slot after the guard is
+    # PostgreSQL's only: the plan refuses it rather than claim past the head.
+    async with asyncio_loop(True):
+        broker = broker_on(case.stand, ManualClock())
+        for every_group in (False, True):
+            with pytest.raises(UnsupportedForm) as found:
+                build_plan(
+                    broker.dialect,
+                    spec_of(BookingLocked),
+                    every_group=every_group,
+                    limits=per_tenant(2),
+                )
+            assert str(found.value) == (
+                "bookings (BookingLocked): .limit() beside Group(fifo=True) on an "
+                "Inbox[RowLock] table takes a slot of the head's key as a transaction lock "
+                "after the group's guard, which MySQL does not do for now, found "
+                ".limit(key='tenant', concurrency=2); declare the table Inbox[Lease] (limits "
+                "count live leases there, beside FIFO groups too) or serve it from PostgreSQL"
+            )
 
 
 @dataclass
