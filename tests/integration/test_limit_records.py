@@ -16,6 +16,7 @@ import trio
 
 from trinbox import (
     Attempt,
+    Group,
     Id,
     Inbox,
     InboxQueue,
@@ -56,12 +57,21 @@ class Job(Inbox[Lease], table="limit_jobs"):
     payload: Annotated[bytes, Payload()]
 
 
+class Ordered(Inbox[Lease], table="limit_ordered"):
+    id: Annotated[int, Id(generated=True)]
+    account: Annotated[str, Group(fifo=True)]
+    locked_until: Annotated[datetime | None, LockedUntil()]
+    payload: Annotated[bytes, Payload()]
+
+
 @pytest.fixture(params=STANDS)
 def stand(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stand]:
     name: StandName = request.param
     with fresh_stand(name, tmp_path) as found:
         dialect = DIALECT[found.name]
-        found.script(ddl_script(Job, dialect) + ddl_script(RECORDS, dialect))
+        found.script(
+            ddl_script(Job, dialect) + ddl_script(Ordered, dialect) + ddl_script(RECORDS, dialect)
+        )
         yield found
 
 
@@ -157,3 +167,36 @@ async def test_a_long_serving_process_keeps_its_record_and_a_new_one_is_told(
     # Counted in its statistics: the write at startup, then one every 3 poll intervals.
     (stats,) = first.statistics()
     assert (stats.limit_record_writes, stats.failed_limit_record_writes) == (1 + 100 // 3, 0)
+
+
+async def test_a_fifo_table_s_limits_are_recorded_for_the_table_whatever_the_group(
+    stand: Stand, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A FIFO table's limits span its groups: a subscription to one group and one over every
+    # group count the same leases, so their records are compared.
+    caplog.set_level(logging.WARNING, logger="trinbox.app")
+
+    def fifo_app(queue: InboxQueue[Any, Any, Any]) -> Any:
+        @subscriber(queue)
+        async def handle(message: str) -> None:
+            del message
+
+        app = make_app()
+        app.include(broker_of(stand), handle)
+        return app
+
+    one = fifo_app(InboxQueue(Ordered, "a1").limit(concurrency=3))
+    every = fifo_app(InboxQueue(Ordered, "all").every_group().limit(concurrency=4))
+    async with serving(one), serving(every):
+        pass
+    told = [
+        r.getMessage().split("): ", 1)[1]
+        for r in caplog.records
+        if r.name == "trinbox.app" and "another process serving" in r.getMessage()
+    ]
+    assert told == [
+        "another process serving limit_ordered declared .limit(concurrency=3), this one "
+        "declares .limit(concurrency=4); each process keeps its own limits, so declare the "
+        "same limits in every process"
+    ]
+    assert stand.rows("SELECT DISTINCT grp FROM app_limits") == [("",)]

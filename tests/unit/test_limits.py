@@ -172,26 +172,41 @@ def test_a_limit_and_the_count_at_claim_refuse_each_other() -> None:
         InboxQueue(Counted, "q").count_attempt_at_claim().limit(concurrency=2)
 
 
-def test_a_fifo_table_and_a_custom_claim_take_no_limit_for_now() -> None:
+def test_a_fifo_lease_table_takes_a_concurrency_and_a_custom_claim_none() -> None:
+    one = InboxQueue(Ordered, "q").limit(key="tenant", concurrency=3).limit(concurrency=5)
+    assert one.limits is not None and one.limits.key is not None
+    assert (one.limits.key.field, one.limits.per_key, one.limits.whole) == ("tenant", 3, 5)
+    every = InboxQueue(Ordered, "q").every_group().limit(key="tenant", concurrency=2)
+    assert every.serves_every_group and every.limits is not None and every.limits.per_key == 2
     with pytest.raises(
         DeclarationError,
         match=whole(
-            "ordered (Ordered): .limit() is supported for now beside neither "
-            "Group(fifo=True) nor .custom_claim(), found .limit(key='tenant', concurrency=3) "
-            "beside Group(fifo=True) (a FIFO group runs one row at a time already); drop one "
-            "of them"
-        ),
-    ):
-        InboxQueue(Ordered, "q").limit(key="tenant", concurrency=3)
-    with pytest.raises(
-        DeclarationError,
-        match=whole(
-            "jobs (Job): .limit() is supported for now beside neither Group(fifo=True) nor "
-            ".custom_claim(), found .limit(concurrency=3) beside .custom_claim() (the limit "
-            "lives in trinbox's claim); drop one of them"
+            "jobs (Job): .limit() is supported for now beside no .custom_claim() (the limit "
+            "lives in trinbox's claim), found .limit(concurrency=3); drop one of them"
         ),
     ):
         InboxQueue(Job, "q").custom_claim(ids).limit(concurrency=3)
+
+
+def test_a_fifo_table_takes_no_rate_for_now() -> None:
+    from datetime import timedelta
+
+    from trinbox import Rate, Rates
+
+    rate = Rate(3, per=timedelta(seconds=10))
+    refused = whole(
+        "ordered (Ordered): a rate is supported for now beside no Group(fifo=True) (a rate's "
+        "state is kept per group of a queue, and a FIFO table's limits span its groups), "
+        "found .limit(key='tenant', rate=Rate(3, per=datetime.timedelta(seconds=10)), "
+        "rates=Rates(table='app_rates', schema=None)); limit the concurrency there "
+        "(.limit(key=..., concurrency=N)), or drop the rate or fifo=True"
+    )
+    with pytest.raises(DeclarationError, match=refused):
+        InboxQueue(Ordered, "q").limit(key="tenant", rate=rate, rates=Rates("app_rates"))
+    with pytest.raises(DeclarationError, match=refused):
+        InboxQueue(Ordered, "q").limit(key="tenant", concurrency=2).limit(
+            key="tenant", rate=rate, rates=Rates("app_rates")
+        )
     with pytest.raises(
         DeclarationError,
         match=whole(
@@ -228,17 +243,11 @@ class OrderedLocked(Inbox[RowLock], table="ordered_locked"):
     payload: Annotated[bytes, Payload()]
 
 
-def test_a_fifo_row_lock_table_takes_no_limit_nor_over_every_group() -> None:
-    refused = whole(
-        "ordered_locked (OrderedLocked): .limit() is supported for now beside neither "
-        "Group(fifo=True) nor .custom_claim(), found .limit(key='tenant', concurrency=2) "
-        "beside Group(fifo=True) (a FIFO group runs one row at a time already); drop one of "
-        "them"
-    )
-    with pytest.raises(DeclarationError, match=refused):
-        InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
-    with pytest.raises(DeclarationError, match=refused):
-        InboxQueue(OrderedLocked, "q").every_group().limit(key="tenant", concurrency=2)
+def test_a_fifo_row_lock_table_takes_a_limit_over_one_group_or_every_group() -> None:
+    one = InboxQueue(OrderedLocked, "q").limit(key="tenant", concurrency=2)
+    assert one.limits is not None and one.limits.per_key == 2
+    every = InboxQueue(OrderedLocked, "q").every_group().limit(concurrency=4)
+    assert every.serves_every_group and every.limits is not None and every.limits.whole == 4
 
 
 def test_a_rate_is_n_starts_per_period() -> None:

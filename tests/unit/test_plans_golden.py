@@ -130,6 +130,10 @@ LIMITS = {
         rates=Rates("app_rates", schema="ops"),
     ),
 }
+
+# A limited claim beside FIFO groups (lease form; row lock form on PostgreSQL): a group's head,
+# or every group's (the dead letter group passed over), under the limits of the shape it names.
+FIFO_LIMITS = {"fifo-priority": "limit-both", "fifo-dead-letter-group": "limit-key"}
 LIMIT_SHAPES = ("plain", "grouped", "full", "priority")
 
 
@@ -249,6 +253,12 @@ def cases() -> Iterator[Case]:
                             if form is not Lease and LIMITS[limits].rates is not None:
                                 continue  # a rate is the lease form's only, for now
                             yield Case(dialect, form, shape, limits=limits)
+                    if shape.name in FIFO_LIMITS and (
+                        form is Lease or (form is RowLock and dialect.name == "PostgreSQL")
+                    ):
+                        for every_group in (False, True):
+                            limits = FIFO_LIMITS[shape.name]
+                            yield Case(dialect, form, shape, every_group=every_group, limits=limits)
 
 
 CASES = list(cases())

@@ -34,6 +34,7 @@ PROGRAMS: dict[str, str | None] = {
     "readme_limits": "tenant_sync.py",
     "readme_limits_row_lock": "renders.py",
     "readme_limits_advisory": "edits.py",
+    "readme_limits_fifo": "ledger.py",
     "readme_rates": "api_calls.py",
     "readme_routes": "orders.py",
     "readme_headers": "mail.py",

@@ -411,8 +411,12 @@ class InboxQueue(Generic[R, M, B]):
         table ``rates`` (GCRA: one row per key, advanced by the claim in its transaction). A
         rate counts starts: a row claimed counts, however it ends (given back at shutdown
         too). A concurrency and a rate may be declared in one call or two; per-key limits
-        share one key. A concurrency on every form (where the dialect holds its slots), a rate
-        on lease tables, and beside neither ``Group(fifo=True)``, ``.custom_claim()`` nor
+        share one key. On a FIFO table (``Group(fifo=True)``, ``.every_group()``) a group's
+        head is claimed only while its key and the queue are below their limits, the live
+        leases counted over every group of the table: a group whose head's key is at its limit
+        is passed over, its order kept. A concurrency on every form (where the dialect holds
+        its slots), a rate on lease tables beside no FIFO groups; neither beside
+        ``.custom_claim()`` nor
         ``.count_attempt_at_claim()``."""
         if self.attempt_at_claim:
             _refuse_counted_beside_limit(spec_of(self.row).label, key, concurrency)

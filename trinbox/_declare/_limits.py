@@ -98,7 +98,7 @@ def add_limit(
             spec, limits, key=key, concurrency=concurrency, fifo=fifo, custom=custom, call=call
         )
     assert limits is not None
-    _check_beside(spec, call, fifo=fifo, custom=custom)
+    _check_beside(spec, call, fifo=fifo, custom=custom, rated=limits.rated)
     return limits
 
 
@@ -174,17 +174,21 @@ def _check_form(spec: TableSpec, call: str) -> None:
         raise DeclarationError(msg)
 
 
-def _check_beside(spec: TableSpec, call: str, *, fifo: bool, custom: bool) -> None:
-    """Limits are claimed beside neither FIFO groups nor a custom claim, for now."""
-    refused = None
-    if fifo:
-        refused = "Group(fifo=True) (a FIFO group runs one row at a time already)"
-    elif custom:
-        refused = ".custom_claim() (the limit lives in trinbox's claim)"
-    if refused is not None:
+def _check_beside(spec: TableSpec, call: str, *, fifo: bool, custom: bool, rated: bool) -> None:
+    """Limits are claimed beside no custom claim; beside FIFO groups, a concurrency only, for
+    now."""
+    if custom:
         msg = (
-            f"{spec.label}: .limit() is supported for now beside neither Group(fifo=True) "
-            f"nor .custom_claim(), found {call} beside {refused}; drop one of them"
+            f"{spec.label}: .limit() is supported for now beside no .custom_claim() (the "
+            f"limit lives in trinbox's claim), found {call}; drop one of them"
+        )
+        raise DeclarationError(msg)
+    if fifo and rated:
+        msg = (
+            f"{spec.label}: a rate is supported for now beside no Group(fifo=True) (a rate's "
+            f"state is kept per group of a queue, and a FIFO table's limits span its groups), "
+            f"found {call}; limit the concurrency there (.limit(key=..., concurrency=N)), or "
+            f"drop the rate or fifo=True"
         )
         raise DeclarationError(msg)
 
@@ -209,7 +213,7 @@ def _add_concurrency(
     # Every form takes a concurrency: live leases counted, slots of a row lock claim's
     # transaction, slots as session locks beside an advisory key's (where the dialect has
     # them: trinbox._dialects, ``limited_row_lock_claim``, ``limited_advisory``).
-    _check_beside(spec, call, fifo=fifo, custom=custom)
+    _check_beside(spec, call, fifo=fifo, custom=custom, rated=found is not None and found.rated)
     limits = found if found is not None else ClaimLimits()
     if key is None:
         if limits.whole is not None:

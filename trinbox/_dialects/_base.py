@@ -754,7 +754,14 @@ class Dialect(ColumnRules):
         """The lease claim of the subscription's group, or of the groups ``groups`` names."""
         raise NotImplementedError
 
-    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+    def limited_lease_claim(
+        self,
+        spec: TableSpec,
+        limits: ClaimLimits,
+        *,
+        every_group: bool = False,
+        skip: str | None = None,
+    ) -> tuple[Statement, ...]:
         """The lease claim under ``InboxQueue.limit`` (``_limited.py`` chooses the rows), in
         the shape of ``lease_claim``; run behind ``limit_lock``."""
         raise NotImplementedError
@@ -790,6 +797,20 @@ class Dialect(ColumnRules):
         locks beside its key's; where the process keeps the keys (SQLite) the candidates only,
         the process keeping the slots with them."""
         raise NotImplementedError
+
+    def limited_head_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
+        """The row lock claim of a FIFO group's head under ``InboxQueue.limit``, in the shape
+        of ``head_claim`` (one statement after the group's guard, the head it locked): the
+        head takes a slot of its key, a lock its transaction holds (PostgreSQL's,
+        ``_slots.py``). Refused elsewhere for now."""
+        msg = (
+            f"{spec.label}: .limit() beside Group(fifo=True) on an Inbox[RowLock] table takes a "
+            f"slot of the head's key as a transaction lock after the group's guard, which "
+            f"{self.name} does not do for now, found {limits.label}; declare the table "
+            f"Inbox[Lease] (limits count live leases there, beside FIFO groups too) or serve it "
+            f"from PostgreSQL"
+        )
+        raise UnsupportedForm(msg)
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """What serializes the limited claims of ``spec``'s table across processes, run first
@@ -1135,11 +1156,11 @@ class Dialect(ColumnRules):
         )
         return [*self.fifo_head(spec), self.lease_free(spec), "NOT EXISTS (" + busy + ")"]
 
-    def every_head(self, spec: TableSpec, skip: str | None) -> tuple[str, Sql, str]:
+    def every_head(self, spec: TableSpec, skip: str | None) -> tuple[str, Sql, list[Frag], str]:
         """Every group's head that is due, while (lease form) no row of its group is in work:
-        the alias of the head rows; the ``FROM ... WHERE`` of the table's groups but ``skip``
-        (the dead letter group; ``DISTINCT``, one pass over the claim index), each joined to
-        its head; and the heads' order."""
+        the alias of the head rows; the ``FROM`` of the table's groups but ``skip`` (the dead
+        letter group; ``DISTINCT``, one pass over the claim index), each joined to its head;
+        the conditions of a head that may be claimed (its ``WHERE``); and the heads' order."""
         t = self.table(spec)
         ident, group = self.column(spec.id), self.column(spec.group)
         groups, name = self.internal(spec, "__groups"), self.internal(spec, "__group")
@@ -1169,18 +1190,19 @@ class Dialect(ColumnRules):
                 f"NOT EXISTS (SELECT 1 FROM {t} AS {work} WHERE {work}.{group} = {groups}.{name} "
                 f"AND {work}.{self.column(spec.locked_until)} > " + P("now") + ")"
             )
-        return row, source + self.where(conds), self.fifo_order(spec, prefix=f"{row}.")
+        return row, source, conds, self.fifo_order(spec, prefix=f"{row}.")
 
     def heads(self, spec: TableSpec, skip: str | None = None) -> Statement:
         """The groups but ``skip`` whose head is due and (lease form) has no row of its group
         in work, in the order of their heads, ``limit`` at most: what a subscription over
         every group reads before it claims each group's head. It locks nothing (each claim
         does)."""
-        row, source, order = self.every_head(spec, skip)
+        row, source, conds, order = self.every_head(spec, skip)
         return self.render(
             "heads",
             f"SELECT {row}.{self.column(spec.group)}"
             + source
+            + self.where(conds)
             + f" ORDER BY {order} LIMIT "
             + P("limit"),
         )

@@ -21,6 +21,12 @@ One statement after the claim's ``BEGIN`` (the form's claim is unchanged):
   waited on;
 - then each key's rows, as many as it took slots, ``FOR UPDATE SKIP LOCKED``.
 
+On a FIFO table (``Group(fifo=True)``) the claim, after the group's guard, takes the group's
+head only (``limited_head_claim``): one slot of the head's key that a try-lock takes (and one
+of the queue's first, under a whole limit), then the head ``FOR UPDATE SKIP LOCKED`` while a
+slot was had. The slots are named for the table without the group there: a key's limit spans
+the table's groups. A claim that took no head rolls back, its slots with it.
+
 The try-locks make it exact: no two transactions hold one slot, and the slots of a key
 within one claim are distinct indexes. A slot the claim took for a row another claim locked
 in between stays held until the claim's transaction ends: fewer rows in work, never more.
@@ -33,7 +39,7 @@ from .._declare._spec import TableSpec
 from ._base import Dialect
 from ._statement import Frag, P, Sql, join
 
-__all__ = ["limited_row_lock_claim", "slot_name"]
+__all__ = ["limited_head_claim", "limited_row_lock_claim", "slot_name"]
 
 # What stands in a whole-queue slot's name where a key's slot has its key: a key is written
 # by quote_nullable (NULL, or quoted), never bare.
@@ -42,9 +48,9 @@ WHOLE = "'*'"
 
 def slot_name(d: Dialect, spec: TableSpec, key: Frag, index: Frag) -> Sql:
     """The lock of slot ``index`` of ``key`` (an SQL text expression) on ``spec``'s table, of
-    the subscription's group where the table has groups."""
+    the subscription's group where the table has groups (FIFO groups: of every group)."""
     parts: list[Frag] = [d.literal(f"trinbox_slot:{spec.qualified_name}:")]
-    if spec.group is not None:
+    if spec.group is not None and not spec.fifo:
         parts += ["quote_nullable(CAST(" + P("group") + " AS text))", "':'"]
     parts += [key, "':'", index]
     args = Sql()
@@ -156,3 +162,50 @@ def limited_row_lock_claim(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> 
         + " FOR UPDATE SKIP LOCKED"
     )
     return "WITH " + join(", ", exprs) + " " + rows
+
+
+def _try_slot(d: Dialect, spec: TableSpec, key: str, count: int) -> Sql:
+    """The first of ``key``'s ``count`` slots a try-lock takes (none: all are held)."""
+    g, i = d.internal(spec, "__g"), d.quoted(d.internal(spec, "__i"))
+    return (
+        f"(SELECT {g}.{i} FROM generate_series(0, {count - 1}) AS {g}({i}) "
+        "WHERE pg_try_advisory_xact_lock(" + slot_name(d, spec, key, f"{g}.{i}") + ") LIMIT 1)"
+    )
+
+
+def limited_head_claim(d: Dialect, spec: TableSpec, limits: ClaimLimits) -> Sql:
+    """A FIFO group's claim under the guard: its head, every column, locked while a slot of its
+    key (and of the queue) was had."""
+    t = d.table(spec)
+    head, got = d.internal(spec, "__head"), d.internal(spec, "__got")
+    whole, slot = d.internal(spec, "__whole"), d.internal(spec, "__slot")
+    k = d.quoted(d.internal(spec, "__k"))
+    key = "NULL" if limits.key is None else d.column(limits.key)
+    exprs: list[Frag] = [
+        f"{head} AS MATERIALIZED (SELECT {key} AS {k} FROM {t}" + d.where(d.fifo_head(spec)) + ")"
+    ]
+    source = head
+    if limits.whole is not None:
+        exprs.append(
+            f"{whole} AS MATERIALIZED (SELECT 1 FROM {head} CROSS JOIN LATERAL "
+            + _try_slot(d, spec, WHOLE, limits.whole)
+            + f" AS {got})"
+        )
+        source = whole
+    if limits.key is not None:
+        assert limits.per_key is not None
+        # Taken only once the queue's slot was had: the key's is tried for that head alone.
+        joined = head if source == head else f"{head} CROSS JOIN {whole}"
+        exprs.append(
+            f"{slot} AS MATERIALIZED (SELECT 1 FROM {joined} CROSS JOIN LATERAL "
+            + _try_slot(d, spec, f"quote_nullable(CAST({head}.{k} AS text))", limits.per_key)
+            + f" AS {got})"
+        )
+        source = slot
+    return (
+        "WITH "
+        + join(", ", exprs)
+        + f" SELECT {d.select_list(spec)} FROM {t}"
+        + d.where([*d.fifo_head(spec), f"EXISTS (SELECT 1 FROM {source})"])
+        + " FOR UPDATE SKIP LOCKED"
+    )

@@ -416,7 +416,14 @@ class MySqlDialect(Dialect):
         )
         return (select, stamp)
 
-    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+    def limited_lease_claim(
+        self,
+        spec: TableSpec,
+        limits: ClaimLimits,
+        *,
+        every_group: bool = False,
+        skip: str | None = None,
+    ) -> tuple[Statement, ...]:
         """As ``lease_claim``, the select a consistent read of the rows ``_limited.py`` chose
         (a locking read with SKIP LOCKED could skip live leases as it counts them): under
         ``limit_lock`` no other limited claim stamps meanwhile, and each stamp still takes
@@ -426,7 +433,7 @@ class MySqlDialect(Dialect):
         select = self.render(
             "claim",
             "WITH "
-            + limited_ids(self, spec, limits)
+            + limited_ids(self, spec, limits, every_group=every_group, skip=skip)
             + f" SELECT {self.select_list(spec)}"
             + self.token_column(spec)
             + f" FROM {t} WHERE {ident} IN (SELECT {ident} FROM {self.internal(spec, TAKE)})"

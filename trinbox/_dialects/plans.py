@@ -20,6 +20,7 @@ from .._declare._limits import ClaimLimits
 from .._declare._markers import Advisory, Lease, RowLock
 from .._declare._spec import TableSpec
 from ._base import DeadLetter, Dialect
+from ._limited import limited_heads
 from ._rated import rate_advance, whole_rate_advance
 from ._statement import Statement
 
@@ -85,9 +86,11 @@ class Plan:
     ``claim_begin`` transaction (the row lock form's is the delivery's, ``begin``).
 
     A limited lease claim (``InboxQueue.limit``): ``claim`` chooses its rows by the live leases
-    it counts (``_limited.py``), behind ``limit_lock``, which serializes the table's limited
-    claims: PostgreSQL's transaction lock inside ``claim_begin`` (READ COMMITTED), MySQL's
-    session lock before it, let go by ``limit_unlock`` after the commit; none on SQLite.
+    it counts (``_limited.py``; on a FIFO table the group's head, after its guard, and over
+    every group ``heads`` passes over the groups whose head's key is at its limit), behind
+    ``limit_lock``, which serializes the table's limited claims: PostgreSQL's transaction lock
+    inside ``claim_begin`` (READ COMMITTED), MySQL's session lock before it, let go by
+    ``limit_unlock`` after the commit; none on SQLite.
     A limited advisory claim (``_advisory_slots.py``): ``claim`` is the candidates that pass
     over the keys and limit keys with no free slot, ``key_slots`` runs after ``lock`` on the
     key's session to take the row's slots (all or nothing), and ``unlock`` lets go of the key
@@ -205,8 +208,8 @@ def build_plan(
     claim (``InboxQueue.custom_claim()``, which refuses the other options and the advisory
     form); ``groups``: a lease claim over the groups named (a relay's, over an outbox's
     records by name), never its dead letter group; ``limits``: a lease or row lock claim
-    under ``InboxQueue.limit`` (which refuses FIFO groups and a custom claim), or an
-    advisory one (slots as session locks beside the key's)."""
+    under ``InboxQueue.limit`` (which refuses a custom claim, and a rate beside FIFO groups),
+    or an advisory one (slots as session locks beside the key's)."""
     dialect.check(spec, dead_letter)
     if limits is not None and spec.form is Advisory:
         assert groups is None and not every_group and not count_at_claim and not custom_claim
@@ -218,22 +221,36 @@ def build_plan(
             unlock=unlock,
         )
     if limits is not None and spec.form is RowLock:
-        assert not spec.fifo and groups is None
-        assert not every_group and not count_at_claim and not custom_claim
+        assert groups is None and (spec.fifo or not every_group)
+        assert not count_at_claim and not custom_claim
+        skip = dead_letter.group if dead_letter is not None and every_group else None
         return replace(
             _row_lock(dialect, spec, dead_letter),
-            claim=dialect.limited_row_lock_claim(spec, limits),
-            slot_rows=dialect.slot_rows(spec, limits),
-            slot_lock=dialect.slot_lock(spec),
-            slot_release=dialect.slot_release(),
+            claim=(
+                (dialect.limited_head_claim(spec, limits),)
+                if spec.fifo
+                else dialect.limited_row_lock_claim(spec, limits)
+            ),
+            heads=dialect.every_group_heads(spec, skip) if every_group else None,
+            slot_rows=None if spec.fifo else dialect.slot_rows(spec, limits),
+            slot_lock=None if spec.fifo else dialect.slot_lock(spec),
+            slot_release=None if spec.fifo else dialect.slot_release(),
         )
     if limits is not None:
-        assert spec.form is Lease and not spec.fifo and groups is None
-        assert not every_group and not count_at_claim and not custom_claim
+        assert spec.form is Lease and groups is None and not (spec.fifo and limits.rated)
+        assert spec.fifo or not every_group
+        assert not count_at_claim and not custom_claim
+        skip = dead_letter.group if dead_letter is not None and every_group else None
+        # Over every group, a dialect with no heads read (SQLite, one writer) claims the heads
+        # in one statement; a server claims each group's head behind its guard.
+        heads = dialect.every_group_heads(spec, skip) if every_group else None
         return replace(
             _lease(dialect, spec, dead_letter),
             claim_begin=dialect.limited_claim_begin(),
-            claim=dialect.limited_lease_claim(spec, limits),
+            claim=dialect.limited_lease_claim(
+                spec, limits, every_group=every_group and heads is None, skip=skip
+            ),
+            heads=None if heads is None else limited_heads(dialect, spec, limits, skip),
             limit_lock=dialect.limit_lock(spec),
             limit_unlock=dialect.limit_unlock(spec),
             rate_advance=rate_advance(dialect, spec, limits),

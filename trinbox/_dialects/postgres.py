@@ -39,7 +39,7 @@ from ._columns import FoundColumn, Retype
 from ._count_at_claim import GUARD_TAKEN
 from ._ddl_types import DdlRules
 from ._limited import TAKE, limited_ids
-from ._slots import limited_row_lock_claim
+from ._slots import limited_head_claim, limited_row_lock_claim
 from ._statement import Frag, P, Param, ParamStyle, Sql, Statement, join
 
 __all__ = ["PostgresDialect"]
@@ -208,7 +208,14 @@ class PostgresDialect(Dialect):
             ),
         )
 
-    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+    def limited_lease_claim(
+        self,
+        spec: TableSpec,
+        limits: ClaimLimits,
+        *,
+        every_group: bool = False,
+        skip: str | None = None,
+    ) -> tuple[Statement, ...]:
         """One statement, as ``lease_claim``, over the ids ``_limited.py`` chose: lock them
         (skipping any another transaction holds), stamp them, return them before the stamp."""
         t = self.table(spec)
@@ -221,7 +228,7 @@ class PostgresDialect(Dialect):
             self.render(
                 "claim",
                 "WITH "
-                + limited_ids(self, spec, limits)
+                + limited_ids(self, spec, limits, every_group=every_group, skip=skip)
                 + f", {claimed} AS (SELECT {self.select_list(spec)} FROM {t} WHERE {ident} IN "
                 + f"(SELECT {ident} FROM {self.internal(spec, TAKE)}) ORDER BY {order} "
                 + "FOR UPDATE SKIP LOCKED), "
@@ -250,6 +257,11 @@ class PostgresDialect(Dialect):
             self.render("key_slots", postgres_key_slots(self, spec, limits)),
             self.render("unlock", postgres_unlock(self, spec, limits)),
         )
+
+    def limited_head_claim(self, spec: TableSpec, limits: ClaimLimits) -> Statement:
+        """One statement after the guard: a slot of the head's key (and of the queue) with
+        try-locks of the claim's transaction, then the head (``_slots.py``)."""
+        return self.render("claim", limited_head_claim(self, spec, limits))
 
     def limit_lock(self, spec: TableSpec) -> Statement | None:
         """A transaction lock on the table's name (as declared), waited for: held from

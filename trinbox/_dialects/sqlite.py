@@ -215,7 +215,14 @@ class SqliteDialect(Dialect):
     def greatest(self, a: Frag, b: Frag) -> Frag:
         return "MAX(" + a + ", " + b + ")"
 
-    def limited_lease_claim(self, spec: TableSpec, limits: ClaimLimits) -> tuple[Statement, ...]:
+    def limited_lease_claim(
+        self,
+        spec: TableSpec,
+        limits: ClaimLimits,
+        *,
+        every_group: bool = False,
+        skip: str | None = None,
+    ) -> tuple[Statement, ...]:
         """One statement, as ``lease_claim``, over the ids ``_limited.py`` chose; the single
         writer serializes it with every other claim."""
         t = self.table(spec)
@@ -224,7 +231,7 @@ class SqliteDialect(Dialect):
             self.render(
                 "claim",
                 "WITH "
-                + limited_ids(self, spec, limits)
+                + limited_ids(self, spec, limits, every_group=every_group, skip=skip)
                 + f" UPDATE {t} SET "
                 + self.lease_stamp(spec, lease=self.lease_at())
                 + f" WHERE {ident} IN (SELECT {ident} FROM {self.internal(spec, TAKE)})"
@@ -253,7 +260,7 @@ class SqliteDialect(Dialect):
     ) -> tuple[Statement, ...]:
         """One writer: one UPDATE ... RETURNING stamps the heads of up to ``limit`` groups
         but ``skip`` at once (the single writer is every group's guard)."""
-        row, source, order = self.every_head(spec, skip)
+        row, source, conds, order = self.every_head(spec, skip)
         return (
             self.render(
                 "claim",
@@ -261,6 +268,7 @@ class SqliteDialect(Dialect):
                 + self.lease_stamp(spec, lease=self.lease_at())
                 + f" WHERE {self.column(spec.id)} IN (SELECT {row}.{self.column(spec.id)}"
                 + source
+                + self.where(conds)
                 + f" ORDER BY {order} LIMIT "
                 + P("limit")
                 + f") RETURNING {self.select_list(spec, attempt_before=True)}"

@@ -176,6 +176,13 @@ class Subscription:
                 self.broker, self.spec, self._checked.dead_letter, self.retain, where=self.where
             )
 
+    @property
+    def _limit_group(self) -> str | None:
+        """The group of the queue's limit records: its own, or none on a FIFO table, whose
+        limits span its groups (a subscription to one group and one over every group count
+        the same leases)."""
+        return None if self.spec.fifo else self.group
+
     async def open(self) -> None:
         """Register the queue, prepare every statement against the database, and set up the
         form, the delivery runner and the claim loop."""
@@ -219,7 +226,7 @@ class Subscription:
             broker,
             self.queue.limits,
             self.spec.qualified_name,
-            self.group,
+            self._limit_group,
             self.where,
             self.record_writes,
         )
@@ -378,7 +385,7 @@ class Subscription:
                         self.broker,
                         self.queue.limits,
                         self.spec.qualified_name,
-                        self.group,
+                        self._limit_group,
                         self.where,
                         self.record_writes,
                     )

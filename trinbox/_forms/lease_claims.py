@@ -9,6 +9,8 @@ limited claims."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._bounds import cleanup_scope
 from .._dialects._statement import Statement
 from .._drivers._base import Connection, Op, Record
@@ -186,17 +188,24 @@ async def limited_claim(
     the claim takes nothing), the select and stamps, and the lock let go; a claim that fails
     once it asked for the lock abandons its connection, whose session's end frees the lock,
     so no pooled connection keeps it (a claim whose stamps committed stands, whether or not
-    its release went through)."""
+    its release went through). On a FIFO table the claim behind the lock is the group's (its
+    guard, then its head), or every group's (``heads_claim``; MySQL stamps each head before
+    the next group's claim counts the live leases)."""
     plan = ctx.statements
     lock, unlock = plan.limit_lock, plan.limit_unlock
     assert lock is not None
     if unlock is None:
+        locked = [Op("execute", lock.sql, lock.bind(values))]
+        if plan.heads is not None:
+            return await heads_claim(ctx, conn, values, locked=locked)
+        if plan.guard is not None:
+            return await guarded_claim(ctx, conn, values, locked=locked)
         (claim,) = plan.claim
         try:
             done = await conn.script(
                 [
                     Op("begin", plan.claim_begin.sql),
-                    Op("execute", lock.sql, lock.bind(values)),
+                    *locked,
                     Op("fetch", claim.sql, claim.bind(values)),
                     Op("commit"),
                 ]
@@ -213,7 +222,12 @@ async def limited_claim(
             released = True  # the wait ran out: nothing is held
             return []
         try:
-            records = await select_and_stamp(ctx, conn, values)
+            if plan.heads is not None:
+                records = await heads_claim(ctx, conn, values, stamp_each=True)
+            elif plan.guard is not None:
+                records = await guarded_claim(ctx, conn, values)
+            else:
+                records = await select_and_stamp(ctx, conn, values)
         finally:
             with cleanup_scope():
                 try:
@@ -230,11 +244,16 @@ async def limited_claim(
 
 
 async def guarded_claim(
-    ctx: FormContext, conn: Connection, values: dict[str, object]
+    ctx: FormContext,
+    conn: Connection,
+    values: dict[str, object],
+    *,
+    locked: Sequence[Op] = (),
 ) -> list[Record]:
-    """A FIFO group on a server: one READ COMMITTED transaction runs the group guard, then
-    the claim of the group's head (MySQL: then its stamp), and commits; from then on the
-    lease holds the group. A group held by another claim takes nothing."""
+    """A FIFO group on a server: one READ COMMITTED transaction runs the group guard (after
+    ``locked``, a limited claim's transaction lock), then the claim of the group's head
+    (MySQL: then its stamp), and commits; from then on the lease holds the group. A group
+    held by another claim takes nothing."""
     claim = ctx.statements.claim
     guard = ctx.statements.guard
     assert guard is not None
@@ -242,13 +261,14 @@ async def guarded_claim(
         opened = await conn.script(
             [
                 Op("begin", ctx.statements.claim_begin.sql),
+                *locked,
                 Op("fetch", guard.sql, guard.bind(values)),
                 Op("fetch", claim[0].sql, claim[0].bind(values)),
             ]
         )
-        records = opened[2]
+        records = opened[-1]
         assert isinstance(records, list)
-        if not held(opened[1]) or not records:
+        if not held(opened[-2]) or not records:
             await conn.rollback()
             return []
         if len(claim) == 1:
@@ -261,14 +281,21 @@ async def guarded_claim(
 
 
 async def heads_claim(
-    ctx: FormContext, conn: Connection, values: dict[str, object]
+    ctx: FormContext,
+    conn: Connection,
+    values: dict[str, object],
+    *,
+    locked: Sequence[Op] = (),
+    stamp_each: bool = False,
 ) -> list[Record]:
     """Every group of a FIFO table on a server: read the groups whose head is due, then, in
-    one READ COMMITTED transaction, per group its guard and its head's claim (each claim's
-    snapshot taken once its guard is held), until ``limit`` heads are taken; then MySQL's
-    stamps, and one commit, so a claim cut short leaves nothing stamped. A group another
-    claim holds takes nothing: a head its claim stamped all the same (PostgreSQL's claim
-    stamps as it selects) is rolled back to the group's savepoint."""
+    one READ COMMITTED transaction (first ``locked``, a limited claim's transaction lock),
+    per group its guard and its head's claim (each claim's snapshot taken once its guard is
+    held), until ``limit`` heads are taken; then MySQL's stamps (with ``stamp_each``, each
+    head's before the next group's claim, which counts it), and one commit, so a claim cut
+    short leaves nothing stamped. A group another claim holds takes nothing: a head its
+    claim stamped all the same (PostgreSQL's claim stamps as it selects) is rolled back to
+    the group's savepoint."""
     limit = values["limit"]
     assert isinstance(limit, int)
     groups = await due_groups(ctx, conn, values["now"], limit)
@@ -277,7 +304,7 @@ async def heads_claim(
     claim, guard = ctx.statements.claim, ctx.statements.guard
     assert guard is not None
     taken: list[Record] = []
-    ops = [Op("begin", ctx.statements.claim_begin.sql)]
+    ops = [Op("begin", ctx.statements.claim_begin.sql), *locked]
     try:
         for group in groups:
             if len(taken) >= limit:
@@ -295,6 +322,8 @@ async def heads_claim(
             assert isinstance(records, list)
             ops = []
             if held(found[-2]):
+                if stamp_each and records:
+                    records = await _stamp(ctx, conn, claim[1], values, records, commit=False)
                 taken += records
             elif records:
                 ops = [Op("execute", f"ROLLBACK TO SAVEPOINT {GROUP_SAVEPOINT}")]
@@ -303,7 +332,7 @@ async def heads_claim(
             return []
         if ops:
             await conn.script(ops)
-        if len(claim) == 1:
+        if len(claim) == 1 or stamp_each:
             await conn.commit()
             return taken
         return await _stamp(ctx, conn, claim[1], values, taken)

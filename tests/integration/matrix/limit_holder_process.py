@@ -30,14 +30,17 @@ class Job:
     tenant: str
 
 
-async def hold(stand: str, url: str, form: str) -> None:
-    broker: SqlBroker[Any]
+def holder_broker(stand: str, url: str) -> SqlBroker[Any]:
+    """The holder's broker: a lease of two seconds, so the test waits little for its end."""
     if stand == "sqlite":
-        broker = SqlBroker.sqlite(url, poll_interval=0.05, lease=LEASE)
-    elif stand == "postgres":
-        broker = SqlBroker.postgres(url, poll_interval=0.05, lease=LEASE)
-    else:
-        broker = SqlBroker.mysql(url, poll_interval=0.05, lease=LEASE)
+        return SqlBroker.sqlite(url, poll_interval=0.05, lease=LEASE)
+    if stand == "postgres":
+        return SqlBroker.postgres(url, poll_interval=0.05, lease=LEASE)
+    return SqlBroker.mysql(url, poll_interval=0.05, lease=LEASE)
+
+
+async def hold(stand: str, url: str, form: str) -> None:
+    broker = holder_broker(stand, url)
     queue = InboxQueue(LIMITED_PLAIN[form], "plain").workers(4).limit(key="tenant", concurrency=3)
 
     @subscriber(queue)

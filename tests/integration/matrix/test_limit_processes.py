@@ -22,7 +22,10 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -98,31 +101,49 @@ async def read_lines(stream: trio.abc.ReceiveStream, count: int) -> list[str]:
     return found.decode().splitlines()[:count]
 
 
+@asynccontextmanager
+async def holder(module: str, *args: str, count: int = 3) -> AsyncIterator[Callable[[], Any]]:
+    """Run ``python -m module args...`` until it printed ``count`` lines ``holding <n>``;
+    yield ``kill``, which kills it with SIGKILL (and waits for its end), as leaving does."""
+    command = [sys.executable, "-m", module, *args]
+    process = await trio.lowlevel.open_process(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+
+    async def kill() -> None:
+        if process.returncode is None:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+        assert process.returncode == -signal.SIGKILL
+
+    try:
+        assert process.stdout is not None
+        with trio.fail_after(60):
+            holding = await read_lines(process.stdout, count)
+        assert len(holding) == count, holding
+        assert all(h.startswith("holding ") for h in holding), holding
+        yield kill
+    finally:
+        with trio.CancelScope(shield=True):
+            await kill()
+
+
+async def kill_once_holding(module: str, *args: str, count: int = 3) -> None:
+    """Run ``python -m module args...`` until it printed ``count`` lines ``holding <n>``, then
+    kill it with SIGKILL."""
+    async with holder(module, *args, count=count) as kill:
+        await kill()
+
+
 @cells(forms=["lease"])
 async def test_a_killed_holder_s_slots_end_with_its_leases_and_nothing_leaks(
     case: Case,
 ) -> None:
     rows = 6
     insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
-    command = [
-        sys.executable,
-        "-m",
-        "tests.integration.matrix.limit_holder_process",
-        case.name,
-        case.stand.url,
-    ]
-    with trio.fail_after(60):
-        process = await trio.lowlevel.open_process(
-            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        try:
-            assert process.stdout is not None
-            holding = await read_lines(process.stdout, 3)
-            assert len(holding) == 3 and all(h.startswith("holding ") for h in holding), holding
-        finally:
-            os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
-    assert process.returncode == -signal.SIGKILL
+    await kill_once_holding(
+        "tests.integration.matrix.limit_holder_process", case.name, case.stand.url
+    )
     # Four workers, three slots: the holder took three rows of the tenant, no fourth, and its
     # leases still hold them after its death.
     held = case.stand.rows("SELECT id FROM plain_jobs WHERE locked_until IS NOT NULL")
@@ -174,14 +195,6 @@ async def killed_holder_frees_its_slots(case: Case) -> None:
     other process takes a fourth row while it lives, and its slots are free at its death."""
     rows = 6
     insert_rows(case.stand, "plain_jobs", plain_rows(["hot"] * rows))
-    command = [
-        sys.executable,
-        "-m",
-        "tests.integration.matrix.limit_holder_process",
-        case.name,
-        case.stand.url,
-        case.form,
-    ]
     intervals: list[tuple[float, float]] = []
     handled: list[int] = []
     changed = trio.Event()
@@ -205,32 +218,21 @@ async def killed_holder_frees_its_slots(case: Case) -> None:
         while len(handled) < count:
             await changed.wait()
 
-    with trio.fail_after(60):
-        process = await trio.lowlevel.open_process(
-            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        try:
-            assert process.stdout is not None
-            holding = await read_lines(process.stdout, 3)
-            assert len(holding) == 3 and all(h.startswith("holding ") for h in holding), holding
-            broker = case.stand.broker(poll_interval=0.05)
-            app = make_app()
-            app.include(broker, handle)
+    module = "tests.integration.matrix.limit_holder_process"
+    async with holder(module, case.name, case.stand.url, case.form) as kill:
+        broker = case.stand.broker(poll_interval=0.05)
+        app = make_app()
+        app.include(broker, handle)
+        with trio.fail_after(60):
             async with serving(app):
                 # The holder holds the tenant's three slots: this process's first claim,
                 # with four free workers and three rows free of row locks, takes none.
                 await idle(app, handle)
                 assert handled == []
-                os.kill(process.pid, signal.SIGKILL)
-                await process.wait()
+                await kill()
                 # Its sessions end with it, and their locks (slots, row locks, keys): the
                 # three rows it held come back at once, with the three behind them.
                 await until(rows)
-        finally:
-            if process.returncode is None:
-                os.kill(process.pid, signal.SIGKILL)
-                await process.wait()
-    assert process.returncode == -signal.SIGKILL
     assert sorted(handled) == list(range(rows))
     assert most_at_once(intervals) <= 3
     assert case.stand.rows("SELECT * FROM plain_jobs") == []
