@@ -130,11 +130,12 @@ def test_an_advisory_table_takes_a_concurrency_but_no_rate() -> None:
     with pytest.raises(
         DeclarationError,
         match=whole(
-            "keyed (Keyed): .limit() is supported for now on Inbox[Lease] tables only (the "
-            "claim counts live leases), found .limit(key='tenant', rate=Rate(2, "
+            "keyed (Keyed): a rate is supported for now on Inbox[Lease] tables only (its "
+            "starts are spent in the claim's short transaction, behind the table's limit "
+            "lock), found .limit(key='tenant', rate=Rate(2, "
             "per=datetime.timedelta(seconds=1)), rates=Rates(table='app_rates', schema=None)) "
-            "on an Inbox[Advisory] table; "
-            "declare the table Inbox[Lease] with a LockedUntil field, or drop .limit()"
+            "on an Inbox[Advisory] table; declare the table Inbox[Lease] with a LockedUntil "
+            "field, or limit its concurrency instead (.limit(key=..., concurrency=N))"
         ),
     ):
         InboxQueue(Keyed, "q").limit(

@@ -164,12 +164,16 @@ def _check_same_key(spec: TableSpec, limits: ClaimLimits, column: ColumnSpec, ca
 
 
 def _check_form(spec: TableSpec, call: str) -> None:
-    """Limits are claimed by the lease form only, for now."""
+    """A rate is spent by the lease form's claim only, for now: in a short transaction behind
+    the table's limit lock. A row lock claim's transaction lasts its handlers' run, so the
+    rate rows it wrote would stay locked, and an advisory claim takes no lock to spend under."""
     if spec.form is not Lease:
         msg = (
-            f"{spec.label}: .limit() is supported for now on Inbox[Lease] tables only (the "
-            f"claim counts live leases), found {call} on an Inbox[{spec.form.__name__}] table; "
-            f"declare the table Inbox[Lease] with a LockedUntil field, or drop .limit()"
+            f"{spec.label}: a rate is supported for now on Inbox[Lease] tables only (its "
+            f"starts are spent in the claim's short transaction, behind the table's limit "
+            f"lock), found {call} on an Inbox[{spec.form.__name__}] table; declare the table "
+            f"Inbox[Lease] with a LockedUntil field, or limit its concurrency instead "
+            f"(.limit(key=..., concurrency=N))"
         )
         raise DeclarationError(msg)
 
