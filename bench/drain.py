@@ -19,8 +19,9 @@ Headers field, and the handler takes them (``keys.Headers``). ``--unique`` (leas
 has a Unique field and its index (``common.UNIQUE_DDL``), every row holding a key of its own,
 which each ack's delete takes out of the index: the claim cost of a ``Unique()`` column.
 ``--tenants K`` fills the table with K tenants (row i's is ``t{i % K}``; 10 unless given),
-``--workers W`` serves it with W workers (4 unless given). ``--limit-key N`` (lease): the queue
-declares ``.limit(key="tenant", concurrency=N)``, the limited claim. ``--pauses``: the broker
+``--workers W`` serves it with W workers (4 unless given). ``--limit-key N`` (lease, rowlock,
+adv-row: each row its own advisory key): the queue declares ``.limit(key="tenant",
+concurrency=N)``, the limited claim. ``--pauses``: the broker
 has a pause table (``pauses=Pauses("bench_pauses")``, created before the timed part), so its
 pause watcher runs and every claim passes the pause gate; nothing is paused.
 
@@ -63,6 +64,9 @@ from .common import (
     key_every_row,
     remaining,
 )
+
+# The forms a limited drain serves (adv-row: the limit's key is not the advisory key).
+LIMITED_FORMS = ("lease", "rowlock", "adv-row")
 
 SHUTDOWN_TIMEOUT = 30.0
 EVENTS = ("none", "noop", "prometheus")
@@ -191,8 +195,8 @@ def main() -> None:
     parser.add_argument("--limit-key", type=int, default=None, help="limit per tenant")
     parser.add_argument("--pauses", action="store_true", help="a pause table, nothing paused")
     args = parser.parse_args()
-    if args.limit_key is not None and args.form != "lease":
-        parser.error("--limit-key drains the lease form")
+    if args.limit_key is not None and args.form not in LIMITED_FORMS:
+        parser.error(f"--limit-key drains the {', '.join(LIMITED_FORMS)} forms")
     if args.headers and (args.form not in WITH_HEADERS or args.batch is not None):
         parser.error("--headers drains the lease and row lock forms, single deliveries")
     if args.unique and (args.form not in WITH_UNIQUE or args.headers):

@@ -25,9 +25,10 @@ same without them (``--headers`` against none), per database given. ``unique``: 
 form's publishes into a table with a Unique field, each with a key of its own (``--unique``)
 and each without one (``--unique-table``), over those into the table without the field; and
 the drain of rows that each hold a key (``bench.drain --unique``) over the plain table's.
-``limits``: the lease drain of a table of 100 tenants by 16 workers with
+``limits``: the drain of a table of 100 tenants by 16 workers with
 ``.limit(key="tenant", concurrency=3)`` (``--limit-key 3``) over the same drain without a
-limit. ``pause``: the lease drain through a broker with a pause table (``--pauses``: the pause
+limit, in the lease form, and on the servers the row lock and advisory forms too (adv-row:
+each row its own advisory key). ``pause``: the lease drain through a broker with a pause table (``--pauses``: the pause
 watcher runs, every claim passes the pause gate, nothing is paused) over one without.
 Each run is a subprocess that fills the table first (not timed).
 """
@@ -122,16 +123,18 @@ def pairs(args: argparse.Namespace) -> list[Pair]:
             continue
         if args.what == "limits":
             same = ("--tenants", str(LIMIT_TENANTS), "--workers", str(LIMIT_WORKERS))
-            found.append(
-                Pair(
-                    f"{DB_LABEL[db]} · lease · {LIMIT_TENANTS} keys x N={LIMIT_N}, "
-                    f"workers({LIMIT_WORKERS})",
-                    db,
-                    url,
-                    Side("drain", "lease", (*same, "--limit-key", str(LIMIT_N))),
-                    Side("drain", "lease", same),
+            # SQLite has no row lock form; each form against itself without the limit.
+            for form in ("lease",) if db == "sqlite" else ("lease", "rowlock", "adv-row"):
+                found.append(
+                    Pair(
+                        f"{DB_LABEL[db]} · {FORM_LABEL[form]} · {LIMIT_TENANTS} keys x "
+                        f"N={LIMIT_N}, workers({LIMIT_WORKERS})",
+                        db,
+                        url,
+                        Side("drain", form, (*same, "--limit-key", str(LIMIT_N))),
+                        Side("drain", form, same),
+                    )
                 )
-            )
             continue
         if args.what == "pause":
             found.append(
