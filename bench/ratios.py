@@ -28,8 +28,9 @@ the drain of rows that each hold a key (``bench.drain --unique``) over the plain
 ``limits``: the drain of a table of 100 tenants by 16 workers with
 ``.limit(key="tenant", concurrency=3)`` (``--limit-key 3``) over the same drain without a
 limit, in the lease form, and on the servers the row lock and advisory forms too (adv-row:
-each row its own advisory key). ``pause``: the lease drain through a broker with a pause table (``--pauses``: the pause
-watcher runs, every claim passes the pause gate, nothing is paused) over one without.
+each row its own advisory key). ``pause``: the lease drain through a broker with a pause
+table (``--pauses``: the pause watcher runs, every claim passes the pause gate, nothing is
+paused) over one without.
 Each run is a subprocess that fills the table first (not timed).
 """
 
