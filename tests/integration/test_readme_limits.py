@@ -5,9 +5,7 @@ tenant above its limit in accounts, each account's postings in order)."""
 
 from __future__ import annotations
 
-import sys
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,31 +14,25 @@ import trio
 
 from trinbox.testing import TrioClock, VirtualClock, settled
 
-from .readme import block, shown
+from .readme import as_module, shown
 
 
 def program(
     tag: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[types.ModuleType]:
+) -> types.ModuleType:
     """The README block ``tag`` as the module ``name``, run in ``tmp_path`` (its database)."""
     monkeypatch.chdir(tmp_path)
-    module = types.ModuleType(name)
-    sys.modules[module.__name__] = module
-    try:
-        exec(block(tag), module.__dict__)
-        yield module
-    finally:
-        del sys.modules[module.__name__]
+    return as_module(name, tag, monkeypatch)
 
 
 @pytest.fixture
-def syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
-    yield from program("readme_limits", "tenant_sync", tmp_path, monkeypatch)
+def syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    return program("readme_limits", "tenant_sync", tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
-    yield from program("readme_limits_fifo", "ledger", tmp_path, monkeypatch)
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    return program("readme_limits_fifo", "ledger", tmp_path, monkeypatch)
 
 
 async def serve_until_settled(m: Any, handler: Any, count: int) -> None:

@@ -4,9 +4,7 @@ README shows."""
 
 from __future__ import annotations
 
-import sys
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import trio
 from trinbox._drivers.aio import asyncio_loop
 from trinbox.testing import settled
 
-from .readme import block, shown
+from .readme import as_module, shown
 from .serving import make_app, serving
 from .stands import StandName, fresh_stand
 
@@ -24,14 +22,8 @@ ACCOUNTS = ["acme", "globex"]
 
 
 @pytest.fixture
-def edits() -> Iterator[types.ModuleType]:
-    module = types.ModuleType("edits")
-    sys.modules[module.__name__] = module
-    try:
-        exec(block("readme_limits_advisory"), module.__dict__)
-        yield module
-    finally:
-        del sys.modules[module.__name__]
+def edits(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    return as_module("edits", "readme_limits_advisory", monkeypatch)
 
 
 @pytest.mark.parametrize("stand_name", ["postgres", "mariadb", "sqlite"])

@@ -4,9 +4,7 @@ README shows."""
 
 from __future__ import annotations
 
-import sys
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +14,14 @@ import trio
 from trinbox._drivers.aio import asyncio_loop
 from trinbox.testing import settled
 
-from .readme import block, shown
+from .readme import as_module, shown
 from .serving import make_app, serving
 from .stands import StandName, fresh_stand
 
 
 @pytest.fixture
-def renders() -> Iterator[types.ModuleType]:
-    module = types.ModuleType("renders")
-    sys.modules[module.__name__] = module
-    try:
-        exec(block("readme_limits_row_lock"), module.__dict__)
-        yield module
-    finally:
-        del sys.modules[module.__name__]
+def renders(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    return as_module("renders", "readme_limits_row_lock", monkeypatch)
 
 
 @pytest.mark.parametrize("stand_name", ["postgres", "mariadb"])
